@@ -1,0 +1,1 @@
+"""Device specifications, platform presets, kernel cost models and CPU overheads."""

@@ -1,0 +1,124 @@
+"""Device specifications: datasheet figures for the devices that platform presets use.
+
+Each figure cites its source.  These are peak (datasheet) numbers; measured peaks and
+learned kernel models come from device profiles (``calibrate``) and override them.
+"""
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import dataclass, field
+
+__all__ = ["DeviceSpec", "GPU_SPECS", "local_cpu_spec", "device_spec"]
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    """Figures the roofline needs.  FLOP/s per dtype, bytes/s, seconds."""
+
+    name: str
+    kind: str  # "cpu" or "gpu"
+    peak_flops: dict = field(default_factory=dict)  # dtype -> FLOP/s for GEMM-like work
+    vector_flops: float = 0.0  # FLOP/s for elementwise work (no tensor cores)
+    mem_bw: float = 0.0  # DRAM bytes/s
+    l2_bytes: float = 0.0
+    sms: int = 0
+    memory_bytes: float = 0.0
+    launch_latency_s: float = 0.0  # CPU launch call -> kernel may start
+    kernel_floor_s: float = 0.0  # shortest kernel the device runs
+    threads: int = 1
+    source: str = ""
+
+    def flops(self, dtype: str) -> float:
+        """Peak matrix FLOP/s for ``dtype``, falling back to float32."""
+        return self.peak_flops.get(dtype, self.peak_flops["float32"])
+
+
+_GB = 1e9
+_T = 1e12
+
+# NVIDIA datasheets.  float32 GEMMs use TF32 tensor cores only when allowed, which PyTorch
+# does not by default for matmul, so float32 is the CUDA-core figure.
+GPU_SPECS: dict[str, DeviceSpec] = {s.name: s for s in [
+    # Tesla V100 SXM2 32GB: V100 datasheet (2020): 15.7 TFLOPS FP32, 125 TFLOPS tensor,
+    # 900 GB/s HBM2; Volta whitepaper: 80 SMs, 6 MB L2.
+    DeviceSpec("Tesla V100-SXM2-32GB", "gpu",
+               {"float32": 15.7 * _T, "float16": 125 * _T, "bfloat16": 15.7 * _T},
+               vector_flops=15.7 * _T, mem_bw=900 * _GB, l2_bytes=6e6, sms=80,
+               memory_bytes=32 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
+               source="NVIDIA V100 datasheet; Volta architecture whitepaper"),
+    # A100 SXM4 40GB: A100 datasheet: 19.5 TFLOPS FP32, 312 TFLOPS FP16/BF16 tensor,
+    # 1,555 GB/s HBM2; Ampere whitepaper: 108 SMs, 40 MB L2.
+    DeviceSpec("NVIDIA A100-SXM4-40GB", "gpu",
+               {"float32": 19.5 * _T, "float16": 312 * _T, "bfloat16": 312 * _T},
+               vector_flops=19.5 * _T, mem_bw=1555 * _GB, l2_bytes=40e6, sms=108,
+               memory_bytes=40 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
+               source="NVIDIA A100 datasheet; Ampere GA100 whitepaper"),
+    # H100 SXM5 80GB: H100 datasheet: 67 TFLOPS FP32, 989 TFLOPS BF16 dense, 3.35 TB/s
+    # HBM3; Hopper whitepaper: 132 SMs, 50 MB L2.
+    DeviceSpec("NVIDIA H100 80GB HBM3", "gpu",
+               {"float32": 67 * _T, "float16": 989 * _T, "bfloat16": 989 * _T},
+               vector_flops=67 * _T, mem_bw=3350 * _GB, l2_bytes=50e6, sms=132,
+               memory_bytes=80 * _GB, launch_latency_s=4e-6, kernel_floor_s=2e-6,
+               source="NVIDIA H100 datasheet; Hopper architecture whitepaper"),
+    # H200 SXM 141GB: H200 datasheet: compute as H100 SXM, 4.8 TB/s HBM3e, 141 GB.
+    DeviceSpec("NVIDIA H200", "gpu",
+               {"float32": 67 * _T, "float16": 989 * _T, "bfloat16": 989 * _T},
+               vector_flops=67 * _T, mem_bw=4800 * _GB, l2_bytes=50e6, sms=132,
+               memory_bytes=141 * _GB, launch_latency_s=4e-6, kernel_floor_s=2e-6,
+               source="NVIDIA H200 datasheet"),
+]}
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "CPU"
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def local_cpu_spec(threads: int | None = None) -> DeviceSpec:
+    """A roofline spec of this machine's CPU, before calibration.
+
+    FLOP/s per core = SIMD width x 2 (FMA) x 2 FMA ports x an assumed 2.5 GHz; DRAM
+    bandwidth is assumed at 10 GB/s per thread, capped at 80 GB/s.  ``calibrate`` replaces
+    both with measured figures.
+    """
+    threads = threads or 1
+    flags = _cpu_flags()
+    lanes = 16 if "avx512f" in flags else 8 if "avx2" in flags else 4
+    per_core = lanes * 2 * 2 * 2.5e9
+    return DeviceSpec(
+        f"{_cpu_model()} ({threads} thread{'s' if threads != 1 else ''})", "cpu",
+        {"float32": per_core * threads, "bfloat16": per_core * threads,
+         "float16": per_core * threads / 4},
+        vector_flops=per_core * threads / 4, mem_bw=min(80e9, 10e9 * threads),
+        l2_bytes=1e6 * threads, sms=0, memory_bytes=float(os.sysconf("SC_PAGE_SIZE")
+                                                          * os.sysconf("SC_PHYS_PAGES")),
+        launch_latency_s=0.0, kernel_floor_s=1e-6, threads=threads,
+        source="uncalibrated: SIMD width from /proc/cpuinfo flags, assumed clock and bandwidth")
+
+
+def device_spec(name: str, threads: int | None = None) -> DeviceSpec:
+    """The spec of a GPU by the name it reports, or ``cpu`` for the local CPU."""
+    if name == "cpu":
+        return local_cpu_spec(threads)
+    try:
+        return GPU_SPECS[name]
+    except KeyError:
+        raise KeyError(f"unknown device {name!r} (known: cpu, {', '.join(GPU_SPECS)})") from None
