@@ -84,7 +84,7 @@ def _validate_model(model, issues: list[Issue]) -> dict:
     if not isinstance(edges_in, list):
         issues.append(Issue("model.edges", "expected a list of edges"))
         edges_in = []
-    nodes, kinds = [], {}
+    nodes, kinds, index = [], {}, {}
     for i, node in enumerate(nodes_in):
         where = f"model.nodes[{i}]"
         if not isinstance(node, dict):
@@ -105,6 +105,7 @@ def _validate_model(model, issues: list[Issue]) -> dict:
         params, errs = validate_params(kind, node.get("params", {}), f"{where}.params")
         issues.extend(Issue(f, m, nid) for f, m in errs)
         kinds[nid] = kind
+        index[nid] = i
         nodes.append({"id": nid, "kind": kind, "params": params})
     edges, graph = [], nx.DiGraph()
     graph.add_nodes_from(kinds)
@@ -135,7 +136,7 @@ def _validate_model(model, issues: list[Issue]) -> dict:
         issues.append(Issue("model.edges", f"the model graph has a cycle: {path}", cycle[0][0]))
     for node in nodes:
         kind, nid = block_kind(node["kind"]), node["id"]
-        where = f"model.nodes[{nid}]"
+        where = f"model.nodes[{index[nid]}]"
         n_in, n_out = graph.in_degree(nid), graph.out_degree(nid)
         if n_in < kind.min_inputs:
             issues.append(Issue(where, f"{kind.label} needs at least {kind.min_inputs} "

@@ -126,10 +126,9 @@ class Timeline:
 
     def to_chrome_trace(self) -> dict:
         """A Chrome trace-event document: pid = rank, tid = lane."""
-        events = []
+        events = [{"ph": "M", "name": "process_name", "pid": r, "tid": 0,
+                   "args": {"name": f"rank {r}"}} for r in self.ranks]
         for i, lane in enumerate(self.lanes):
-            events.append({"ph": "M", "name": "process_name", "pid": lane.rank, "tid": 0,
-                           "args": {"name": f"rank {lane.rank}"}})
             events.append({"ph": "M", "name": "thread_name", "pid": lane.rank, "tid": i,
                            "args": {"name": lane.name}})
             events.append({"ph": "M", "name": "thread_sort_index", "pid": lane.rank,

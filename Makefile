@@ -1,0 +1,28 @@
+# One-command set-up: `make run` starts the GUI, `make test` runs the suite.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test test-full lint-imports clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	# torch first, pinned, so pip takes the local CPU wheel and never a CUDA build
+	$(PY) -m pip install --quiet "torch==2.13.0"
+	$(PY) -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(PY) -m explorer $(SCENARIO)
+
+test: $(STAMP)
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q
+	$(VENV)/bin/lint-imports
+
+test-full: $(STAMP)
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -m "slow or not slow"
+
+clean:
+	rm -rf $(VENV) build dist .pytest_cache

@@ -1,0 +1,587 @@
+"""The main window: canvases in the middle, palette and inspector at the sides, the predicted
+timeline and its summary below, progress and cancel in the status bar."""
+from __future__ import annotations
+
+import html
+import os
+from pathlib import Path
+
+from PySide6.QtCore import QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (QComboBox, QDockWidget, QFileDialog, QFormLayout, QLabel,
+                               QMainWindow, QMessageBox, QProgressBar, QPushButton, QTabWidget,
+                               QVBoxLayout, QWidget)
+
+from predictors.devices.platforms import PLATFORM_PRESETS
+from predictors.scenario import ScenarioError, load_scenario, save_scenario
+
+from .canvas.model_scene import ModelScene, ModelView
+from .document.editor import DocumentEditor
+from .document.scenario_document import empty_scenario
+from .export import EXPORT_FORMATS, export_timeline_image
+from .palette import BlockPalette
+from .prediction import PredictionController
+from .summary import SummaryPanel
+from .timeline.gantt import GanttWidget
+
+try:  # built alongside; the window still opens while it is missing
+    from .inspector import Inspector
+except ImportError:  # pragma: no cover
+    Inspector = None
+
+__all__ = ["MainWindow", "ErrorBar", "PlatformPage", "DEFAULT_SCENARIO", "APP_NAME"]
+
+APP_NAME = "ML DSE Explorer"
+DEFAULT_SCENARIO = Path(__file__).resolve().parent.parent / "resources" / "scenarios" / \
+    "small_dlrm.json"
+MAX_RECENT = 8
+
+
+class ErrorBar(QLabel):
+    """A red bar across the top of a view; clicking it emits the node id at fault."""
+
+    sigNodeClicked = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("errorBar")
+        self.setWordWrap(True)
+        self.setTextFormat(Qt.RichText)
+        self.setStyleSheet("#errorBar { background: #fdecea; color: #a4161a; border: 1px solid"
+                           " #f5c2c0; border-left: 4px solid #d32f2f; padding: 5px 8px; }")
+        self.node_id: str | None = None
+        self.hide()
+
+    def show_error(self, message: str, node_id: str | None = None) -> None:
+        self.node_id = node_id
+        self.setToolTip("Click to select the block at fault" if node_id else "")
+        self.setCursor(Qt.PointingHandCursor if node_id else Qt.ArrowCursor)
+        self.setText(f"<b>⚠</b>&nbsp; {html.escape(message)}")
+        self.show()
+
+    def clear(self) -> None:
+        self.node_id = None
+        self.hide()
+
+    def mousePressEvent(self, event):
+        if self.node_id:
+            self.sigNodeClicked.emit(self.node_id)
+        super().mousePressEvent(event)
+
+
+class PlatformPage(QWidget):
+    """The Platform tab, for now a preset chooser; a choice is one undoable edit."""
+
+    CUSTOM = "(custom platform graph)"
+
+    def __init__(self, editor: DocumentEditor, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.editor = editor
+        self.combo = QComboBox(self)
+        for name, p in PLATFORM_PRESETS.items():
+            self.combo.addItem(name, name)
+            self.combo.setItemData(self.combo.count() - 1, p.description, Qt.ToolTipRole)
+        self.description = QLabel(self)
+        self.description.setWordWrap(True)
+        self.description.setStyleSheet("color: #445;")
+        form = QFormLayout()
+        form.addRow("Preset", self.combo)
+        form.addRow("", self.description)
+        box = QVBoxLayout(self)
+        box.setContentsMargins(16, 16, 16, 16)
+        box.addLayout(form)
+        box.addStretch(1)
+        self.combo.currentIndexChanged.connect(self._on_chosen)
+        doc = editor.document
+        doc.sigPlatformChanged.connect(self.refresh)
+        doc.sigReset.connect(self.refresh)
+        self.refresh()
+
+    def refresh(self) -> None:
+        platform = self.editor.document.platform()
+        preset = platform.get("preset") if isinstance(platform, dict) else None
+        self.combo.blockSignals(True)
+        custom = self.combo.findData(self.CUSTOM)
+        if preset in PLATFORM_PRESETS:
+            if custom >= 0:
+                self.combo.removeItem(custom)
+            self.combo.setCurrentIndex(self.combo.findData(preset))
+            p = PLATFORM_PRESETS[preset]
+            self.description.setText(f"{p.description}\n{p.ranks} rank(s) · device: {p.device}")
+        else:
+            if custom < 0:
+                self.combo.addItem(self.CUSTOM, self.CUSTOM)
+            self.combo.setCurrentIndex(self.combo.findData(self.CUSTOM))
+            nodes = platform.get("nodes", []) if isinstance(platform, dict) else []
+            self.description.setText(f"A custom platform graph of {len(nodes)} nodes.")
+        self.combo.blockSignals(False)
+
+    def _on_chosen(self, index: int) -> None:
+        name = self.combo.itemData(index)
+        if name in PLATFORM_PRESETS:
+            current = self.editor.document.platform()
+            platform = {"preset": name}
+            if name == "local-cpu" and "threads" in current:
+                platform["threads"] = current["threads"]
+            self.editor.set_platform(platform)
+
+
+class MainWindow(QMainWindow):
+    """The explorer's main window on one scenario.
+
+    Parameters
+    ----------
+    path : scenario file to open (``None``: the bundled default; ``""``: a new scenario)
+    predict_fn : injected into the :class:`PredictionController` (tests use fakes)
+    settings : where recent files and the window layout persist
+    """
+
+    def __init__(self, path: str | os.PathLike | None = None, *, predict_fn=None,
+                 settings: QSettings | None = None, debounce_ms: int = 400):
+        super().__init__()
+        self.settings = settings if settings is not None else QSettings("ml-dse", "explorer")
+        self.path: Path | None = None
+        self.prediction = None
+        self.editor = DocumentEditor(parent=self)
+        self.controller = PredictionController(self.editor.document, predict_fn=predict_fn,
+                                               debounce_ms=debounce_ms, parent=self)
+        self._build_central()
+        self._build_docks()
+        self._build_status()
+        self._build_actions()
+        self._connect()
+        self.resize(1400, 900)
+        self._default_state = self.saveState()
+        geometry = self.settings.value("window/geometry")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        state = self.settings.value("window/state")
+        if state is not None:
+            self.restoreState(state)
+        if path is None:
+            path = DEFAULT_SCENARIO
+        if path:
+            self.open_path(path)
+        self._update_title()
+
+    # --- construction -----------------------------------------------------------------------
+
+    def _build_central(self) -> None:
+        self.scene = ModelScene(self.editor)
+        self.view = ModelView(self.scene)
+        self.platform_page = PlatformPage(self.editor)
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        self.tabs.addTab(self.view, "Model")
+        self.tabs.addTab(self.platform_page, "Platform")
+        self.canvas_error = ErrorBar()
+        central = QWidget()
+        box = QVBoxLayout(central)
+        box.setContentsMargins(0, 0, 0, 0)
+        box.setSpacing(0)
+        box.addWidget(self.canvas_error)
+        box.addWidget(self.tabs, 1)
+        self.setCentralWidget(central)
+
+    def _dock(self, title: str, name: str, widget: QWidget, area) -> QDockWidget:
+        dock = QDockWidget(title, self)
+        dock.setObjectName(name)
+        dock.setWidget(widget)
+        self.addDockWidget(area, dock)
+        return dock
+
+    def _build_docks(self) -> None:
+        self.palette = BlockPalette()
+        self.inspector = Inspector(self.editor) if Inspector is not None else QLabel(
+            "Inspector unavailable")
+        self.gantt = GanttWidget()
+        self.timeline_error = ErrorBar()
+        timeline_box = QWidget()
+        box = QVBoxLayout(timeline_box)
+        box.setContentsMargins(0, 0, 0, 0)
+        box.setSpacing(0)
+        box.addWidget(self.timeline_error)
+        box.addWidget(self.gantt, 1)
+        self.summary = SummaryPanel()
+        self.palette_dock = self._dock("Palette", "paletteDock", self.palette,
+                                       Qt.LeftDockWidgetArea)
+        self.inspector_dock = self._dock("Inspector", "inspectorDock", self.inspector,
+                                         Qt.RightDockWidgetArea)
+        self.timeline_dock = self._dock("Timeline", "timelineDock", timeline_box,
+                                        Qt.BottomDockWidgetArea)
+        self.summary_dock = self._dock("Summary", "summaryDock", self.summary,
+                                       Qt.BottomDockWidgetArea)
+        self.splitDockWidget(self.timeline_dock, self.summary_dock, Qt.Horizontal)
+        self.setCorner(Qt.BottomLeftCorner, Qt.BottomDockWidgetArea)
+        self.setCorner(Qt.BottomRightCorner, Qt.BottomDockWidgetArea)
+        self._sized = False
+
+    def _size_docks(self) -> None:
+        w = max(self.width(), 800)
+        self.resizeDocks([self.palette_dock, self.inspector_dock], [200, 340], Qt.Horizontal)
+        self.resizeDocks([self.timeline_dock, self.summary_dock],
+                         [int(w * 0.62), int(w * 0.38)], Qt.Horizontal)
+        self.resizeDocks([self.timeline_dock], [int(self.height() * 0.42)], Qt.Vertical)
+
+    def showEvent(self, event):
+        super().showEvent(event)
+        if not self._sized and self.settings.value("window/state") is None:
+            self._sized = True
+            self._size_docks()
+
+    def _build_status(self) -> None:
+        bar = self.statusBar()
+        self.stage_label = QLabel("")
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.progress.setMaximumWidth(220)
+        self.progress.setTextVisible(True)
+        self.progress.setFormat("%p%")
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setToolTip("Cancel the running prediction")
+        self.platform_label = QLabel("")
+        self.platform_label.setStyleSheet("color: #445; padding: 0 6px;")
+        bar.addWidget(self.stage_label)
+        bar.addWidget(self.progress)
+        bar.addWidget(self.cancel_button)
+        bar.addPermanentWidget(self.platform_label)
+        self._set_busy(False)
+
+    def _action(self, menu, text: str, slot, shortcut=None, tip: str = "") -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+        if tip:
+            action.setStatusTip(tip)
+        action.triggered.connect(slot)
+        menu.addAction(action)
+        return action
+
+    def _build_actions(self) -> None:
+        mb = self.menuBar()
+        m = mb.addMenu("&File")
+        self.new_action = self._action(m, "&New", self.new_scenario, QKeySequence.New)
+        self.open_action = self._action(m, "&Open…", self.open_dialog, QKeySequence.Open)
+        self.recent_menu = m.addMenu("Open &Recent")
+        self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
+        m.addSeparator()
+        self.save_action = self._action(m, "&Save", self.save, QKeySequence.Save)
+        self.save_as_action = self._action(m, "Save &As…", self.save_as, QKeySequence.SaveAs)
+        m.addSeparator()
+        self.export_image_action = self._action(
+            m, "Export Timeline &Image…", self.export_image_dialog, "Ctrl+E",
+            "Write the predicted timeline as PNG, SVG or PDF")
+        self.export_trace_action = self._action(
+            m, "Export &Chrome Trace…", self.export_trace_dialog, "Ctrl+Shift+E",
+            "Write the predicted timeline as a Chrome trace (opens in Perfetto)")
+        m.addSeparator()
+        self.quit_action = self._action(m, "&Quit", self.close, QKeySequence.Quit)
+
+        m = mb.addMenu("&Edit")
+        stack = self.editor.undo_stack
+        self.undo_action = stack.createUndoAction(self, "&Undo")
+        self.undo_action.setShortcut(QKeySequence.Undo)
+        self.redo_action = stack.createRedoAction(self, "&Redo")
+        self.redo_action.setShortcut(QKeySequence.Redo)
+        m.addAction(self.undo_action)
+        m.addAction(self.redo_action)
+        m.addSeparator()
+        self.delete_action = self._action(m, "&Delete", self.scene.delete_selected,
+                                          QKeySequence.Delete)
+        # The canvas handles Delete itself; the shortcut here must not steal it from text fields.
+        self.delete_action.setShortcutContext(Qt.WidgetWithChildrenShortcut)
+        self.view.addAction(self.delete_action)
+        self.select_all_action = self._action(m, "Select &All", self._select_all,
+                                              QKeySequence.SelectAll)
+        self.select_all_action.setShortcutContext(Qt.WidgetWithChildrenShortcut)
+        self.view.addAction(self.select_all_action)
+
+        m = mb.addMenu("&Run")
+        self.predict_action = self._action(m, "&Predict", self.predict_now, "Ctrl+R",
+                                           "Predict the iteration now")
+        self.cancel_action = self._action(m, "&Cancel", self.controller.cancel, "Ctrl+.",
+                                          "Cancel the running prediction")
+
+        m = mb.addMenu("&View")
+        for dock in (self.palette_dock, self.inspector_dock, self.timeline_dock,
+                     self.summary_dock):
+            m.addAction(dock.toggleViewAction())
+        m.addSeparator()
+        self._action(m, "Fit &Canvas", self.view.fit_all, None)
+        self._action(m, "Fit &Timeline", self.gantt.fit, None)
+        m.addSeparator()
+        self._action(m, "&Reset Layout", self.reset_layout, None)
+
+        m = mb.addMenu("&Help")
+        self._action(m, "&About", self.about, None)
+
+    def _connect(self) -> None:
+        c = self.controller
+        c.sigStarted.connect(self._on_started)
+        c.sigProgress.connect(self._on_progress)
+        c.sigFinished.connect(self._on_finished)
+        c.sigFailed.connect(self._on_failed)
+        c.sigCancelled.connect(self._on_cancelled)
+        self.cancel_button.clicked.connect(c.cancel)
+        doc = self.editor.document
+        doc.sigChanged.connect(self._on_document_changed)
+        doc.sigPlatformChanged.connect(self._update_platform_label)
+        doc.sigReset.connect(self._update_platform_label)
+        self.editor.undo_stack.cleanChanged.connect(self._update_title)
+        self.editor.sigMessage.connect(lambda msg: self.statusBar().showMessage(msg, 6000))
+        self.palette.sigAddRequested.connect(
+            lambda kind: self.editor.add_block(kind, (self.view.view_center().x(),
+                                                      self.view.view_center().y())))
+        self.scene.sigSelectionChangedIds.connect(self._on_selection)
+        for bar in (self.canvas_error, self.timeline_error):
+            bar.sigNodeClicked.connect(self._select_node)
+
+    # --- files ------------------------------------------------------------------------------
+
+    def confirm_discard(self) -> bool:
+        """Ask before losing unsaved edits; True to go on."""
+        if not self.editor.is_modified():
+            return True
+        answer = QMessageBox.question(
+            self, APP_NAME, "The scenario has unsaved changes. Save them first?",
+            QMessageBox.Save | QMessageBox.Discard | QMessageBox.Cancel, QMessageBox.Save)
+        if answer == QMessageBox.Save:
+            return self.save()
+        return answer == QMessageBox.Discard
+
+    def new_scenario(self) -> None:
+        if self.confirm_discard():
+            self.path = None
+            self.editor.load(empty_scenario())
+            self._update_title()
+
+    def open_path(self, path: str | os.PathLike) -> bool:
+        """Open a scenario file; on error show it and keep the current document."""
+        try:
+            doc = load_scenario(path)
+        except ScenarioError as exc:
+            message = f"Could not open {Path(path).name}: " + "; ".join(
+                str(i) for i in exc.issues[:3])
+            self._show_error(message)
+            self.statusBar().showMessage(message, 10000)
+            return False
+        self.path = Path(path).resolve()
+        self._clear_error()
+        self.editor.load(doc)
+        self._remember_recent(self.path)
+        self._update_title()
+        QTimer.singleShot(0, self.view.fit_all)
+        return True
+
+    def open_dialog(self) -> None:
+        if not self.confirm_discard():
+            return
+        start = str(self.path.parent) if self.path else str(DEFAULT_SCENARIO.parent)
+        path, _ = QFileDialog.getOpenFileName(self, "Open Scenario", start,
+                                              "Scenarios (*.json);;All files (*)")
+        if path:
+            self.open_path(path)
+
+    def save_to(self, path: str | os.PathLike) -> bool:
+        """Write the document atomically to ``path`` and make it the current file."""
+        try:
+            save_scenario(self.editor.document.snapshot(), path)
+        except OSError as exc:
+            QMessageBox.warning(self, APP_NAME, f"Could not save {path}: {exc}")
+            return False
+        self.path = Path(path).resolve()
+        self.editor.mark_saved()
+        self._remember_recent(self.path)
+        self._update_title()
+        self.statusBar().showMessage(f"Saved {self.path.name}", 4000)
+        return True
+
+    def save(self) -> bool:
+        return self.save_to(self.path) if self.path else self.save_as()
+
+    def save_as(self) -> bool:
+        start = str(self.path) if self.path else "scenario.json"
+        path, _ = QFileDialog.getSaveFileName(self, "Save Scenario As", start,
+                                              "Scenarios (*.json)")
+        if not path:
+            return False
+        if not path.endswith(".json"):
+            path += ".json"
+        return self.save_to(path)
+
+    def _remember_recent(self, path: Path) -> None:
+        recent = [p for p in self.recent_files() if p != str(path)]
+        self.settings.setValue("recentFiles", [str(path)] + recent[:MAX_RECENT - 1])
+
+    def recent_files(self) -> list[str]:
+        value = self.settings.value("recentFiles", [])
+        if isinstance(value, str):
+            value = [value]
+        return [str(v) for v in (value or [])]
+
+    def _fill_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        files = [p for p in self.recent_files() if os.path.exists(p)]
+        for p in files:
+            action = self.recent_menu.addAction(Path(p).name)
+            action.setToolTip(p)
+            action.triggered.connect(lambda checked=False, p=p: self.confirm_discard()
+                                     and self.open_path(p))
+        if not files:
+            self.recent_menu.addAction("(none)").setEnabled(False)
+
+    # --- exports ----------------------------------------------------------------------------
+
+    def export_timeline(self, path: str | os.PathLike, visible_only: bool = False) -> Path:
+        """Write the current timeline picture (``.png``, ``.svg`` or ``.pdf``)."""
+        if self.prediction is None:
+            raise RuntimeError("no prediction to export yet")
+        x_range = self.gantt.x_range() if visible_only else None
+        return export_timeline_image(self.prediction.timeline, path, x_range=x_range)
+
+    def export_image_dialog(self) -> None:
+        if self.prediction is None:
+            self.statusBar().showMessage("No prediction to export yet", 5000)
+            return
+        filters = ";;".join(f"{desc} (*{ext})" for ext, desc in EXPORT_FORMATS.items())
+        stem = self.path.stem if self.path else "timeline"
+        path, chosen = QFileDialog.getSaveFileName(self, "Export Timeline Image",
+                                                   f"{stem}-timeline.png", filters)
+        if not path:
+            return
+        if Path(path).suffix.lower() not in EXPORT_FORMATS:
+            path += chosen[chosen.index("*") + 1:chosen.index(")")]
+        try:
+            self.export_timeline(path)
+        except (OSError, ValueError) as exc:
+            QMessageBox.warning(self, APP_NAME, f"Could not export: {exc}")
+            return
+        self.statusBar().showMessage(f"Exported {path}", 5000)
+
+    def export_trace_dialog(self) -> None:
+        if self.prediction is None:
+            self.statusBar().showMessage("No prediction to export yet", 5000)
+            return
+        stem = self.path.stem if self.path else "timeline"
+        path, _ = QFileDialog.getSaveFileName(self, "Export Chrome Trace", f"{stem}-trace.json",
+                                              "Chrome trace (*.json *.json.gz)")
+        if path:
+            try:
+                self.prediction.timeline.save_chrome_trace(path)
+            except OSError as exc:
+                QMessageBox.warning(self, APP_NAME, f"Could not export: {exc}")
+                return
+            self.statusBar().showMessage(f"Exported {path}", 5000)
+
+    # --- prediction feedback ----------------------------------------------------------------
+
+    def predict_now(self) -> None:
+        self.controller.start()
+
+    def _on_document_changed(self) -> None:
+        self._update_title()
+        if self.prediction is not None:
+            self._set_stale(True)
+
+    def _set_stale(self, stale: bool) -> None:
+        self.gantt.set_stale(stale)
+        self.summary.set_stale(stale)
+
+    def _set_busy(self, busy: bool) -> None:
+        self.progress.setVisible(busy)
+        self.cancel_button.setVisible(busy)
+        if hasattr(self, "cancel_action"):
+            self.cancel_action.setEnabled(busy)
+
+    def _on_started(self) -> None:
+        self.progress.setValue(0)
+        self.stage_label.setText("Predicting…")
+        self._set_busy(True)
+        if self.prediction is not None:
+            self._set_stale(True)
+
+    def _on_progress(self, fraction: float, stage: str) -> None:
+        self.progress.setValue(int(1000 * max(0.0, min(1.0, fraction))))
+        self.stage_label.setText(f"Predicting: {stage}…")
+
+    def _on_finished(self, prediction) -> None:
+        self.prediction = prediction
+        self._set_busy(False)
+        self._clear_error()
+        self.gantt.set_timeline(prediction.timeline)
+        self.summary.set_prediction(prediction)
+        self.stage_label.setText(f"Iteration {prediction.iteration_ms:.3f} ms "
+                                 f"(predicted in {prediction.elapsed_s:.2f} s)")
+
+    def _on_failed(self, message: str) -> None:
+        self._set_busy(False)
+        exc = self.controller.last_error
+        node_id = None
+        if isinstance(exc, ScenarioError) and exc.issues:
+            node_id = next((i.node_id for i in exc.issues if i.node_id), None)
+        self._show_error(message, node_id)
+        self.stage_label.setText("Prediction failed")
+
+    def _on_cancelled(self) -> None:
+        self._set_busy(False)
+        self.stage_label.setText("Prediction cancelled")
+
+    def _show_error(self, message: str, node_id: str | None = None) -> None:
+        for bar in (self.canvas_error, self.timeline_error):
+            bar.show_error(message, node_id)
+
+    def _clear_error(self) -> None:
+        for bar in (self.canvas_error, self.timeline_error):
+            bar.clear()
+
+    # --- misc -------------------------------------------------------------------------------
+
+    def _select_all(self) -> None:
+        self.scene.select_all()
+
+    def _select_node(self, node_id: str) -> None:
+        if self.editor.document.has_node(node_id):
+            self.tabs.setCurrentWidget(self.view)
+            self.scene.select_nodes([node_id])
+            item = self.scene.block_item(node_id)
+            if item is not None:
+                self.view.centerOn(item)
+
+    def _on_selection(self, ids: list) -> None:
+        if hasattr(self.inspector, "set_node"):
+            self.inspector.set_node(ids[0] if len(ids) == 1 else None)
+
+    def _update_platform_label(self) -> None:
+        platform = self.editor.document.platform()
+        preset = platform.get("preset") if isinstance(platform, dict) else None
+        if preset in PLATFORM_PRESETS:
+            text = f"platform: {preset} ({PLATFORM_PRESETS[preset].description})"
+        else:
+            text = "platform: custom graph"
+        self.platform_label.setText(text)
+
+    def _update_title(self, *args) -> None:
+        modified = self.editor.is_modified()
+        name = self.path.name if self.path else "Untitled"
+        self.setWindowTitle(f"{name}{'*' if modified else ''} — {APP_NAME}")
+
+    def reset_layout(self) -> None:
+        self.restoreState(self._default_state)
+        for dock in (self.palette_dock, self.inspector_dock, self.timeline_dock,
+                     self.summary_dock):
+            dock.show()
+        self._size_docks()
+
+    def about(self) -> None:
+        QMessageBox.about(self, f"About {APP_NAME}",
+                          f"<b>{APP_NAME}</b><p>Predicts one training iteration of a model on a "
+                          "platform, without running it, and shows the timeline.</p>")
+
+    def closeEvent(self, event):
+        if not self.confirm_discard():
+            event.ignore()
+            return
+        self.controller.shutdown()
+        self.settings.setValue("window/geometry", self.saveGeometry())
+        self.settings.setValue("window/state", self.saveState())
+        super().closeEvent(event)

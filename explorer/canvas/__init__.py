@@ -1,0 +1,1 @@
+"""The model canvas: a QGraphicsScene that follows the scenario document, and its items."""

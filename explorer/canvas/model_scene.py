@@ -1,0 +1,376 @@
+"""The model canvas: a scene that mirrors the document, and the view that shows it.
+
+The scene only follows document signals; user gestures (drop, connect, move, delete) go
+through the :class:`~explorer.document.editor.DocumentEditor`, which pushes undo commands.
+"""
+from __future__ import annotations
+
+import shiboken6
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QPainter, QPen
+from PySide6.QtWidgets import QGraphicsScene, QGraphicsView
+
+from ..document.editor import DocumentEditor
+from .interactions import ConnectInteraction
+from .items import BlockItem, EdgeItem, PortItem
+
+__all__ = ["ModelScene", "ModelView", "BLOCK_MIME_TYPE"]
+
+BLOCK_MIME_TYPE = "application/x-ml-dse-block-kind"
+BACKGROUND = QColor("#f6f7f9")
+GRID_MINOR, GRID_MAJOR = QColor("#eceef2"), QColor("#dfe2e8")
+GRID = 20.0
+SCENE_MARGIN = 1500.0  # room to pan and drop around the blocks
+
+
+class ModelScene(QGraphicsScene):
+    """Blocks and edges of the scenario's model graph.
+
+    Signals
+    -------
+    sigSelectionChangedIds(list)
+        The ids of the selected blocks, after every selection change.
+    """
+
+    sigSelectionChangedIds = Signal(list)
+
+    def __init__(self, editor: DocumentEditor, parent=None):
+        super().__init__(parent)
+        self.editor = editor
+        self.document = editor.document
+        self._blocks: dict[str, BlockItem] = {}
+        self._edges: dict[tuple[str, str], EdgeItem] = {}
+        self._interaction: ConnectInteraction | None = None
+        doc = self.document
+        doc.sigNodeAdded.connect(self._on_node_added)
+        doc.sigNodeRemoved.connect(self._on_node_removed)
+        doc.sigNodeChanged.connect(self._on_node_changed)
+        doc.sigNodeMoved.connect(self._on_node_moved)
+        doc.sigEdgeAdded.connect(self._on_edge_added)
+        doc.sigEdgeRemoved.connect(self._on_edge_removed)
+        doc.sigReset.connect(self._rebuild)
+        doc.sigChanged.connect(self._refresh_issues)
+        self.selectionChanged.connect(self._emit_selection)
+        self._rebuild()
+
+    # -- lookups ----------------------------------------------------------------------------
+
+    def block_item(self, node_id: str) -> BlockItem | None:
+        return self._blocks.get(node_id)
+
+    def edge_item(self, source: str, target: str) -> EdgeItem | None:
+        return self._edges.get((source, target))
+
+    def block_items(self) -> list[BlockItem]:
+        return list(self._blocks.values())
+
+    def edge_items(self) -> list[EdgeItem]:
+        return list(self._edges.values())
+
+    def selected_node_ids(self) -> list[str]:
+        # Ask Qt, not our dict: while the scene is destroyed, items in the dict may be gone.
+        chosen = {i.node_id for i in self.selectedItems() if isinstance(i, BlockItem)}
+        # Document order, so the result is stable whatever order the user clicked in.
+        return [i for i in self.document.node_ids() if i in chosen]
+
+    def selected_edges(self) -> list[tuple[str, str]]:
+        return [i.key for i in self.selectedItems() if isinstance(i, EdgeItem)]
+
+    def _emit_selection(self) -> None:
+        # ~QGraphicsScene clears the selection after Python has let go of this wrapper.
+        if shiboken6.isValid(self):
+            self.sigSelectionChangedIds.emit(self.selected_node_ids())
+
+    def select_nodes(self, ids: list[str]) -> None:
+        wanted = set(ids)
+        self.blockSignals(True)  # one selection signal, not one per item
+        try:
+            self.clearSelection()
+            for node_id, item in self._blocks.items():
+                item.setSelected(node_id in wanted)
+        finally:
+            self.blockSignals(False)
+        self.selectionChanged.emit()
+
+    def select_all(self) -> None:
+        self.select_nodes(list(self._blocks))
+
+    def delete_selected(self) -> None:
+        self.editor.delete(self.selected_node_ids(), self.selected_edges())
+
+    # -- following the document -------------------------------------------------------------
+
+    def _rebuild(self) -> None:
+        self._cancel_interaction()
+        for edge in list(self._edges.values()):
+            edge.detach()
+        self._edges.clear()
+        self._blocks.clear()
+        self.clear()
+        for node_id in self.document.node_ids():
+            self._on_node_added(node_id)
+        for s, t in self.document.edges():
+            self._on_edge_added(s, t)
+        self._refresh_issues()
+        self.selectionChanged.emit()
+
+    def _on_node_added(self, node_id: str) -> None:
+        record = self.document.node(node_id)
+        item = BlockItem(node_id, record["kind"], record["params"])
+        item.setPos(QPointF(*self.document.position(node_id)))
+        self._blocks[node_id] = item
+        self.addItem(item)
+        self._grow_rect()
+
+    def _on_node_removed(self, node_id: str) -> None:
+        item = self._blocks.pop(node_id, None)
+        if item is None:
+            return
+        for key in [k for k in self._edges if node_id in k]:
+            self._on_edge_removed(*key)
+        if self._interaction is not None and self._interaction.port.block is item:
+            self._cancel_interaction()
+        self.removeItem(item)
+
+    def _on_node_changed(self, node_id: str) -> None:
+        item = self._blocks.get(node_id)
+        if item is not None:
+            item.set_params(self.document.node(node_id)["params"])
+
+    def _on_node_moved(self, node_id: str) -> None:
+        item = self._blocks.get(node_id)
+        if item is not None:
+            item.setPos(QPointF(*self.document.position(node_id)))
+            self._grow_rect()
+
+    def _on_edge_added(self, source: str, target: str) -> None:
+        if (source, target) in self._edges:
+            return
+        edge = EdgeItem(self._blocks[source], self._blocks[target])
+        self._edges[(source, target)] = edge
+        self.addItem(edge)
+
+    def _on_edge_removed(self, source: str, target: str) -> None:
+        edge = self._edges.pop((source, target), None)
+        if edge is not None:
+            edge.detach()
+            self.removeItem(edge)
+
+    def _refresh_issues(self) -> None:
+        by_node: dict[str, list[str]] = {}
+        for issue in self.document.issues():
+            if issue.node_id is not None:
+                by_node.setdefault(issue.node_id, []).append(str(issue))
+        for node_id, item in self._blocks.items():
+            item.set_issues(by_node.get(node_id, []))
+
+    def _grow_rect(self) -> None:
+        # The scene rect only grows, so panning room never jumps away under the user.
+        bounds = self.itemsBoundingRect().adjusted(-SCENE_MARGIN, -SCENE_MARGIN,
+                                                   SCENE_MARGIN, SCENE_MARGIN)
+        self.setSceneRect(self.sceneRect().united(bounds))
+
+    # -- gestures ---------------------------------------------------------------------------
+
+    def _cancel_interaction(self) -> None:
+        if self._interaction is not None:
+            self._interaction.cancel()
+            self._interaction = None
+
+    def mousePressEvent(self, event):
+        if event.button() == Qt.LeftButton:
+            port = next((i for i in self.items(event.scenePos()) if isinstance(i, PortItem)),
+                        None)
+            if port is not None:
+                self._interaction = ConnectInteraction(self, port)
+                event.accept()
+                return
+        super().mousePressEvent(event)
+
+    def mouseMoveEvent(self, event):
+        if self._interaction is not None:
+            self._interaction.update(event.scenePos())
+            event.accept()
+            return
+        super().mouseMoveEvent(event)
+
+    def mouseReleaseEvent(self, event):
+        if self._interaction is not None and event.button() == Qt.LeftButton:
+            interaction, self._interaction = self._interaction, None
+            interaction.finish(event.scenePos())
+            event.accept()
+            return
+        super().mouseReleaseEvent(event)
+        if event.button() == Qt.LeftButton:
+            self._commit_moves()
+
+    def _commit_moves(self) -> None:
+        """Blocks dragged by Qt moved only on screen; make that one undoable move."""
+        ids, positions = [], []
+        for node_id, item in self._blocks.items():
+            # Whole units keep the saved layout tidy; the item snaps to match via sigNodeMoved.
+            pos = (float(round(item.pos().x())), float(round(item.pos().y())))
+            if (item.pos().x(), item.pos().y()) != self.document.position(node_id):
+                ids.append(node_id)
+                positions.append(pos)
+        if ids and not self.editor.move(ids, positions):
+            for node_id in ids:  # a sub-unit wiggle: put the item back where the document says
+                self._on_node_moved(node_id)
+
+    def keyPressEvent(self, event):
+        if event.key() in (Qt.Key_Delete, Qt.Key_Backspace) and self.selectedItems():
+            self.delete_selected()
+            event.accept()
+            return
+        if event.key() == Qt.Key_Escape and self._interaction is not None:
+            self._cancel_interaction()
+            event.accept()
+            return
+        super().keyPressEvent(event)
+
+
+class ModelView(QGraphicsView):
+    """The canvas widget: wheel zoom, middle- or space-drag pan, F fits all, block drops."""
+
+    def __init__(self, scene: ModelScene, parent=None):
+        super().__init__(scene, parent)
+        self.setRenderHints(QPainter.Antialiasing | QPainter.TextAntialiasing)
+        self.setDragMode(QGraphicsView.RubberBandDrag)
+        self.setTransformationAnchor(QGraphicsView.AnchorUnderMouse)
+        self.setViewportUpdateMode(QGraphicsView.BoundingRectViewportUpdate)
+        self.setAcceptDrops(True)
+        # Panning is by middle- or space-drag, as in node editors; scroll bars only add clutter.
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.setFrameShape(QGraphicsView.NoFrame)
+        self.setFocusPolicy(Qt.StrongFocus)
+        self._pan_from: QPointF | None = None
+        self._space = False
+
+    def model_scene(self) -> ModelScene:
+        return self.scene()
+
+    # -- zoom and pan -----------------------------------------------------------------------
+
+    def zoom(self, factor: float) -> None:
+        current = self.transform().m11()
+        factor = max(0.1 / current, min(4.0 / current, factor))  # keep blocks usable
+        self.scale(factor, factor)
+
+    def fit_all(self) -> None:
+        rect = self.scene().itemsBoundingRect()
+        if rect.isEmpty():
+            self.resetTransform()
+            self.centerOn(0, 0)
+            return
+        self.fitInView(rect.adjusted(-40, -40, 40, 40), Qt.KeepAspectRatio)
+        if self.transform().m11() > 1.25:  # a lone block should not fill the window
+            self.resetTransform()
+            self.scale(1.25, 1.25)
+            self.centerOn(rect.center())
+
+    def view_center(self) -> QPointF:
+        """The scene point at the centre of the viewport: where double-clicked blocks go."""
+        return self.mapToScene(self.viewport().rect().center())
+
+    def wheelEvent(self, event):
+        delta = event.angleDelta().y()
+        if delta:
+            self.zoom(1.0015 ** delta)
+            event.accept()
+        else:
+            super().wheelEvent(event)
+
+    def mousePressEvent(self, event):
+        if event.button() == Qt.MiddleButton or (self._space and
+                                                 event.button() == Qt.LeftButton):
+            self._pan_from = event.position()
+            self.viewport().setCursor(Qt.ClosedHandCursor)
+            event.accept()
+            return
+        super().mousePressEvent(event)
+
+    def mouseMoveEvent(self, event):
+        if self._pan_from is not None:
+            delta = event.position() - self._pan_from
+            self._pan_from = event.position()
+            self.horizontalScrollBar().setValue(self.horizontalScrollBar().value() - delta.x())
+            self.verticalScrollBar().setValue(self.verticalScrollBar().value() - delta.y())
+            event.accept()
+            return
+        super().mouseMoveEvent(event)
+
+    def mouseReleaseEvent(self, event):
+        if self._pan_from is not None:
+            self._pan_from = None
+            self.viewport().setCursor(Qt.OpenHandCursor if self._space else Qt.ArrowCursor)
+            event.accept()
+            return
+        super().mouseReleaseEvent(event)
+
+    def keyPressEvent(self, event):
+        if event.key() == Qt.Key_F and not event.modifiers():
+            self.fit_all()
+            event.accept()
+            return
+        if event.key() == Qt.Key_Space and not event.isAutoRepeat():
+            self._space = True
+            self.viewport().setCursor(Qt.OpenHandCursor)
+            event.accept()
+            return
+        super().keyPressEvent(event)
+
+    def keyReleaseEvent(self, event):
+        if event.key() == Qt.Key_Space and not event.isAutoRepeat():
+            self._space = False
+            self.viewport().unsetCursor()
+            event.accept()
+            return
+        super().keyReleaseEvent(event)
+
+    # -- drops from the palette -------------------------------------------------------------
+
+    # Only block kinds can be dropped here; the scene's items take no drops of their own.
+    def dragEnterEvent(self, event):
+        if event.mimeData().hasFormat(BLOCK_MIME_TYPE):
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dragMoveEvent(self, event):
+        if event.mimeData().hasFormat(BLOCK_MIME_TYPE):
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dropEvent(self, event):
+        if not event.mimeData().hasFormat(BLOCK_MIME_TYPE):
+            event.ignore()
+            return
+        kind = bytes(event.mimeData().data(BLOCK_MIME_TYPE)).decode("utf-8")
+        pos = self.mapToScene(event.position().toPoint())
+        if self.scene().editor.add_block(kind, (pos.x(), pos.y())) is not None:
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def drawBackground(self, painter: QPainter, rect: QRectF) -> None:
+        painter.fillRect(rect, BACKGROUND)
+        if self.transform().m11() < 0.35:  # a dense grid at low zoom is only noise
+            return
+        left, top = int(rect.left() // GRID) * GRID, int(rect.top() // GRID) * GRID
+        minor, major = [], []
+        x = left
+        while x < rect.right():
+            (major if round(x / GRID) % 5 == 0 else minor).append(
+                (QPointF(x, rect.top()), QPointF(x, rect.bottom())))
+            x += GRID
+        y = top
+        while y < rect.bottom():
+            (major if round(y / GRID) % 5 == 0 else minor).append(
+                (QPointF(rect.left(), y), QPointF(rect.right(), y)))
+            y += GRID
+        for color, lines in ((GRID_MINOR, minor), (GRID_MAJOR, major)):
+            painter.setPen(QPen(color, 0))
+            for a, b in lines:
+                painter.drawLine(a, b)

@@ -1,0 +1,136 @@
+"""The Summary dock: headline numbers of a prediction and its most expensive ops."""
+from __future__ import annotations
+
+import html
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QPixmap, QIcon
+from PySide6.QtWidgets import (QAbstractItemView, QFrame, QHBoxLayout, QHeaderView, QLabel,
+                               QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+
+from .timeline.colors import CATEGORY_COLORS, CATEGORY_LABELS
+
+__all__ = ["SummaryPanel", "device_active_fraction"]
+
+
+def device_active_fraction(prediction) -> float | None:
+    """Mean over ranks of device busy time / iteration time (None when unknown)."""
+    rows = [r for r in (prediction.per_rank or []) if r.get("iteration_ms")]
+    if not rows:
+        return None
+    return sum(r.get("device_active_ms", 0.0) / r["iteration_ms"] for r in rows) / len(rows)
+
+
+def _swatch(color: str) -> QIcon:
+    pm = QPixmap(10, 10)
+    pm.fill(QColor(color))
+    return QIcon(pm)
+
+
+class _Figure(QFrame):
+    """A headline number with its caption."""
+
+    def __init__(self, caption: str, parent=None):
+        super().__init__(parent)
+        self.setObjectName("summaryFigure")
+        self.setStyleSheet("#summaryFigure { background: #f5f7fa; border: 1px solid #e1e5ea;"
+                           " border-radius: 4px; }")
+        self.value = QLabel("–", self)
+        self.value.setStyleSheet("font-size: 17px; font-weight: 600; color: #1f2d3d;"
+                                 " border: none;")
+        self.caption = QLabel(caption, self)
+        self.caption.setStyleSheet("color: #667; border: none;")
+        box = QVBoxLayout(self)
+        box.setContentsMargins(10, 6, 10, 6)
+        box.setSpacing(0)
+        box.addWidget(self.value)
+        box.addWidget(self.caption)
+
+
+class SummaryPanel(QWidget):
+    """Iteration time, device active share, op count, notes and a top-ops table."""
+
+    COLUMNS = ("op", "category", "total (ms)", "count", "share")
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.prediction = None
+        self.iteration = _Figure("iteration (slowest rank)")
+        self.active = _Figure("device active")
+        self.ops = _Figure("ops")
+        self.where = _Figure("platform")
+        figures = QHBoxLayout()
+        figures.setSpacing(8)
+        for f in (self.iteration, self.active, self.ops, self.where):
+            figures.addWidget(f)
+        figures.addStretch(1)
+        self.notes = QLabel(self)
+        self.notes.setObjectName("summaryNotes")
+        self.notes.setWordWrap(True)
+        self.notes.setTextFormat(Qt.RichText)
+        self.notes.setStyleSheet("color: #555;")
+        self.table = QTableWidget(0, len(self.COLUMNS), self)
+        self.table.setHorizontalHeaderLabels(self.COLUMNS)
+        self.table.verticalHeader().setVisible(False)
+        self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.table.setAlternatingRowColors(True)
+        self.table.setShowGrid(False)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(0, QHeaderView.Stretch)
+        for c in range(1, len(self.COLUMNS)):
+            header.setSectionResizeMode(c, QHeaderView.ResizeToContents)
+        box = QVBoxLayout(self)
+        box.setContentsMargins(6, 6, 6, 6)
+        box.addLayout(figures)
+        box.addWidget(self.notes)
+        box.addWidget(self.table, 1)
+        self.clear()
+
+    def clear(self) -> None:
+        """Back to the empty state."""
+        self.prediction = None
+        for f in (self.iteration, self.active, self.ops, self.where):
+            f.value.setText("–")
+        self.notes.setText("No prediction yet.")
+        self.table.setRowCount(0)
+        self.set_stale(False)
+
+    def set_stale(self, stale: bool) -> None:
+        """Grey the figures while a newer prediction is on its way."""
+        self.setProperty("stale", stale)
+        for f in (self.iteration, self.active, self.ops, self.where):
+            f.setEnabled(not stale)
+        self.table.setEnabled(not stale)
+
+    def set_prediction(self, prediction) -> None:
+        """Show ``prediction`` (a :class:`predictors.predict.Prediction`)."""
+        self.prediction = prediction
+        self.iteration.value.setText(f"{prediction.iteration_ms:.3f} ms")
+        frac = device_active_fraction(prediction)
+        self.active.value.setText("–" if frac is None else f"{100 * frac:.0f} %")
+        ranks = len(prediction.per_rank or [])
+        self.ops.value.setText(f"{prediction.num_ops:,}")
+        self.ops.caption.setText(f"ops · {len(prediction.timeline):,} events")
+        self.where.value.setText(html.escape(str(prediction.platform)))
+        self.where.caption.setText(f"{prediction.device} · {ranks} rank{'s' * (ranks != 1)}")
+        notes = list(prediction.notes or [])
+        foot = f"predicted in {prediction.elapsed_s:.2f} s"
+        self.notes.setText("<br>".join([f"• {html.escape(n)}" for n in notes] + [
+            f"<span style='color:#889'>{foot}</span>"]))
+        rows = prediction.top_ops or []
+        self.table.setRowCount(len(rows))
+        it = prediction.iteration_ms or 0.0
+        for r, op in enumerate(rows):
+            cat = op.get("category", "other")
+            cells = [op.get("name", ""), CATEGORY_LABELS.get(cat, cat),
+                     f"{op.get('total_ms', 0.0):.3f}", f"{op.get('count', 0):,}",
+                     f"{100 * op.get('total_ms', 0.0) / it:.1f} %" if it else "–"]
+            for c, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                if c >= 2:
+                    item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+                if c == 1:
+                    item.setIcon(_swatch(CATEGORY_COLORS.get(cat, CATEGORY_COLORS["other"])))
+                self.table.setItem(r, c, item)
+        self.set_stale(False)

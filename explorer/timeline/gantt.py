@@ -1,0 +1,410 @@
+"""The Gantt view of a Timeline: one row per lane, grouped per rank, x in milliseconds.
+
+Drawing follows pyqtgraph's fast path: one ``BarGraphItem`` per category with ``pen=None``
+(a million bars stay interactive).  Hover and click look events up with a per-lane sorted
+start array and ``numpy.searchsorted`` instead of one QGraphicsItem per bar.
+"""
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QEvent, QObject, QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QCursor, QFontMetrics, QPen
+from PySide6.QtWidgets import QGraphicsRectItem, QLabel, QToolTip, QVBoxLayout, QWidget
+
+from predictors.timeline import CATEGORIES, Timeline
+
+from .colors import CATEGORY_COLORS, CATEGORY_LABELS
+from .layout import LaneLayout, lane_title
+
+__all__ = ["GanttWidget", "EventIndex", "format_us"]
+
+BAR_HEIGHT = 0.78
+STALE_OPACITY = 0.28
+
+
+def format_us(us: float) -> str:
+    """``850 ns``, ``12.3 µs`` or ``4.567 ms``."""
+    if us < 1.0:
+        return f"{us * 1e3:.0f} ns"
+    if us < 1000.0:
+        return f"{us:.1f} µs"
+    return f"{us / 1e3:.3f} ms"
+
+
+class EventIndex:
+    """Per-lane sorted starts for point lookups (built lazily on the first hover)."""
+
+    def __init__(self, timeline: Timeline):
+        tl = timeline
+        order = np.lexsort((tl.start_us, tl.lane))
+        lanes_sorted = tl.lane[order]
+        bounds = np.searchsorted(lanes_sorted, np.arange(len(tl.lanes) + 1))
+        self._idx, self._start, self._end, self._maxend = [], [], [], []
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            idx = order[a:b]
+            start = tl.start_us[idx]
+            end = start + tl.dur_us[idx]
+            self._idx.append(idx)
+            self._start.append(start)
+            self._end.append(end)
+            self._maxend.append(np.maximum.accumulate(end) if len(end) else end)
+
+    def event_at(self, lane: int, t_us: float, tol_us: float = 0.0) -> int | None:
+        """The event of ``lane`` under time ``t_us`` (innermost if nested), else the nearest
+        one within ``tol_us``; ``None`` if there is none."""
+        if lane is None or not 0 <= lane < len(self._idx):
+            return None
+        starts, ends, maxend = self._start[lane], self._end[lane], self._maxend[lane]
+        if not len(starts):
+            return None
+        i = int(np.searchsorted(starts, t_us, side="right")) - 1
+        best, best_dur = None, np.inf
+        j = i
+        # Walk back while some earlier event may still cover t (prefix max of ends >= t).
+        while j >= 0 and maxend[j] >= t_us and i - j < 256:
+            if ends[j] >= t_us and ends[j] - starts[j] < best_dur:
+                best, best_dur = j, ends[j] - starts[j]
+            j -= 1
+        if best is None and tol_us > 0:
+            cands = []
+            if i >= 0:
+                cands.append((t_us - ends[i], i))
+            if i + 1 < len(starts):
+                cands.append((starts[i + 1] - t_us, i + 1))
+            dist, k = min(cands)
+            if dist <= tol_us:
+                best = k
+        return None if best is None else int(self._idx[lane][best])
+
+
+class GanttWidget(QWidget):
+    """Gantt chart of a :class:`Timeline` with legend, hover tooltips and click details.
+
+    Keys as in Perfetto: W/S zoom in/out at the mouse, A/D pan; the wheel zooms time, a drag
+    pans.  ``F`` or a double click fits the whole iteration.
+
+    Signals
+    -------
+    sigEventHovered(int)  event index under the mouse, -1 when none
+    sigEventClicked(int)  event index clicked, -1 when empty space was clicked
+    """
+
+    sigEventHovered = Signal(int)
+    sigEventClicked = Signal(int)
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.timeline: Timeline | None = None
+        self.layout_: LaneLayout | None = None
+        self._index: EventIndex | None = None
+        self._bars: dict[str, pg.BarGraphItem] = {}
+        self._bands: list = []
+        self._stale = False
+        self._mouse_x: float | None = None
+        self._hovered = -1
+        self.selected = -1
+
+        self.legend = QLabel(self)
+        self.legend.setObjectName("ganttLegend")
+        self.legend.setTextFormat(Qt.RichText)
+        self.legend.setWordWrap(True)
+        self.plot = pg.PlotWidget(self, background="w")
+        self.plot.setFocusPolicy(Qt.StrongFocus)
+        self.details = QLabel("Hover a bar for its details; click to pin them here.", self)
+        self.details.setObjectName("ganttDetails")
+        self.details.setTextFormat(Qt.RichText)
+        self.details.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.details.setStyleSheet("color: #444; padding: 2px 4px;")
+        box = QVBoxLayout(self)
+        box.setContentsMargins(2, 2, 2, 2)
+        box.setSpacing(2)
+        box.addWidget(self.legend)
+        box.addWidget(self.plot, 1)
+        box.addWidget(self.details)
+
+        pi = self.plot.getPlotItem()
+        pi.invertY(True)
+        pi.showGrid(x=True, y=False, alpha=0.18)
+        pi.setLabel("bottom", "time", units="ms")
+        pi.getAxis("bottom").enableAutoSIPrefix(False)
+        pi.hideButtons()
+        pi.setMenuEnabled(False)
+        left = pi.getAxis("left")
+        left.setStyle(tickLength=0, textFillLimits=[(0, 1.0)], hideOverlappingLabels=False)
+        left.setWidth(130)
+        for name in ("left", "bottom"):
+            ax = pi.getAxis(name)
+            ax.setPen(pg.mkPen("#888"))
+            ax.setTextPen(pg.mkPen("#333"))
+        self.vb = pi.getViewBox()
+        self.vb.setMouseEnabled(x=True, y=False)
+        self.vb.setDefaultPadding(0.0)
+
+        self._empty = pg.TextItem("No prediction yet", color="#888", anchor=(0.5, 0.5))
+        self._stale_text = pg.TextItem("out of date: predicting…", color="#777", anchor=(1, 0))
+        self._stale_text.setZValue(20)
+        self._hover_box = QGraphicsRectItem()
+        self._hover_box.setPen(pg.mkPen("#222", width=1.5, cosmetic=True))
+        self._hover_box.setBrush(QBrush(Qt.NoBrush))
+        self._hover_box.setZValue(10)
+        self._sel_box = QGraphicsRectItem()
+        self._sel_box.setPen(pg.mkPen("#000", width=2.5, cosmetic=True))
+        self._sel_box.setBrush(QBrush(QColor(255, 255, 255, 60)))
+        self._sel_box.setZValue(11)
+        for item in (self._hover_box, self._sel_box):
+            item.setVisible(False)
+            pi.addItem(item, ignoreBounds=True)
+        pi.addItem(self._empty, ignoreBounds=True)
+
+        self.plot.scene().sigMouseMoved.connect(self._on_mouse_moved)
+        self.plot.scene().sigMouseClicked.connect(self._on_mouse_clicked)
+        self.plot.installEventFilter(self)
+        self._update_legend([])
+
+    # --- public API -----------------------------------------------------------------------
+
+    def set_timeline(self, timeline: Timeline | None) -> None:
+        """Show ``timeline`` (``None`` clears), fitting the whole iteration, not stale."""
+        pi = self.plot.getPlotItem()
+        for item in list(self._bars.values()) + self._bands:
+            pi.removeItem(item)
+        self._bars.clear()
+        self._bands.clear()
+        self.timeline, self._index = timeline, None
+        self._hovered = self.selected = -1
+        self._hover_box.setVisible(False)
+        self._sel_box.setVisible(False)
+        self.details.setText("Hover a bar for its details; click to pin them here.")
+        if timeline is None or not len(timeline.lanes):
+            self.layout_ = None
+            self._empty.setVisible(True)
+            pi.getAxis("left").setTicks([[]])
+            self._update_legend([])
+            self.set_stale(False)
+            return
+        self._empty.setVisible(False)
+        lay = self.layout_ = LaneLayout.of(timeline)
+        start_ms = timeline.start_us / 1e3
+        # Sub-pixel events would vanish at full zoom-out; BarGraphItem draws them at >= 0 width.
+        width_ms = timeline.dur_us / 1e3
+        y0 = lay.y[timeline.lane] - BAR_HEIGHT / 2 if len(timeline) else np.zeros(0)
+        t0, t1 = timeline.begin_us / 1e3, timeline.end_us / 1e3
+        if len(lay.groups) > 1:
+            # Alternate light bands per rank make the grouping readable at a glance.
+            band = [(top, bottom) for k, (_, top, bottom) in enumerate(lay.groups) if k % 2 == 0]
+            if band:
+                span = max(t1 - t0, 1e-6)
+                item = pg.BarGraphItem(x0=[t0 - span] * len(band), width=[3 * span] * len(band),
+                                       y0=[b[0] - 0.15 for b in band],
+                                       height=[b[1] - b[0] + 0.3 for b in band],
+                                       pen=None, brush=QColor(240, 243, 248))
+                item.setZValue(-10)
+                pi.addItem(item)
+                self._bands.append(item)
+        present = []
+        for c, cat in enumerate(CATEGORIES):
+            sel = np.flatnonzero(timeline.category == c)
+            if not len(sel):
+                continue
+            present.append(cat)
+            item = pg.BarGraphItem(x0=start_ms[sel], width=width_ms[sel], y0=y0[sel],
+                                   height=BAR_HEIGHT, pen=None,
+                                   brush=QColor(CATEGORY_COLORS[cat]))
+            item.setZValue({"idle": 0, "cpu_overhead": 2}.get(cat, 1))
+            pi.addItem(item)
+            self._bars[cat] = item
+        ticks = [(float(lay.y[i]), label) for i, label in zip(lay.order, lay.labels)]
+        left = pi.getAxis("left")
+        left.setTicks([ticks, []])
+        fm = QFontMetrics(left.font() if hasattr(left, "font") else self.font())
+        left.setWidth(min(320, max(fm.horizontalAdvance(t) for _, t in ticks) + 24))
+        self._update_legend(present)
+        span = max(t1 - t0, 1e-3)
+        self.vb.setLimits(xMin=t0 - 0.5 * span, xMax=t1 + 0.5 * span,
+                          minXRange=1e-6, yMin=-0.5, yMax=lay.height + 0.5)
+        self.fit()
+        self.set_stale(False)
+
+    def fit(self) -> None:
+        """Show the whole iteration and every lane."""
+        if self.timeline is None or self.layout_ is None:
+            return
+        t0, t1 = self.timeline.begin_us / 1e3, self.timeline.end_us / 1e3
+        pad = max(t1 - t0, 1e-3) * 0.01
+        self.vb.setRange(xRange=(t0 - pad, t1 + pad), yRange=(-0.2, self.layout_.height + 0.2),
+                         padding=0)
+
+    def x_range(self) -> tuple[float, float]:
+        """The visible time range in ms."""
+        (x0, x1), _ = self.vb.viewRange()
+        return float(x0), float(x1)
+
+    def set_stale(self, stale: bool) -> None:
+        """Grey the bars while a newer prediction is on its way."""
+        self._stale = bool(stale)
+        for item in self._bars.values():
+            item.setOpacity(STALE_OPACITY if stale else 1.0)
+        pi = self.plot.getPlotItem()
+        if stale and self.timeline is not None:
+            if self._stale_text.scene() is None:
+                pi.addItem(self._stale_text, ignoreBounds=True)
+            (x0, x1), (y0, y1) = self.vb.viewRange()
+            self._stale_text.setPos(x1, min(y0, y1))
+            self._stale_text.setVisible(True)
+        else:
+            self._stale_text.setVisible(False)
+
+    def is_stale(self) -> bool:
+        return self._stale
+
+    def event_at(self, lane: int | None, t_ms: float, tol_ms: float = 0.0) -> int | None:
+        """Index of the event of ``lane`` at time ``t_ms`` (see :class:`EventIndex`)."""
+        if self.timeline is None or lane is None:
+            return None
+        if self._index is None:
+            self._index = EventIndex(self.timeline)
+        return self._index.event_at(lane, t_ms * 1e3, tol_ms * 1e3)
+
+    def event_at_point(self, x_ms: float, y: float, tol_ms: float = 0.0) -> int | None:
+        """Index of the event drawn at view coordinates (``x_ms``, ``y``)."""
+        if self.layout_ is None:
+            return None
+        lane = self.layout_.lane_at(y)
+        if lane is None or abs(self.layout_.y[lane] - y) > BAR_HEIGHT / 2 + 0.05:
+            return None
+        return self.event_at(lane, x_ms, tol_ms)
+
+    def describe(self, i: int, rich: bool = True) -> str:
+        """Name, category, lane, shapes, start and duration of event ``i``."""
+        tl = self.timeline
+        name = tl.names[tl.name_id[i]]
+        detail = tl.details[tl.detail_id[i]]
+        lane = tl.lanes[tl.lane[i]]
+        cat = CATEGORY_LABELS[CATEGORIES[tl.category[i]]]
+        start, dur = float(tl.start_us[i]), float(tl.dur_us[i])
+        where = lane_title(lane)
+        if not where.startswith("rank"):
+            where = f"rank {lane.rank} · {where}"
+        if not rich:
+            parts = [name, cat, where]
+            if detail:
+                parts.append(f"shapes {detail}")
+            parts.append(f"start {start / 1e3:.3f} ms, duration {format_us(dur)}")
+            return " | ".join(parts)
+        e = html.escape
+        swatch = CATEGORY_COLORS[CATEGORIES[tl.category[i]]]
+        text = (f"<b>{e(name)}</b> &nbsp;<span style='color:{swatch}'>■</span> {e(cat)}"
+                f" &nbsp;·&nbsp; {e(where)}")
+        if detail:
+            text += f"<br>shapes: <tt>{e(detail)}</tt>"
+        text += (f"<br>start {start / 1e3:.3f} ms &nbsp;·&nbsp; duration <b>{format_us(dur)}</b>"
+                 f" &nbsp;·&nbsp; end {(start + dur) / 1e3:.3f} ms")
+        return text
+
+    def select_event(self, i: int) -> None:
+        """Pin event ``i``'s details (``-1`` clears)."""
+        self.selected = i
+        if i is None or i < 0 or self.timeline is None:
+            self.selected = -1
+            self._sel_box.setVisible(False)
+            self.details.setText("Hover a bar for its details; click to pin them here.")
+            return
+        self._sel_box.setRect(self._rect_of(i))
+        self._sel_box.setVisible(True)
+        self.details.setText(self.describe(i))
+
+    # --- navigation -------------------------------------------------------------------------
+
+    def zoom(self, factor: float, center_ms: float | None = None) -> None:
+        """Scale the visible time range by ``factor`` (< 1 zooms in) around ``center_ms``."""
+        x0, x1 = self.x_range()
+        c = center_ms if center_ms is not None and x0 <= center_ms <= x1 else (x0 + x1) / 2
+        self.vb.setXRange(c - (c - x0) * factor, c + (x1 - c) * factor, padding=0)
+
+    def pan(self, fraction: float) -> None:
+        """Move the visible range by ``fraction`` of its width (positive: later)."""
+        x0, x1 = self.x_range()
+        d = (x1 - x0) * fraction
+        self.vb.setXRange(x0 + d, x1 + d, padding=0)
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:
+        if obj is self.plot and event.type() == QEvent.KeyPress:
+            key = event.key()
+            if key == Qt.Key_W:
+                self.zoom(0.8, self._mouse_x)
+            elif key == Qt.Key_S:
+                self.zoom(1.25, self._mouse_x)
+            elif key == Qt.Key_A:
+                self.pan(-0.15)
+            elif key == Qt.Key_D:
+                self.pan(0.15)
+            elif key == Qt.Key_F:
+                self.fit()
+            elif key == Qt.Key_Escape:
+                self.select_event(-1)
+            else:
+                return False
+            return True
+        return super().eventFilter(obj, event)
+
+    # --- mouse ------------------------------------------------------------------------------
+
+    def _tolerance_ms(self) -> float:
+        # Three pixels, so that bars thinner than a pixel can still be hovered.
+        px = self.vb.viewPixelSize()[0]
+        return 3.0 * px
+
+    def _rect_of(self, i: int) -> QRectF:
+        tl = self.timeline
+        y = self.layout_.y[tl.lane[i]]
+        w = max(float(tl.dur_us[i]) / 1e3, self.vb.viewPixelSize()[0])
+        return QRectF(float(tl.start_us[i]) / 1e3, y - BAR_HEIGHT / 2, w, BAR_HEIGHT)
+
+    def _on_mouse_moved(self, pos: QPointF) -> None:
+        if self.timeline is None or not self.vb.sceneBoundingRect().contains(pos):
+            self._mouse_x = None
+            self._set_hovered(-1)
+            return
+        p = self.vb.mapSceneToView(pos)
+        self._mouse_x = p.x()
+        i = self.event_at_point(p.x(), p.y(), self._tolerance_ms())
+        self._set_hovered(-1 if i is None else i)
+
+    def _set_hovered(self, i: int) -> None:
+        if i == self._hovered:
+            return
+        self._hovered = i
+        self.sigEventHovered.emit(i)
+        if i < 0:
+            self._hover_box.setVisible(False)
+            QToolTip.hideText()
+            return
+        self._hover_box.setRect(self._rect_of(i))
+        self._hover_box.setVisible(True)
+        QToolTip.showText(QCursor.pos(), self.describe(i), self.plot)
+
+    def _on_mouse_clicked(self, ev) -> None:
+        if self.timeline is None or ev.button() != Qt.LeftButton:
+            return
+        if ev.double():
+            self.fit()
+            return
+        pos = ev.scenePos()
+        if not self.vb.sceneBoundingRect().contains(pos):
+            return
+        p = self.vb.mapSceneToView(pos)
+        i = self.event_at_point(p.x(), p.y(), self._tolerance_ms())
+        self.select_event(-1 if i is None else i)
+        self.sigEventClicked.emit(-1 if i is None else i)
+
+    def _update_legend(self, present: list[str]) -> None:
+        cats = present or []
+        if not cats:
+            self.legend.setText("<span style='color:#888'>no events</span>")
+            return
+        chips = [f"<span style='color:{CATEGORY_COLORS[c]}; font-size:14px'>■</span>&nbsp;"
+                 f"{html.escape(CATEGORY_LABELS[c])}" for c in cats]
+        self.legend.setText("&nbsp;&nbsp;&nbsp;".join(chips))

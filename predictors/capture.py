@@ -1,0 +1,185 @@
+"""Capture one training step at the aten level, as an op graph.
+
+A ``TorchDispatchMode`` sees every aten op that reaches a backend: on the meta device
+this costs milliseconds and no memory.  Each op records its shapes, dtypes, phase
+(forward, backward, optimizer), the CPU thread that issues it (``main`` or ``autograd``),
+the block it came from, and edges to the ops that produced its tensor inputs.
+"""
+from __future__ import annotations
+
+import weakref
+from contextlib import contextmanager
+
+import networkx as nx
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+from .workload import Workload
+
+__all__ = ["OpRecorder", "capture_training_step", "op_sequence"]
+
+
+def _dtype_name(t: torch.Tensor) -> str:
+    return str(t.dtype).removeprefix("torch.")
+
+
+class OpRecorder(TorchDispatchMode):
+    """Records aten ops into a ``networkx.DiGraph`` (nodes numbered in issue order)."""
+
+    def __init__(self):
+        super().__init__()
+        self.graph = nx.DiGraph()
+        self.phase = "forward"
+        self.block: list[str] = []
+        # id(tensor) -> (weak reference, value).  Strong references would change what
+        # autograd does: AccumulateGrad and InputBuffer steal buffers only when nobody
+        # else holds them, so holding them records copies a real run never makes.
+        self._producer: dict[int, tuple] = {}
+        self._nnz: dict[int, tuple] = {}
+
+    @staticmethod
+    def _get(table: dict, t: torch.Tensor, default=None):
+        entry = table.get(id(t))
+        if entry is None or entry[0]() is not t:
+            return default
+        return entry[1]
+
+    def _describe(self, tensors):
+        shapes, dtypes, nnz = [], [], []
+        for t in tensors:
+            shapes.append(tuple(t.shape))
+            dtypes.append(_dtype_name(t))
+            nnz.append(self._get(self._nnz, t) if t.is_sparse else None)
+        return shapes, dtypes, nnz
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        ns = func.namespace
+        if ns not in ("aten", "prims"):  # profiler markers and the like
+            return out
+        ins = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
+        outs = [a for a in tree_flatten(out)[0] if isinstance(a, torch.Tensor)]
+        for t in outs:
+            if t.is_sparse:
+                # Meta sparse tensors lose nnz through clone/coalesce: inherit it.
+                n = t._nnz()
+                if n == 0:
+                    n = max((self._get(self._nnz, a, 0) for a in ins if a.is_sparse),
+                            default=0)
+                self._nnz[id(t)] = (weakref.ref(t), n)
+        idx = self.graph.number_of_nodes()
+        in_shapes, in_dtypes, in_nnz = self._describe(ins)
+        out_shapes, out_dtypes, out_nnz = self._describe(outs)
+        node = torch._C._current_autograd_node()
+        self.graph.add_node(
+            idx, name=f"{ns}::{func._schema.name.split('::')[-1]}", overload=func._overloadname,
+            phase="backward" if node is not None else self.phase,
+            thread="autograd" if node is not None else "main",
+            block=self.block[-1] if self.block and node is None else "",
+            grad_fn=node.name() if node is not None else "",
+            input_shapes=in_shapes, input_dtypes=in_dtypes, input_nnz=in_nnz,
+            output_shapes=out_shapes, output_dtypes=out_dtypes, output_nnz=out_nnz,
+            scalars=[a for a in tree_flatten((args, kwargs))[0]
+                     if isinstance(a, (int, float, bool)) and not isinstance(a, torch.Tensor)])
+        for t in ins:
+            src = self._get(self._producer, t)
+            if src is not None and src != idx:
+                self.graph.add_edge(src, idx)
+        for t in outs:
+            self._producer[id(t)] = (weakref.ref(t), idx)
+        return out
+
+    @contextmanager
+    def in_phase(self, phase: str):
+        old, self.phase = self.phase, phase
+        try:
+            yield
+        finally:
+            self.phase = old
+
+
+def _attach_block_hooks(module, recorder: OpRecorder):
+    handles = []
+    for nid, block in module.blocks.items():
+        handles.append(block.register_forward_pre_hook(
+            lambda m, a, nid=nid: recorder.block.append(nid)))
+        # A forward hook that returns a value replaces the output: return None.
+        handles.append(block.register_forward_hook(
+            lambda m, a, o: None if recorder.block.pop() else None))
+    return handles
+
+
+def capture_training_step(workload: Workload) -> nx.DiGraph:
+    """The op graph of one training step of ``workload`` (usually on meta).
+
+    The inputs are made before recording, as a data loader would; the graph holds
+    forward (with the loss), backward and the optimizer step.
+    """
+    module = workload.module
+    batch = workload.make_batch()
+    optimizer = workload.optimizer()
+    optimizer.zero_grad(set_to_none=True)
+    recorder = OpRecorder()
+    handles = _attach_block_hooks(module, recorder)
+    try:
+        with recorder:
+            with recorder.in_phase("forward"):
+                loss = module(batch)
+            with recorder.in_phase("backward"):
+                loss.backward()
+            with recorder.in_phase("optimizer"):
+                optimizer.step()
+    finally:
+        for h in handles:
+            h.remove()
+    graph = recorder.graph
+    _as_in_a_real_run(graph)
+    graph.graph.update(device=str(workload.device), batch_size=workload.batch_size,
+                       dtype=str(workload.dtype).removeprefix("torch."))
+    return graph
+
+
+def _is_view(name: str) -> bool:
+    from .devices.roofline import classify
+    return classify(name) == "view"
+
+
+def _as_in_a_real_run(graph: nx.DiGraph) -> None:
+    """Undo what recording itself changes.
+
+    While any dispatch mode is active, ATen's ``isTensorSubclassLike`` answers True, so
+    autograd and composite ops take their out-of-place paths.  A real run takes the
+    in-place ones (as its profiler shows); rename the ops to match it:
+
+    - gradient accumulation in the autograd engine: ``add`` -> ``add_``;
+    - ``aten::linear``'s bias on an N-d input (``mm`` then ``add``): ``add`` -> ``add_``;
+    - ``IndexBackward0``: ``index_put`` -> ``_index_put_impl_`` (in place);
+    - ``AccumulateGrad`` of a sparse gradient: ``clone`` -> ``_sparse_coo_tensor_unsafe``,
+      which wraps the indices and values without copying them.
+    """
+    nodes = graph.nodes
+    for i in graph.nodes:
+        n = nodes[i]
+        name, ins = n["name"], n["input_shapes"]
+        preds = [nodes[p] for p in graph.predecessors(i)]
+        if name == "aten::add" and len(ins) == 2:
+            # The engine adds in place unless the old buffer is a view it cannot steal.
+            if (n["phase"] == "backward" and ins[0] == ins[1] and preds
+                    and n["grad_fn"] != "AddBackward0"
+                    and not _is_view(preds[0]["name"])):
+                n["name"] = "aten::add_"
+            elif (n["phase"] != "backward" and len(ins[1]) == 1 and preds
+                  and preds[0]["name"] == "aten::_unsafe_view"):
+                n["name"] = "aten::add_"
+        elif name == "aten::index_put" and n["grad_fn"] == "IndexBackward0":
+            n["name"] = "aten::_index_put_impl_"
+        elif (name == "aten::clone" and n["grad_fn"].endswith("AccumulateGrad")
+              and n["input_nnz"] and n["input_nnz"][0] is not None):
+            n["name"] = "aten::_sparse_coo_tensor_unsafe"
+
+
+def op_sequence(graph: nx.DiGraph) -> list[str]:
+    """The op names of a captured graph in issue order."""
+    return [graph.nodes[i]["name"] for i in sorted(graph.nodes)]

@@ -1,0 +1,89 @@
+"""The prediction pipeline: scenario -> module -> captured op graph -> costs -> Timeline."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .timeline import Timeline
+
+__all__ = ["Prediction", "Cancelled", "predict"]
+
+
+class Cancelled(Exception):
+    """Raised inside :func:`predict` when its ``cancelled`` callback answers True."""
+
+
+@dataclass
+class Prediction:
+    """One predicted training iteration."""
+
+    scenario_name: str
+    platform: str
+    device: str
+    timeline: Timeline
+    iteration_ms: float
+    per_rank: list[dict]
+    num_ops: int
+    top_ops: list[dict]
+    notes: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    def to_json(self) -> dict:
+        return {"scenario": self.scenario_name, "platform": self.platform,
+                "device": self.device, "iteration_ms": self.iteration_ms,
+                "per_rank": self.per_rank, "num_ops": self.num_ops,
+                "num_events": len(self.timeline), "top_ops": self.top_ops,
+                "notes": self.notes, "elapsed_s": round(self.elapsed_s, 4)}
+
+
+def predict(scenario: dict, *, progress: Callable[[float, str], None] | None = None,
+            cancelled: Callable[[], bool] | None = None) -> Prediction:
+    """Predict one training iteration of ``scenario`` (a scenario document).
+
+    ``progress(fraction, stage)`` is called between stages; ``cancelled()`` is polled and,
+    when it returns True, :class:`Cancelled` is raised.  Invalid scenarios raise
+    :class:`predictors.scenario.ScenarioError`.
+    """
+    from .capture import capture_training_step
+    from .devices.costs import cost_op_graph
+    from .devices.platforms import resolve_platform
+    from .scenario import validate_scenario
+    from .simulate import simulate_rank
+    from .workload import build_workload
+
+    t0 = time.perf_counter()
+
+    def step(fraction: float, stage: str) -> None:
+        if cancelled is not None and cancelled():
+            raise Cancelled(stage)
+        if progress is not None:
+            progress(fraction, stage)
+
+    step(0.0, "validating")
+    doc = validate_scenario(scenario)
+    platform = resolve_platform(doc["platform"])
+    step(0.1, "building the model")
+    workload = build_workload(doc)
+    step(0.3, "capturing the training step")
+    graph = capture_training_step(workload)
+    step(0.6, "costing kernels")
+    costed = cost_op_graph(graph, platform)
+    step(0.8, "simulating")
+    timeline = simulate_rank(costed, rank=0, title=doc["name"] or "prediction",
+                             cancelled=cancelled)
+    step(0.95, "analyzing")
+    iteration_ms = timeline.span_ms()
+    per_rank = [{"rank": 0, "iteration_ms": iteration_ms,
+                 "device_active_ms": timeline.device_active_ms(0)}]
+    notes = []
+    if platform.ranks > 1:
+        notes.append(f"{platform.name} has {platform.ranks} ranks; this version simulates "
+                     f"rank 0 with the whole model and no collectives")
+    device_lanes = timeline.lanes_of(0, "stream") or timeline.lanes_of(0, "cpu")
+    result = Prediction(doc["name"], platform.name, costed.device.name, timeline,
+                        iteration_ms, per_rank, graph.number_of_nodes(),
+                        timeline.top_ops(10, device_lanes), notes)
+    result.elapsed_s = time.perf_counter() - t0
+    step(1.0, "done")
+    return result

@@ -1,0 +1,361 @@
+"""Compile a scenario's block graph into a real ``torch.nn.Module`` and its inputs.
+
+The module follows the reference semantics of design.md, so the same object is captured
+on the meta device (prediction) and run on a real device (``measure``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import networkx as nx
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .scenario import Issue, ScenarioError, model_graph
+
+__all__ = ["Workload", "build_workload", "training_step", "BuildError"]
+
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+_ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "sigmoid": nn.Sigmoid, "tanh": nn.Tanh}
+
+
+def BuildError(doc: dict, node_id: str, message: str) -> ScenarioError:
+    """A model that validates field by field but cannot be wired (e.g. mismatched widths)."""
+    index = next(i for i, n in enumerate(doc["model"]["nodes"]) if n["id"] == node_id)
+    return ScenarioError([Issue(f"model.nodes[{index}]", message, node_id)])
+
+
+# Output descriptions flowing along edges while the graph is compiled.
+@dataclass(frozen=True)
+class Dense:
+    width: int
+    final: str | None = None  # activation of the producing MLP's last layer
+
+
+@dataclass(frozen=True)
+class Pooled:
+    dims: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Tokens:
+    hidden: int
+    seq_len: int
+    vocab: int
+
+
+@dataclass(frozen=True)
+class TokenLogits:
+    vocab: int
+    seq_len: int
+
+
+class MLPBlock(nn.Module):
+    def __init__(self, in_features: int, layers: list[int], activation: str, final):
+        super().__init__()
+        mods: list[nn.Module] = []
+        for i, width in enumerate(layers):
+            mods.append(nn.Linear(in_features, width))
+            act = final if i == len(layers) - 1 else activation
+            if act is not None:
+                mods.append(_ACTIVATIONS[act]())
+            in_features = width
+        self.net = nn.Sequential(*mods)
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class EmbeddingTablesBlock(nn.Module):
+    def __init__(self, tables: list[dict], mode: str):
+        super().__init__()
+        self.bags = nn.ModuleList(nn.EmbeddingBag(t["rows"], t["dim"], mode=mode, sparse=True)
+                                  for t in tables)
+
+    def forward(self, sparse):
+        return [bag(idx, off) for bag, (idx, off) in zip(self.bags, sparse)]
+
+
+class LowRankCrossNet(nn.Module):
+    """DCNv2 low-rank cross layers: x_{l+1} = x0 * (W (V x_l) + b) + x_l (TorchRec)."""
+
+    def __init__(self, width: int, layers: int, rank: int):
+        super().__init__()
+        self.V = nn.ModuleList(nn.Linear(width, rank, bias=False) for _ in range(layers))
+        self.W = nn.ModuleList(nn.Linear(rank, width) for _ in range(layers))
+
+    def forward(self, x0):
+        x = x0
+        for v, w in zip(self.V, self.W):
+            x = x0 * w(v(x)) + x
+        return x
+
+
+class InteractionBlock(nn.Module):
+    def __init__(self, op: str, width: int, layers: int, rank: int):
+        super().__init__()
+        self.op = op
+        self.cross = LowRankCrossNet(width, layers, rank) if op == "dcn" else None
+
+    def forward(self, dense: list, pooled: list):
+        if self.op == "dot":  # facebookresearch/dlrm interact_features
+            x = dense[0]
+            batch, d = x.shape
+            t = torch.cat([x] + dense[1:] + pooled, dim=1).view((batch, -1, d))
+            z = torch.bmm(t, torch.transpose(t, 1, 2))
+            n = t.shape[1]
+            li, lj = torch.tril_indices(n, n, offset=-1, device=x.device)
+            return torch.cat([x, z[:, li, lj]], dim=1)
+        out = torch.cat(dense + pooled, dim=1)
+        return self.cross(out) if self.cross is not None else out
+
+
+class TransformerStack(nn.Module):
+    def __init__(self, hidden: int, heads: int, ffn: int, count: int, dropout: float):
+        super().__init__()
+        self.layers = nn.ModuleList(
+            nn.TransformerEncoderLayer(hidden, heads, ffn, dropout, activation="gelu",
+                                       batch_first=True, norm_first=True)
+            for _ in range(count))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+class LossBlock(nn.Module):
+    def __init__(self, kind: str, source):
+        super().__init__()
+        self.kind = kind
+        # BCE on probabilities after a sigmoid (as dlrm's BCELoss), else on logits.
+        self.on_probabilities = isinstance(source, Dense) and source.final == "sigmoid"
+
+    def forward(self, out, target):
+        if self.kind == "bce":
+            if self.on_probabilities:
+                return F.binary_cross_entropy(out, target)
+            return F.binary_cross_entropy_with_logits(out, target)
+        if self.kind == "mse":
+            return F.mse_loss(out, target)
+        if out.dim() == 3:
+            return F.cross_entropy(out.reshape(-1, out.shape[-1]), target.reshape(-1))
+        return F.cross_entropy(out, target)
+
+
+class ScenarioModel(nn.Module):
+    """The whole block graph; ``forward(batch)`` returns the summed loss."""
+
+    def __init__(self, order: list[str], inputs: dict[str, list[str]], kinds: dict[str, str],
+                 blocks: dict[str, nn.Module]):
+        super().__init__()
+        self.order, self.inputs, self.kinds = order, inputs, kinds
+        self.blocks = nn.ModuleDict(blocks)
+
+    def forward(self, batch: dict):
+        values, losses = {}, []
+        for nid in self.order:
+            kind, srcs = self.kinds[nid], self.inputs[nid]
+            if kind == "dense_input":
+                values[nid] = batch["dense"][nid]
+            elif kind == "embedding_tables":
+                values[nid] = self.blocks[nid](batch["sparse"][nid])
+            elif kind == "token_input":
+                values[nid] = self.blocks[nid](batch["tokens"][nid])
+            elif kind == "interaction":
+                dense = [values[s] for s in srcs if not isinstance(values[s], list)]
+                pooled = [p for s in srcs if isinstance(values[s], list) for p in values[s]]
+                values[nid] = self.blocks[nid](dense, pooled)
+            elif kind == "loss":
+                losses.append(self.blocks[nid](values[srcs[0]], batch["target"][nid]))
+            else:
+                values[nid] = self.blocks[nid](values[srcs[0]])
+        return losses[0] if len(losses) == 1 else torch.stack(losses).sum()
+
+
+def _single(graph, nid, outs):
+    (src,) = list(graph.predecessors(nid))
+    return outs[src]
+
+
+def _compile(doc: dict):
+    """Topologically build each block, tracking what flows along each edge."""
+    graph = model_graph(doc)
+    order = list(nx.lexicographical_topological_sort(graph))
+    outs, blocks, kinds, inputs, specs = {}, {}, {}, {}, {}
+    for nid in order:
+        kind, p = graph.nodes[nid]["kind"], graph.nodes[nid]["params"]
+        kinds[nid], inputs[nid] = kind, sorted(graph.predecessors(nid), key=order.index)
+        ins = [outs[s] for s in inputs[nid]]
+        if kind == "dense_input":
+            outs[nid], specs[nid] = Dense(p["features"]), p
+        elif kind == "embedding_tables":
+            blocks[nid] = EmbeddingTablesBlock(p["tables"], p["mode"])
+            outs[nid], specs[nid] = Pooled(tuple(t["dim"] for t in p["tables"])), p
+        elif kind == "token_input":
+            nxt = [s for s in graph.successors(nid) if graph.nodes[s]["kind"] ==
+                   "transformer_layer"]
+            if not nxt:
+                raise BuildError(doc, nid, "a token input must feed a transformer layer, which "
+                                      "sets its hidden size")
+            hidden = graph.nodes[nxt[0]]["params"]["hidden"]
+            blocks[nid] = nn.Embedding(p["vocab"], hidden)
+            outs[nid], specs[nid] = Tokens(hidden, p["seq_len"], p["vocab"]), p
+        elif kind == "mlp":
+            src = ins[0]
+            if not isinstance(src, Dense):
+                raise BuildError(doc, nid, f"an MLP needs a dense [batch, features] input, got "
+                                      f"{type(src).__name__.lower()} (add an interaction)")
+            blocks[nid] = MLPBlock(src.width, p["layers"], p["activation"], p["final"])
+            outs[nid] = Dense(p["layers"][-1], p["final"])
+        elif kind == "interaction":
+            dense = [s for s in ins if isinstance(s, Dense)]
+            pooled = [d for s in ins if isinstance(s, Pooled) for d in s.dims]
+            if any(not isinstance(s, (Dense, Pooled)) for s in ins) or not dense:
+                raise BuildError(doc, nid, "an interaction takes one dense input (e.g. the bottom "
+                                      "MLP) and embedding tables")
+            if p["op"] == "dot":
+                d = dense[0].width
+                bad = [w for w in [s.width for s in dense] + pooled if w != d]
+                if bad:
+                    raise BuildError(doc, nid, f"dot interaction needs equal widths: the dense "
+                                          f"input has {d}, embeddings have {sorted(set(bad))}")
+                n = len(dense) + len(pooled)
+                width = d + n * (n - 1) // 2
+            else:
+                width = sum(s.width for s in dense) + sum(pooled)
+            blocks[nid] = InteractionBlock(p["op"], width, p["layers"], p["low_rank"])
+            outs[nid] = Dense(width)
+        elif kind == "transformer_layer":
+            src = ins[0]
+            if not isinstance(src, Tokens):
+                raise BuildError(doc, nid, "a transformer layer needs a token input (or another "
+                                      "transformer layer) before it")
+            if p["hidden"] % p["heads"]:
+                raise BuildError(doc, nid, f"heads ({p['heads']}) must divide hidden "
+                                      f"({p['hidden']})")
+            if p["hidden"] != src.hidden:
+                raise BuildError(doc, nid, f"hidden {p['hidden']} differs from its input's "
+                                      f"{src.hidden}")
+            blocks[nid] = TransformerStack(p["hidden"], p["heads"], p["ffn"], p["count"],
+                                           p["dropout"])
+            outs[nid] = src
+        elif kind == "lm_head":
+            src = ins[0]
+            if not isinstance(src, Tokens):
+                raise BuildError(doc, nid, "an LM head needs a transformer layer before it")
+            blocks[nid] = nn.Linear(src.hidden, src.vocab)
+            outs[nid] = TokenLogits(src.vocab, src.seq_len)
+        elif kind == "loss":
+            src = ins[0]
+            if p["kind"] == "cross_entropy" and not isinstance(src, (Dense, TokenLogits)):
+                raise BuildError(doc, nid, "cross entropy needs logits")
+            if p["kind"] != "cross_entropy" and not isinstance(src, Dense):
+                raise BuildError(doc, nid, f"{p['kind']} loss needs a dense output")
+            blocks[nid] = LossBlock(p["kind"], src)
+            specs[nid] = src
+    return order, inputs, kinds, blocks, specs
+
+
+@dataclass
+class Workload:
+    """A compiled scenario: the module, its optimizer settings and how to make a batch."""
+
+    doc: dict
+    module: ScenarioModel
+    specs: dict
+    batch_size: int
+    dtype: torch.dtype
+    lr: float
+    device: torch.device
+
+    def make_batch(self, seed: int = 0) -> dict:
+        """Inputs for one step: random data on CPU-like devices, shapes only on meta."""
+        gen = None
+        if self.device.type != "meta":
+            gen = torch.Generator(device=self.device).manual_seed(seed)
+        b, dev, dt = self.batch_size, self.device, self.dtype
+        batch: dict = {"dense": {}, "sparse": {}, "tokens": {}, "target": {}}
+        for nid, kind in self.module.kinds.items():
+            spec = self.specs.get(nid)
+            if kind == "dense_input":
+                batch["dense"][nid] = _randn((b, spec["features"]), dt, dev, gen)
+            elif kind == "embedding_tables":
+                batch["sparse"][nid] = [_bag_input(t, b, dev, gen) for t in spec["tables"]]
+            elif kind == "token_input":
+                batch["tokens"][nid] = _randint(spec["vocab"], (b, spec["seq_len"]), dev, gen)
+            elif kind == "loss":
+                batch["target"][nid] = _target(self.module.blocks[nid].kind, spec, b, dt,
+                                               dev, gen)
+        return batch
+
+    def optimizer(self) -> torch.optim.Optimizer:
+        """Plain SGD over all parameters (sparse rows for the embedding bags)."""
+        return torch.optim.SGD(self.module.parameters(), lr=self.lr)
+
+
+def _randn(shape, dtype, device, gen):
+    if gen is None:
+        return torch.empty(shape, dtype=dtype, device=device)
+    return torch.randn(shape, generator=gen, device=device).to(dtype)
+
+
+def _randint(high, shape, device, gen):
+    if gen is None:
+        return torch.empty(shape, dtype=torch.long, device=device)
+    return torch.randint(0, high, shape, generator=gen, device=device)
+
+
+def _bag_input(table: dict, batch: int, device, gen):
+    """Indices and offsets of a fixed-pooling EmbeddingBag lookup."""
+    n = batch * table["pooling"]
+    offsets = torch.arange(0, n, table["pooling"], dtype=torch.long, device=device)
+    if gen is None:
+        return torch.empty(n, dtype=torch.long, device=device), offsets
+    dist, rows = table["distribution"], table["rows"]
+    if dist["kind"] == "uniform":
+        return torch.randint(0, rows, (n,), generator=gen, device=device), offsets
+    # Zipf ranks truncated to the table: inverse CDF of the continuous power law on
+    # [1, rows + 1), floored (exact for the tail; avoids a rows-long weight vector).
+    a = float(dist["alpha"])
+    u = torch.rand(n, generator=gen, device=device, dtype=torch.float64)
+    top = float(rows + 1)
+    if abs(a - 1.0) < 1e-9:
+        x = torch.exp(u * math.log(top))
+    else:
+        x = (1 + u * (top ** (1 - a) - 1)) ** (1 / (1 - a))
+    return (x.floor().long() - 1).clamp_(0, rows - 1), offsets
+
+
+def _target(kind: str, source, batch: int, dtype, device, gen):
+    if kind == "cross_entropy":
+        if isinstance(source, TokenLogits):
+            return _randint(source.vocab, (batch, source.seq_len), device, gen)
+        return _randint(source.width, (batch,), device, gen)
+    shape = (batch, source.width)
+    if gen is None:
+        return torch.empty(shape, dtype=dtype, device=device)
+    return torch.randint(0, 2, shape, generator=gen, device=device).to(dtype)
+
+
+def build_workload(doc: dict, device: str | torch.device = "meta") -> Workload:
+    """Compile a validated scenario into a module on ``device`` (meta: no memory)."""
+    device = torch.device(device)
+    dtype = _DTYPES[doc["training"]["dtype"]]
+    with torch.device(device):  # parameters are born on the device: no host memory on meta
+        order, inputs, kinds, blocks, specs = _compile(doc)
+        module = ScenarioModel(order, inputs, kinds, blocks)
+    module.to(device=device, dtype=dtype)
+    return Workload(doc, module, specs, doc["training"]["batch_size"], dtype,
+                    doc["training"]["lr"], device)
+
+
+def training_step(module: nn.Module, batch: dict, optimizer: torch.optim.Optimizer):
+    """One reference training step: forward, loss, backward, optimizer step."""
+    optimizer.zero_grad(set_to_none=True)
+    loss = module(batch)
+    loss.backward()
+    optimizer.step()
+    return loss

@@ -1,0 +1,195 @@
+"""The main window: opens the default scenario, shows the prediction, reports errors, saves."""
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import json
+import threading
+import time
+
+import pytest
+from PySide6.QtCore import QSettings
+
+from explorer.app import DEFAULT_SCENARIO, MainWindow
+from predictors.predict import Cancelled
+from predictors.scenario import load_scenario
+
+
+@pytest.fixture
+def make_window(qtbot, tmp_path):
+    windows = []
+
+    def make(path=None, **kwargs):
+        settings = QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat)
+        w = MainWindow(path, settings=settings, debounce_ms=kwargs.pop("debounce_ms", 50),
+                       **kwargs)
+        qtbot.addWidget(w)
+        w.resize(1400, 900)
+        w.show()
+        windows.append(w)
+        return w
+
+    yield make
+    for w in windows:
+        w.confirm_discard = lambda: True
+        w.close()
+        assert not any(t.isRunning() for t in list(w.controller._threads))
+
+
+def wait_for_timeline(qtbot, w, timeout=120_000):
+    qtbot.waitUntil(lambda: w.gantt.timeline is not None and not w.controller.is_running()
+                    and not w.controller.is_pending(), timeout=timeout)
+
+
+def test_opens_the_default_scenario_and_shows_its_prediction(make_window, qtbot):
+    w = make_window()
+    assert w.path == DEFAULT_SCENARIO.resolve()
+    assert w.windowTitle().startswith("small_dlrm.json — ")
+    assert w.editor.document.snapshot()["name"] == "Small DLRM (8 tables)"
+    wait_for_timeline(qtbot, w)
+    assert len(w.gantt.timeline) > 0 and w.gantt._bars
+    assert w.summary.iteration.value.text().endswith(" ms")
+    assert w.summary.table.rowCount() > 0
+    assert not w.canvas_error.isVisible()
+    assert not w.gantt.is_stale()
+    w.grab().save("/tmp/main.png")
+
+
+def test_menus_and_shortcuts(make_window):
+    w = make_window("")
+    menus = {a.text().replace("&", ""): a.menu() for a in w.menuBar().actions()}
+    assert list(menus) == ["File", "Edit", "Run", "View", "Help"]
+    texts = lambda m: [a.text().replace("&", "") for a in m.actions() if not a.isSeparator()]
+    assert texts(menus["File"]) == ["New", "Open…", "Open Recent", "Save", "Save As…",
+                                    "Export Timeline Image…", "Export Chrome Trace…", "Quit"]
+    assert {"Undo", "Redo", "Delete", "Select All"} <= {t.split(" ")[0] if t.startswith(
+        ("Undo", "Redo")) else t for t in texts(menus["Edit"])}
+    assert texts(menus["Run"]) == ["Predict", "Cancel"]
+    assert "Reset Layout" in texts(menus["View"]) and "Timeline" in texts(menus["View"])
+    assert not w.save_action.shortcut().isEmpty() and not w.undo_action.shortcut().isEmpty()
+
+
+def test_edit_marks_title_and_greys_results_until_the_new_one_lands(make_window, qtbot):
+    w = make_window()
+    wait_for_timeline(qtbot, w)
+    first = w.prediction
+    w.editor.set_platform({"preset": "h100-1"})
+    assert w.windowTitle().startswith("small_dlrm.json*")
+    assert w.gantt.is_stale() and w.summary.property("stale")
+    qtbot.waitUntil(lambda: w.prediction is not first and not w.gantt.is_stale(), timeout=120_000)
+    assert w.prediction.platform == "h100-1"
+    assert "h100-1" in w.platform_label.text()
+    w.editor.undo_stack.undo()
+    assert w.editor.document.platform() == {"preset": "a100-1"}
+    assert w.windowTitle().startswith("small_dlrm.json — ")
+
+
+def test_platform_tab_changes_the_platform_undoably(make_window):
+    w = make_window()
+    page = w.platform_page
+    page.combo.setCurrentIndex(page.combo.findData("dgx-h100"))
+    assert w.editor.document.platform() == {"preset": "dgx-h100"}
+    assert "DGX H100" in page.description.text()
+    w.editor.undo_stack.undo()
+    assert page.combo.currentData() == "a100-1"
+
+
+def test_failed_prediction_shows_the_field_and_keeps_the_document(make_window, qtbot):
+    from predictors.scenario import Issue, ScenarioError
+
+    def failing(scenario, progress=None, cancelled=None):
+        raise ScenarioError([Issue("model.nodes[1].params.layers", "must not be empty",
+                                   "bottom_mlp")])
+
+    w = make_window(predict_fn=failing)
+    before = w.editor.document.snapshot()
+    qtbot.waitUntil(lambda: w.canvas_error.isVisible(), timeout=10_000)
+    assert "model.nodes[1].params.layers" in w.canvas_error.text()
+    assert w.timeline_error.isVisible() and w.timeline_error.node_id == "bottom_mlp"
+    assert w.editor.document.snapshot() == before
+    w.timeline_error.sigNodeClicked.emit("bottom_mlp")
+    assert w.scene.selected_node_ids() == ["bottom_mlp"]
+
+
+def test_real_invalid_edit_reports_the_field(make_window, qtbot):
+    w = make_window()
+    wait_for_timeline(qtbot, w)
+    params = dict(w.editor.document.node("bottom_mlp")["params"], layers=[])
+    w.editor.set_params("bottom_mlp", params)
+    qtbot.waitUntil(lambda: w.canvas_error.isVisible(), timeout=60_000)
+    assert "layers" in w.canvas_error.text()
+    assert w.gantt.is_stale()  # the old result stays, greyed
+    assert w.editor.document.node("bottom_mlp")["params"]["layers"] == []
+    w.editor.undo_stack.undo()
+    qtbot.waitUntil(lambda: not w.canvas_error.isVisible() and not w.gantt.is_stale(),
+                    timeout=120_000)
+
+
+def test_cancel_from_the_status_bar(make_window, qtbot):
+    started = threading.Event()
+
+    def slow(scenario, progress=None, cancelled=None):
+        started.set()
+        for _ in range(3000):
+            if cancelled():
+                raise Cancelled("slow")
+            progress(0.5, "simulating")
+            time.sleep(0.01)
+        raise AssertionError("not cancelled")
+
+    w = make_window(predict_fn=slow)
+    qtbot.waitUntil(lambda: w.cancel_button.isVisible(), timeout=10_000)
+    qtbot.waitUntil(lambda: "simulating" in w.stage_label.text(), timeout=10_000)
+    assert w.progress.value() == 500
+    w.cancel_button.click()
+    assert not w.cancel_button.isVisible() and not w.progress.isVisible()
+    assert "cancelled" in w.stage_label.text()
+    assert w.controller.shutdown(5000)
+
+
+def test_open_bad_file_keeps_the_current_document(make_window, tmp_path):
+    w = make_window()
+    before = w.editor.document.snapshot()
+    bad = tmp_path / "bad.json"
+    doc = json.loads(DEFAULT_SCENARIO.read_text())
+    doc["training"]["batch_size"] = -3
+    bad.write_text(json.dumps(doc))
+    assert not w.open_path(bad)
+    assert "batch_size" in w.canvas_error.text() and w.canvas_error.isVisible()
+    assert w.editor.document.snapshot() == before
+    assert w.path == DEFAULT_SCENARIO.resolve()
+    (tmp_path / "broken.json").write_text("{not json")
+    assert not w.open_path(tmp_path / "broken.json")
+    assert "not valid JSON" in w.canvas_error.text()
+
+
+def test_save_is_atomic_and_keeps_the_layout(make_window, tmp_path, qtbot):
+    w = make_window()
+    w.editor.move(["loss"], [(400.0, 700.0)])
+    assert w.windowTitle().startswith("small_dlrm.json*")
+    out = tmp_path / "saved.json"
+    assert w.save_to(out)
+    assert w.windowTitle().startswith("saved.json — ")
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".json") == ["saved.json"]
+    saved = load_scenario(out)
+    assert saved["layout"]["model"]["loss"] == [400.0, 700.0]
+    assert saved["model"] == w.editor.document.snapshot()["model"]
+    assert str(out.resolve()) == w.recent_files()[0]
+    w2 = make_window(out)
+    assert w2.editor.document.position("loss") == (400.0, 700.0)
+
+
+def test_exports_from_the_window(make_window, qtbot, tmp_path):
+    w = make_window()
+    wait_for_timeline(qtbot, w)
+    png = w.export_timeline(tmp_path / "t.png")
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    w.prediction.timeline.save_chrome_trace(tmp_path / "t.json")
+    assert json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+
+
+def test_reset_layout_shows_every_dock(make_window):
+    w = make_window("")
+    w.summary_dock.hide()
+    w.reset_layout()
+    assert w.summary_dock.isVisible() and w.timeline_dock.isVisible()

@@ -1,0 +1,179 @@
+"""The Gantt view: layout, one bar item per category, hover/click lookups, keys, scale."""
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import numpy as np
+import pyqtgraph as pg
+import pytest
+from hypothesis import given, settings, strategies as st
+from PySide6.QtCore import Qt
+
+from explorer.timeline import (CATEGORY_COLORS, EventIndex, GanttWidget, LaneLayout,
+                               category_color, format_us, lane_title)
+from explorer.timeline.sample import synthetic_timeline
+from predictors.timeline import CATEGORIES, Lane, Timeline, TimelineBuilder
+
+
+def small_timeline():
+    b = TimelineBuilder("small")
+    main = b.lane(0, "cpu", "main")
+    s0 = b.lane(0, "stream", "stream 0")
+    b.add(main, 0.0, 100.0, "cpu_op", "aten::linear", "[8, 4], [4, 2]")
+    b.add(main, 10.0, 20.0, "cpu_op", "aten::addmm", "[2], [8, 4], [4, 2]")  # nested
+    b.add(main, 200.0, 50.0, "cpu_op", "aten::relu", "[8, 2]")
+    b.add(s0, 40.0, 30.0, "gemm", "sgemm_kernel", "[8, 4], [4, 2]")
+    b.add(s0, 300.0, 5.0, "elementwise", "relu_kernel", "[8, 2]")
+    return b.build()
+
+
+def million_event_timeline(n=1_000_000, lanes=8, seed=0):
+    rng = np.random.default_rng(seed)
+    lane = rng.integers(0, lanes, n).astype(np.int32)
+    start = np.sort(rng.uniform(0, 1e6, n))
+    dur = rng.uniform(0.1, 5.0, n)
+    cat = rng.integers(0, len(CATEGORIES), n).astype(np.int16)
+    return Timeline(start, dur, lane, cat, np.zeros(n, np.int32), np.zeros(n, np.int32),
+                    [Lane(i // 4, "cpu" if i % 4 < 2 else "stream", f"t{i}") for i in range(lanes)],
+                    ["op"], [""], "1M")
+
+
+@pytest.fixture
+def gantt(qtbot):
+    g = GanttWidget()
+    qtbot.addWidget(g)
+    g.resize(900, 400)
+    g.show()
+    qtbot.waitExposed(g)
+    return g
+
+
+def test_colours_are_stable_and_distinct():
+    assert set(CATEGORY_COLORS) == set(CATEGORIES)
+    assert len(set(CATEGORY_COLORS.values())) == len(CATEGORIES)
+    assert category_color("gemm") == category_color(CATEGORIES.index("gemm"))
+    assert category_color("gemm").name() == CATEGORY_COLORS["gemm"]
+
+
+def test_lane_layout_groups_per_rank_cpu_first():
+    b = TimelineBuilder()
+    s1 = b.lane(1, "stream", "stream 0")
+    c0 = b.lane(0, "cpu", "main")
+    s0 = b.lane(0, "stream", "0")
+    c1 = b.lane(1, "cpu", "autograd")
+    tl = b.build()
+    lay = LaneLayout.of(tl)
+    assert lay.order == [c0, s0, c1, s1]
+    assert lay.labels == ["rank 0 · CPU main", "rank 0 · stream 0", "rank 1 · CPU autograd",
+                          "rank 1 · stream 0"]
+    assert [g[0] for g in lay.groups] == [0, 1]
+    assert lay.y[c1] > lay.y[s0] + 1.0  # a gap separates the ranks
+    assert lay.lane_at(lay.y[s1]) == s1
+    assert lane_title(Lane(0, "cpu", "CPU main thread")) == "CPU main thread"
+    assert format_us(0.5) == "500 ns" and format_us(12.34) == "12.3 µs"
+    assert format_us(4567.0) == "4.567 ms"
+
+
+def test_one_bar_item_per_category_without_pen(gantt):
+    tl = synthetic_timeline(ranks=2)
+    gantt.set_timeline(tl)
+    present = {CATEGORIES[c] for c in np.unique(tl.category)}
+    assert set(gantt._bars) == present
+    for item in gantt._bars.values():
+        assert isinstance(item, pg.BarGraphItem)
+        assert item.opts["pen"] is None
+    ticks = gantt.plot.getPlotItem().getAxis("left")._tickLevels[0]
+    assert [t[1] for t in ticks][:2] == ["rank 0 · CPU main", "rank 0 · CPU autograd"]
+    assert "GEMM" in gantt.legend.text() and "communication" in gantt.legend.text()
+    x0, x1 = gantt.x_range()
+    assert x0 <= tl.begin_us / 1e3 and x1 >= tl.end_us / 1e3
+
+
+def test_event_lookup_returns_the_right_event(gantt):
+    tl = small_timeline()
+    gantt.set_timeline(tl)
+    names = lambda i: None if i is None else tl.names[tl.name_id[i]]
+    assert names(gantt.event_at(0, 0.005)) == "aten::linear"
+    assert names(gantt.event_at(0, 0.015)) == "aten::addmm"   # innermost of nested ops
+    assert names(gantt.event_at(0, 0.050)) == "aten::linear"  # after the nested one ended
+    assert gantt.event_at(0, 0.150) is None                     # a gap
+    assert names(gantt.event_at(0, 0.150, tol_ms=0.060)) == "aten::relu"
+    assert names(gantt.event_at(1, 0.050)) == "sgemm_kernel"
+    assert names(gantt.event_at(1, 0.302)) == "relu_kernel"
+    assert gantt.event_at(1, 1.0) is None
+    assert gantt.event_at(7, 0.0) is None
+    y = gantt.layout_.y[1]
+    assert names(gantt.event_at_point(0.05, y)) == "sgemm_kernel"
+    assert gantt.event_at_point(0.05, y + 0.49) is None  # between the bars of two rows
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 1000), st.floats(0.01, 100)), min_size=1, max_size=40),
+       st.floats(-10, 1200))
+def test_event_index_agrees_with_brute_force(events, t):
+    b = TimelineBuilder()
+    lane = b.lane(0, "cpu", "main")
+    for k, (s, d) in enumerate(events):
+        b.add(lane, s, d, "cpu_op", f"op{k}")
+    tl = b.build()
+    found = EventIndex(tl).event_at(0, t)
+    covering = [k for k, (s, d) in enumerate(events) if s <= t <= s + d]
+    if not covering:
+        assert found is None
+    else:
+        assert found in covering
+        assert tl.dur_us[found] == min(tl.dur_us[k] for k in covering)
+
+
+def test_hover_and_click_show_details(gantt, qtbot):
+    tl = small_timeline()
+    gantt.set_timeline(tl)
+    target = int(np.flatnonzero(np.array(tl.names)[tl.name_id] == "sgemm_kernel")[0])
+    scene_pos = gantt.vb.mapViewToScene(pg.Point(0.055, gantt.layout_.y[1]))
+    with qtbot.waitSignal(gantt.sigEventHovered) as hovered:
+        gantt.plot.scene().sigMouseMoved.emit(scene_pos)
+    assert hovered.args == [target]
+    text = gantt.describe(target, rich=False)
+    assert "sgemm_kernel" in text and "[8, 4], [4, 2]" in text and "start 0.040 ms" in text
+    assert "30.0 µs" in text
+    gantt.select_event(target)
+    assert "sgemm_kernel" in gantt.details.text() and gantt.selected == target
+    gantt.select_event(-1)
+    assert gantt.selected == -1
+
+
+def test_wasd_keys_zoom_and_pan(gantt, qtbot):
+    gantt.set_timeline(synthetic_timeline())
+    x0, x1 = gantt.x_range()
+    qtbot.keyClick(gantt.plot, Qt.Key_W)
+    z0, z1 = gantt.x_range()
+    assert (z1 - z0) < 0.9 * (x1 - x0)
+    qtbot.keyClick(gantt.plot, Qt.Key_D)
+    p0, p1 = gantt.x_range()
+    assert p0 > z0 and p1 - p0 == pytest.approx(z1 - z0)
+    qtbot.keyClick(gantt.plot, Qt.Key_A)
+    qtbot.keyClick(gantt.plot, Qt.Key_S)
+    qtbot.keyClick(gantt.plot, Qt.Key_F)
+    f0, f1 = gantt.x_range()
+    assert f0 == pytest.approx(x0) and f1 == pytest.approx(x1)
+
+
+def test_stale_greys_and_new_timeline_clears_it(gantt):
+    gantt.set_timeline(synthetic_timeline())
+    gantt.set_stale(True)
+    assert gantt.is_stale()
+    assert all(item.opacity() < 0.5 for item in gantt._bars.values())
+    gantt.set_timeline(synthetic_timeline(seed=1))
+    assert not gantt.is_stale()
+    assert all(item.opacity() == 1.0 for item in gantt._bars.values())
+    gantt.set_timeline(None)
+    assert gantt.timeline is None and not gantt._bars
+
+
+def test_million_events_smoke(gantt):
+    tl = million_event_timeline()
+    gantt.set_timeline(tl)
+    assert sum(len(item.opts["x0"]) for item in gantt._bars.values()) == len(tl)
+    gantt.grab()  # draws every bar once
+    i = gantt.event_at(3, float(tl.start_us[tl.lane == 3][1000] / 1e3) + 1e-6)
+    assert i is not None and tl.lane[i] == 3
