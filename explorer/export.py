@@ -38,10 +38,15 @@ def _ensure_app() -> None:
         _app = QGuiApplication([])
 
 
+def _row_px(rows: float) -> float:
+    # Few lanes get taller rows so that a one-rank picture is not a thin strip on a slide.
+    return max(ROW_PX, min(2.2 * ROW_PX, 330.0 / max(rows, 1.0)))
+
+
 def picture_size(timeline: Timeline, width: int = WIDTH) -> QSize:
     """The size in pixels (points for PDF) of the picture of ``timeline``."""
     rows = LaneLayout.of(timeline).height if timeline.lanes else 1.0
-    return QSize(int(width), int(MARGIN * 2 + HEADER + rows * ROW_PX + AXIS))
+    return QSize(int(width), int(MARGIN * 2 + HEADER + rows * _row_px(rows) + AXIS))
 
 
 def _font(size: float, bold: bool = False) -> QFont:
@@ -62,7 +67,12 @@ def render_timeline(painter: QPainter, size: QSize, timeline: Timeline, *,
     painter.setRenderHint(QPainter.TextAntialiasing, True)
     painter.fillRect(QRectF(0, 0, w, h), QColor("white"))
     lay = LaneLayout.of(timeline)
-    t0, t1 = (timeline.begin_us / 1e3, timeline.end_us / 1e3) if x_range is None else x_range
+    if x_range is None:
+        t0, t1 = timeline.begin_us / 1e3, timeline.end_us / 1e3
+        if 0.0 <= t0 <= 0.05 * (t1 - t0):
+            t0 = 0.0  # the iteration starts at zero: show the origin
+    else:
+        t0, t1 = x_range
     if t1 <= t0:
         t1 = t0 + 1e-3
 
@@ -89,12 +99,13 @@ def render_timeline(painter: QPainter, size: QSize, timeline: Timeline, *,
         painter.drawText(QPointF(x + 17, y + 13), label)
         x += 17 + fm.horizontalAdvance(label) + 18
 
+    row_px = _row_px(lay.height)
     # Plot area.
     painter.setFont(_font(9))
     fm = QFontMetricsF(painter.font())
     label_w = min(260.0, max([fm.horizontalAdvance(s) for s in lay.labels] + [40.0]) + 14)
     left, top = MARGIN + label_w, MARGIN + HEADER
-    right, bottom = w - MARGIN, top + lay.height * ROW_PX
+    right, bottom = w - MARGIN, top + lay.height * row_px
     pw = right - left
     scale = pw / (t1 - t0)
 
@@ -104,12 +115,12 @@ def render_timeline(painter: QPainter, size: QSize, timeline: Timeline, *,
     # Rank bands, lane labels and separators.
     for k, (rank, g0, g1) in enumerate(lay.groups):
         if len(lay.groups) > 1 and k % 2 == 0:
-            painter.fillRect(QRectF(MARGIN, top + g0 * ROW_PX - 3, w - 2 * MARGIN,
-                                    (g1 - g0) * ROW_PX + 6), QColor(240, 243, 248))
+            painter.fillRect(QRectF(MARGIN, top + g0 * row_px - 3, w - 2 * MARGIN,
+                                    (g1 - g0) * row_px + 6), QColor(240, 243, 248))
     painter.setPen(QColor("#333"))
     for lane, label in zip(lay.order, lay.labels):
-        yc = top + lay.y[lane] * ROW_PX
-        painter.drawText(QRectF(MARGIN, yc - ROW_PX / 2, label_w - 10, ROW_PX),
+        yc = top + lay.y[lane] * row_px
+        painter.drawText(QRectF(MARGIN, yc - row_px / 2, label_w - 10, row_px),
                          Qt.AlignRight | Qt.AlignVCenter, label)
 
     # Grid and x axis.
@@ -143,7 +154,7 @@ def render_timeline(painter: QPainter, size: QSize, timeline: Timeline, *,
     x1 = np.clip(px(e[vis]), left - 1, right + 1)
     rows = lay.y[timeline.lane[vis]]
     cats = timeline.category[vis]
-    bar_h = ROW_PX * 0.78
+    bar_h = row_px * 0.78
     for k, cat in enumerate(CATEGORIES):
         sel = cats == k
         if not sel.any():
@@ -151,12 +162,12 @@ def render_timeline(painter: QPainter, size: QSize, timeline: Timeline, *,
         painter.setBrush(QColor(CATEGORY_COLORS[cat]))
         cx0, cx1, cy = x0[sel], x1[sel], rows[sel]
         wide = (cx1 - cx0) >= 1.0
-        rects = [QRectF(a, top + r * ROW_PX - bar_h / 2, b - a, bar_h)
+        rects = [QRectF(a, top + r * row_px - bar_h / 2, b - a, bar_h)
                  for a, b, r in zip(cx0[wide], cx1[wide], cy[wide])]
         narrow = ~wide
         if narrow.any():
             cols = np.unique(np.stack([cy[narrow], np.floor(cx0[narrow])], axis=1), axis=0)
-            rects += [QRectF(c, top + r * ROW_PX - bar_h / 2, 1.0, bar_h) for r, c in cols]
+            rects += [QRectF(c, top + r * row_px - bar_h / 2, 1.0, bar_h) for r, c in cols]
         if rects:
             painter.drawRects(rects)
     painter.restore()

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 __all__ = ["ParamSpec", "BlockKind", "BLOCK_KINDS", "block_kind", "default_params",
-           "validate_params", "summarize"]
+           "validate_params", "summarize", "DEFAULT_TABLE"]
 
 
 @dataclass(frozen=True)

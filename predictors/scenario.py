@@ -19,7 +19,8 @@ from .devices.platforms import LINK_KINDS, PLATFORM_PRESETS
 from .registry import BLOCK_KINDS, block_kind, validate_params
 
 __all__ = ["FORMAT", "VERSION", "ScenarioError", "Issue", "load_scenario", "save_scenario",
-           "validate_scenario", "scenario_to_json", "model_graph", "MIGRATIONS"]
+           "validate_scenario", "scenario_to_json", "model_graph", "MIGRATIONS", "DTYPES",
+           "OPTIMIZERS"]
 
 FORMAT = "ml-dse/scenario"
 VERSION = 1

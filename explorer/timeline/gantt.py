@@ -144,7 +144,7 @@ class GanttWidget(QWidget):
         self.vb.setDefaultPadding(0.0)
 
         self._empty = pg.TextItem("No prediction yet", color="#888", anchor=(0.5, 0.5))
-        self._stale_text = pg.TextItem("out of date: predicting…", color="#777", anchor=(1, 0))
+        self._stale_text = pg.TextItem("out of date", color="#777", anchor=(1, 0))
         self._stale_text.setZValue(20)
         self._hover_box = QGraphicsRectItem()
         self._hover_box.setPen(pg.mkPen("#222", width=1.5, cosmetic=True))
@@ -219,7 +219,7 @@ class GanttWidget(QWidget):
         ticks = [(float(lay.y[i]), label) for i, label in zip(lay.order, lay.labels)]
         left = pi.getAxis("left")
         left.setTicks([ticks, []])
-        fm = QFontMetrics(left.font() if hasattr(left, "font") else self.font())
+        fm = QFontMetrics(self.plot.font())
         left.setWidth(min(320, max(fm.horizontalAdvance(t) for _, t in ticks) + 24))
         self._update_legend(present)
         span = max(t1 - t0, 1e-3)

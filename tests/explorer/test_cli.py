@@ -34,7 +34,7 @@ def test_screenshot_and_svg_export_of_the_default_scenario(tmp_path):
 
 @pytest.mark.parametrize("ext", ["png", "pdf"])
 def test_export_timeline_of_a_given_scenario(tmp_path, ext):
-    out = tmp_path / f"bert.{ext}"
+    out = tmp_path / f"dlrm.{ext}"
     r = run_cli(ROOT / "resources" / "scenarios" / "small_dlrm.json", "--export-timeline", out)
     assert r.returncode == 0, r.stderr
     magic = {"png": b"\x89PNG", "pdf": b"%PDF"}[ext]

@@ -1,0 +1,115 @@
+import json
+
+import numpy as np
+import pytest
+
+from predictors.predict import Cancelled, predict
+from predictors.scenario import ScenarioError, load_scenario
+from predictors.timeline import CATEGORIES
+
+from paths import SCENARIOS
+
+
+@pytest.fixture(scope="module")
+def dlrm_gpu():
+    return predict(load_scenario(SCENARIOS / "small_dlrm.json"))
+
+
+def test_prediction_contract(dlrm_gpu):
+    out = dlrm_gpu.to_json()
+    json.dumps(out)
+    assert out["iteration_ms"] > 0 and out["num_ops"] > 100
+    (rank,) = out["per_rank"]
+    assert rank["rank"] == 0 and 0 < rank["device_active_ms"] <= rank["iteration_ms"]
+    assert out["iteration_ms"] == max(r["iteration_ms"] for r in out["per_rank"])
+
+
+def test_gpu_timeline_lanes_and_kernels(dlrm_gpu):
+    tl = dlrm_gpu.timeline
+    kinds = {(l.kind, l.name) for l in tl.lanes}
+    assert ("cpu", "CPU main thread") in kinds and ("cpu", "CPU autograd thread") in kinds
+    stream = tl.lanes_of(0, "stream")
+    assert len(stream) == 1
+    on_stream = tl.lane == stream[0]
+    starts = tl.start_us[on_stream]
+    ends = starts + tl.dur_us[on_stream]
+    assert np.all(starts[1:] >= ends[:-1] - 1e-6), "kernels on one stream overlap"
+    cats = {CATEGORIES[c] for c in tl.category[on_stream]}
+    assert {"gemm", "embedding", "elementwise"} <= cats
+    assert tl.meta["kernels"] == int(on_stream.sum())
+
+
+def test_kernels_start_after_their_launch(dlrm_gpu):
+    tl = dlrm_gpu.timeline
+    cpu = np.isin(tl.lane, tl.lanes_of(0, "cpu")) & (tl.category == CATEGORIES.index("cpu_op"))
+    stream = tl.lane == tl.lanes_of(0, "stream")[0]
+    # the n-th launching op and the n-th kernel belong together
+    assert cpu.sum() == stream.sum()
+    assert np.all(tl.start_us[stream] >= tl.start_us[cpu])
+
+
+def test_cpu_platform_runs_kernels_inline():
+    doc = load_scenario(SCENARIOS / "small_dlrm.json")
+    doc["platform"] = {"preset": "local-cpu", "threads": 1}
+    result = predict(doc)
+    assert result.timeline.lanes_of(0, "stream") == []
+    assert result.device.endswith("(1 thread)")
+    # more threads: more FLOP/s and bandwidth, never slower
+    doc["platform"]["threads"] = 2
+    assert predict(doc).iteration_ms <= result.iteration_ms
+
+
+def test_faster_gpu_predicts_faster():
+    doc = load_scenario(SCENARIOS / "bert_base.json")
+    times = {}
+    for preset in ("v100-1", "a100-1", "h100-1"):
+        doc["platform"] = {"preset": preset}
+        times[preset] = predict(doc).iteration_ms
+    assert times["v100-1"] > times["a100-1"] > times["h100-1"]
+
+
+def test_batch_size_scales_dense_work():
+    doc = load_scenario(SCENARIOS / "bert_base.json")
+    small = predict(doc).per_rank[0]["device_active_ms"]
+    doc["training"]["batch_size"] *= 4
+    large = predict(doc).per_rank[0]["device_active_ms"]
+    assert 3.0 < large / small < 4.5
+
+
+def test_progress_and_cancel():
+    doc = load_scenario(SCENARIOS / "small_dlrm.json")
+    stages = []
+    predict(doc, progress=lambda f, s: stages.append((f, s)))
+    fractions = [f for f, _ in stages]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    calls = []
+
+    def cancel_at_third():
+        calls.append(1)
+        return len(calls) >= 3
+
+    with pytest.raises(Cancelled):
+        predict(doc, cancelled=cancel_at_third)
+
+
+def test_invalid_scenario_raises_scenario_error():
+    doc = load_scenario(SCENARIOS / "small_dlrm.json")
+    doc["model"]["nodes"][1]["params"]["layers"] = [0]
+    with pytest.raises(ScenarioError, match=r"model.nodes\[1\].params.layers\[0\]"):
+        predict(doc)
+
+
+def test_chrome_trace_export_opens_as_trace_events(tmp_path, dlrm_gpu):
+    path = tmp_path / "trace.json"
+    dlrm_gpu.timeline.save_chrome_trace(path)
+    data = json.loads(path.read_text())
+    events = data["traceEvents"]
+    spans = [e for e in events if e["ph"] == "X"]
+    assert len(spans) == len(dlrm_gpu.timeline)
+    assert all(e["dur"] >= 0 and "ts" in e and "pid" in e and "tid" in e for e in spans)
+    names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert "stream 0 (compute)" in names
+    gz = tmp_path / "trace.json.gz"
+    dlrm_gpu.timeline.save_chrome_trace(gz)
+    import gzip
+    assert json.loads(gzip.decompress(gz.read_bytes()))["traceEvents"] == events

@@ -1,0 +1,142 @@
+import copy
+import json
+
+import pytest
+
+from predictors import scenario as sc
+from predictors.scenario import ScenarioError, load_scenario, save_scenario, validate_scenario
+
+from paths import SCENARIOS
+
+
+@pytest.fixture
+def doc():
+    return json.loads((SCENARIOS / "small_dlrm.json").read_text())
+
+
+def errors_of(doc) -> list[str]:
+    with pytest.raises(ScenarioError) as info:
+        validate_scenario(doc)
+    return [str(i) for i in info.value.issues]
+
+
+def test_bundled_scenarios_validate():
+    names = {p.stem for p in SCENARIOS.glob("*.json")}
+    assert {"small_dlrm", "mlperf_dlrm_dcnv2", "bert_base"} <= names
+    for path in SCENARIOS.glob("*.json"):
+        assert load_scenario(path)["format"] == sc.FORMAT
+
+
+def test_unknown_kind_names_the_field(doc):
+    doc["model"]["nodes"][1]["kind"] = "mlpp"
+    errs = errors_of(doc)
+    assert any(e.startswith("model.nodes[1].kind: unknown block kind 'mlpp'") for e in errs)
+
+
+@pytest.mark.parametrize("path,value", [
+    (("model", "nodes", 1, "params", "layers", 1), 0),
+    (("model", "nodes", 1, "params", "layers", 0), -5),
+    (("model", "nodes", 2, "params", "tables", 3, "rows"), 0),
+    (("model", "nodes", 0, "params", "features"), -1),
+    (("training", "batch_size"), 0),
+])
+def test_non_positive_sizes_are_rejected(doc, path, value):
+    target = doc
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    errs = errors_of(doc)
+    field = ".".join(str(k) for k in path[:1]) + "".join(
+        f"[{k}]" if isinstance(k, int) else f".{k}" for k in path[1:])
+    field = field.replace(".[", "[")
+    assert any(e.startswith(field + ": must be") and "positive" in e for e in errs), errs
+
+
+def test_edge_to_missing_node(doc):
+    doc["model"]["edges"].append({"source": "top_mlp", "target": "nowhere"})
+    assert any(e.startswith("model.edges[5].target: no block with id 'nowhere'")
+               for e in errors_of(doc))
+
+
+def test_cycle_is_reported_with_its_path(doc):
+    doc["model"]["edges"].append({"source": "top_mlp", "target": "interaction"})
+    errs = errors_of(doc)
+    assert any("cycle" in e and "interaction" in e and "top_mlp" in e for e in errs), errs
+
+
+def test_model_without_loss(doc):
+    doc["model"]["nodes"] = [n for n in doc["model"]["nodes"] if n["kind"] != "loss"]
+    doc["model"]["edges"] = [e for e in doc["model"]["edges"] if e["target"] != "loss"]
+    assert "model.nodes: the model has no loss block" in errors_of(doc)
+
+
+def test_format_and_version_are_checked(doc):
+    bad = dict(doc, format="something-else")
+    assert errors_of(bad)[0].startswith("format:")
+    newer = dict(doc, version=sc.VERSION + 1)
+    assert "newer than this program" in errors_of(newer)[0]
+    assert "integer format version" in errors_of(dict(doc, version="1"))[0]
+
+
+def test_migrations_run_in_sequence(doc, monkeypatch):
+    old = dict(doc, version=0)
+    old["model"] = {"blocks": doc["model"]["nodes"], "edges": doc["model"]["edges"]}
+
+    def v0_to_v1(d):
+        d["model"]["nodes"] = d["model"].pop("blocks")
+        return d
+
+    monkeypatch.setitem(sc.MIGRATIONS, 0, v0_to_v1)
+    assert validate_scenario(old)["model"]["nodes"][0]["id"] == "dense"
+    monkeypatch.delitem(sc.MIGRATIONS, 0)
+    assert "no migration from version 0" in errors_of(old)[0]
+
+
+def test_defaults_are_filled(doc):
+    del doc["model"]["nodes"][1]["params"]["activation"]
+    del doc["training"]["lr"]
+    out = validate_scenario(doc)
+    assert out["model"]["nodes"][1]["params"]["activation"] == "relu"
+    assert out["training"]["lr"] > 0
+
+
+def test_round_trip(tmp_path, doc):
+    first = validate_scenario(doc)
+    path = tmp_path / "s.json"
+    save_scenario(first, path)
+    second = load_scenario(path)
+    assert second == first
+    save_scenario(second, path)
+    assert load_scenario(path) == first
+
+
+def test_failed_save_keeps_the_old_file(tmp_path, doc, monkeypatch):
+    path = tmp_path / "s.json"
+    save_scenario(validate_scenario(doc), path)
+    before = path.read_text()
+    bad = copy.deepcopy(validate_scenario(doc))
+    bad["name"] = object()  # not JSON serializable: the write fails midway
+    with pytest.raises(TypeError):
+        save_scenario(bad, path)
+    assert path.read_text() == before
+    assert list(tmp_path.iterdir()) == [path]
+
+
+def test_unreadable_and_invalid_json_files(tmp_path):
+    with pytest.raises(ScenarioError, match="No such file"):
+        load_scenario(tmp_path / "missing.json")
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"format": "ml-dse/scenario", ')
+    with pytest.raises(ScenarioError, match=r"broken.json: \(file\): not valid JSON"):
+        load_scenario(broken)
+
+
+def test_wiring_errors_name_the_block(doc):
+    from predictors.workload import build_workload
+
+    doc["model"]["nodes"][1]["params"]["layers"] = [128, 64, 32]  # dot needs 16 = dim
+    with pytest.raises(ScenarioError) as info:
+        build_workload(validate_scenario(doc))
+    issue = info.value.issues[0]
+    assert issue.field == "model.nodes[3]" and issue.node_id == "interaction"
+    assert "equal widths" in issue.message
