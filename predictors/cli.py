@@ -39,6 +39,25 @@ def _cmd_predict(args) -> int:
     return 0
 
 
+def _cmd_measure(args) -> int:
+    from .measure import measure
+    from .scenario import load_scenario
+
+    doc = load_scenario(args.scenario)
+    if args.threads:
+        doc["platform"] = {"preset": "local-cpu", "threads": args.threads}
+    result = measure(doc, device=args.device, iters=args.iters, warmup=args.warmup,
+                     trace=args.trace)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(f"{result['scenario']} on {args.device} ({result['threads']} threads): "
+              f"median {result['iteration_ms']:.3f} ms, p10-p90 {result['p10_ms']:.3f}-"
+              f"{result['p90_ms']:.3f} ms (spread {result['spread_pct']:.1f}%) over "
+              f"{result['iterations']} iterations")
+    return 0
+
+
 def _cmd_validate_scenario(args) -> int:
     from .scenario import load_scenario
     from .workload import build_workload
@@ -62,6 +81,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chrome-trace", metavar="OUT.json",
                    help="also write the predicted timeline as a Chrome trace (Perfetto)")
     p.set_defaults(func=_cmd_predict)
+    m = sub.add_parser("measure", help="run the scenario for real and time it")
+    m.add_argument("scenario")
+    m.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
+    m.add_argument("--iters", type=int, default=20, help="timed iterations (default 20)")
+    m.add_argument("--warmup", type=int, default=3, help="untimed iterations first")
+    m.add_argument("--threads", type=int, help="CPU threads (default: the scenario's)")
+    m.add_argument("--trace", metavar="OUT.json[.gz]",
+                   help="also record one step with torch.profiler (Kineto JSON)")
+    m.add_argument("--json", action="store_true")
+    m.set_defaults(func=_cmd_measure)
     v = sub.add_parser("check", help="validate scenario files and compile their models")
     v.add_argument("scenario", nargs="+")
     v.set_defaults(func=_cmd_validate_scenario)

@@ -9,12 +9,12 @@ from __future__ import annotations
 import copy
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import networkx as nx
 
+from .fileio import atomic_write_bytes
 from .devices.platforms import LINK_KINDS, PLATFORM_PRESETS
 from .registry import BLOCK_KINDS, block_kind, validate_params
 
@@ -263,19 +263,7 @@ def scenario_to_json(doc: dict) -> str:
 
 def save_scenario(doc: dict, path: str | os.PathLike) -> None:
     """Write atomically: a temporary file in the same folder, then a rename."""
-    path = Path(path)
-    text = scenario_to_json(doc)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write_bytes(path, scenario_to_json(doc).encode("utf-8"))
 
 
 def model_graph(doc: dict) -> nx.DiGraph:

@@ -8,10 +8,11 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from .fileio import atomic_write_bytes
 
 __all__ = ["CATEGORIES", "Lane", "Timeline", "TimelineBuilder"]
 
@@ -148,13 +149,9 @@ class Timeline:
     def save_chrome_trace(self, path: str | os.PathLike) -> None:
         """Write the Chrome trace atomically (gzipped when the name ends in ``.gz``)."""
         data = json.dumps(self.to_chrome_trace()).encode()
-        path = os.fspath(path)
-        if path.endswith(".gz"):
+        if os.fspath(path).endswith(".gz"):
             data = gzip.compress(data)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
+        atomic_write_bytes(path, data)
 
 
 class TimelineBuilder:

@@ -71,8 +71,16 @@ class MLPBlock(nn.Module):
 class EmbeddingTablesBlock(nn.Module):
     def __init__(self, tables: list[dict], mode: str):
         super().__init__()
-        self.bags = nn.ModuleList(nn.EmbeddingBag(t["rows"], t["dim"], mode=mode, sparse=True)
-                                  for t in tables)
+        bags = []
+        for t in tables:
+            # Pass the weight in: on meta, normal_() would route through torch._refs and
+            # cost seconds on first use; real devices get EmbeddingBag's N(0, 1) init.
+            weight = torch.empty(t["rows"], t["dim"])
+            if weight.device.type != "meta":
+                nn.init.normal_(weight)
+            bags.append(nn.EmbeddingBag(t["rows"], t["dim"], mode=mode, sparse=True,
+                                        _weight=weight))
+        self.bags = nn.ModuleList(bags)
 
     def forward(self, sparse):
         return [bag(idx, off) for bag, (idx, off) in zip(self.bags, sparse)]

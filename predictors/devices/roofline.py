@@ -19,7 +19,7 @@ VIEW_OPS = frozenset(
     "select unsqueeze squeeze permute detach alias split split_with_sizes unbind chunk "
     "_indices _values indices values lift_fresh narrow diagonal view_as unflatten flatten "
     "numpy_T to empty empty_like empty_strided new_empty new_empty_strided sparse_resize_ "
-    "resize_ set_ _sparse_coo_tensor_with_dims_and_tensors".split())
+    "resize_ set_ _sparse_coo_tensor_with_dims_and_tensors _sparse_coo_tensor_unsafe".split())
 
 GEMM_OPS = frozenset("mm addmm bmm baddbmm addbmm matmul _scaled_mm".split())
 EMBEDDING_OPS = frozenset(

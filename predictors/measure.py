@@ -1,0 +1,77 @@
+"""Run a scenario for real and time its training iterations (the ground truth)."""
+from __future__ import annotations
+
+import os
+import statistics
+import time
+
+import torch
+
+from .devices.platforms import resolve_platform
+from .workload import build_workload, training_step
+
+__all__ = ["measure"]
+
+
+def measure(doc: dict, device: str = "cpu", iters: int = 20, warmup: int = 3,
+            trace: str | os.PathLike | None = None, seed: int = 0) -> dict:
+    """Time ``iters`` training steps of a validated scenario on ``device``.
+
+    The scenario's platform ``threads`` sets torch's intra-op threads on the CPU.  With
+    ``trace``, one more step is recorded with torch.profiler (Kineto JSON, gzipped when
+    the name ends in ``.gz``).  Returns the median, the spread and every sample (ms).
+    """
+    platform = resolve_platform(doc["platform"])
+    old_threads = torch.get_num_threads()
+    if device == "cpu":
+        torch.set_num_threads(platform.threads)
+    try:
+        workload = build_workload(doc, device=device)
+        batch = workload.make_batch(seed)
+        optimizer = workload.optimizer()
+        sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+        for _ in range(warmup):
+            training_step(workload.module, batch, optimizer)
+        sync()
+        samples = []
+        for _ in range(iters):
+            t0 = time.perf_counter()
+            training_step(workload.module, batch, optimizer)
+            sync()
+            samples.append((time.perf_counter() - t0) * 1e3)
+        if trace:
+            _record_trace(workload, batch, optimizer, os.fspath(trace), device)
+    finally:
+        torch.set_num_threads(old_threads)
+    samples.sort()
+    median = statistics.median(samples)
+    q = lambda f: samples[min(len(samples) - 1, int(f * len(samples)))]
+    return {"scenario": doc["name"], "device": device, "threads": platform.threads,
+            "iterations": iters, "iteration_ms": median, "min_ms": samples[0],
+            "p10_ms": q(0.1), "p90_ms": q(0.9),
+            "spread_pct": 100.0 * (q(0.9) - q(0.1)) / median, "samples_ms": samples,
+            "torch": torch.__version__}
+
+
+def _record_trace(workload, batch, optimizer, path: str, device: str) -> None:
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    activities = [ProfilerActivity.CPU]
+    if device.startswith("cuda"):
+        activities.append(ProfilerActivity.CUDA)
+    with profile(activities=activities, record_shapes=True) as prof:
+        # Mark the step ourselves: without a schedule, prof.step() writes no span.
+        with record_function("ProfilerStep#0"):
+            training_step(workload.module, batch, optimizer)
+    if path.endswith(".gz"):
+        import gzip
+        import tempfile
+
+        from .fileio import atomic_write_bytes
+        with tempfile.TemporaryDirectory() as tmp:
+            raw = os.path.join(tmp, "trace.json")
+            prof.export_chrome_trace(raw)
+            with open(raw, "rb") as f:
+                atomic_write_bytes(path, gzip.compress(f.read()))
+    else:
+        prof.export_chrome_trace(path)
