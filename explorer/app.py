@@ -2,15 +2,13 @@
 timeline and its summary below, progress and cancel in the status bar."""
 from __future__ import annotations
 
-import html
 import os
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QComboBox, QDockWidget, QFileDialog, QFormLayout, QLabel,
-                               QMainWindow, QMessageBox, QProgressBar, QPushButton, QTabWidget,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox,
+                               QTabWidget, QVBoxLayout, QWidget)
 
 from predictors.devices.platforms import PLATFORM_PRESETS
 from predictors.scenario import ScenarioError, load_scenario, save_scenario
@@ -19,15 +17,12 @@ from .canvas.model_scene import ModelScene, ModelView
 from .document.editor import DocumentEditor
 from .document.scenario_document import empty_scenario
 from .export import EXPORT_FORMATS, export_timeline_image
+from .inspector import Inspector
 from .palette import BlockPalette
 from .prediction import PredictionController
 from .summary import SummaryPanel
 from .timeline.gantt import GanttWidget
-
-try:  # built alongside; the window still opens while it is missing
-    from .inspector import Inspector
-except ImportError:  # pragma: no cover
-    Inspector = None
+from .widgets import ErrorBar, PlatformPage, PredictionProgress
 
 __all__ = ["MainWindow", "ErrorBar", "PlatformPage", "DEFAULT_SCENARIO", "APP_NAME"]
 
@@ -35,95 +30,6 @@ APP_NAME = "ML DSE Explorer"
 DEFAULT_SCENARIO = Path(__file__).resolve().parent.parent / "resources" / "scenarios" / \
     "small_dlrm.json"
 MAX_RECENT = 8
-
-
-class ErrorBar(QLabel):
-    """A red bar across the top of a view; clicking it emits the node id at fault."""
-
-    sigNodeClicked = Signal(str)
-
-    def __init__(self, parent: QWidget | None = None):
-        super().__init__(parent)
-        self.setObjectName("errorBar")
-        self.setWordWrap(True)
-        self.setTextFormat(Qt.RichText)
-        self.setStyleSheet("#errorBar { background: #fdecea; color: #a4161a; border: 1px solid"
-                           " #f5c2c0; border-left: 4px solid #d32f2f; padding: 5px 8px; }")
-        self.node_id: str | None = None
-        self.hide()
-
-    def show_error(self, message: str, node_id: str | None = None) -> None:
-        self.node_id = node_id
-        self.setToolTip("Click to select the block at fault" if node_id else "")
-        self.setCursor(Qt.PointingHandCursor if node_id else Qt.ArrowCursor)
-        self.setText(f"<b>⚠</b>&nbsp; {html.escape(message)}")
-        self.show()
-
-    def clear(self) -> None:
-        self.node_id = None
-        self.hide()
-
-    def mousePressEvent(self, event):
-        if self.node_id:
-            self.sigNodeClicked.emit(self.node_id)
-        super().mousePressEvent(event)
-
-
-class PlatformPage(QWidget):
-    """The Platform tab, for now a preset chooser; a choice is one undoable edit."""
-
-    CUSTOM = "(custom platform graph)"
-
-    def __init__(self, editor: DocumentEditor, parent: QWidget | None = None):
-        super().__init__(parent)
-        self.editor = editor
-        self.combo = QComboBox(self)
-        for name, p in PLATFORM_PRESETS.items():
-            self.combo.addItem(name, name)
-            self.combo.setItemData(self.combo.count() - 1, p.description, Qt.ToolTipRole)
-        self.description = QLabel(self)
-        self.description.setWordWrap(True)
-        self.description.setStyleSheet("color: #445;")
-        form = QFormLayout()
-        form.addRow("Preset", self.combo)
-        form.addRow("", self.description)
-        box = QVBoxLayout(self)
-        box.setContentsMargins(16, 16, 16, 16)
-        box.addLayout(form)
-        box.addStretch(1)
-        self.combo.currentIndexChanged.connect(self._on_chosen)
-        doc = editor.document
-        doc.sigPlatformChanged.connect(self.refresh)
-        doc.sigReset.connect(self.refresh)
-        self.refresh()
-
-    def refresh(self) -> None:
-        platform = self.editor.document.platform()
-        preset = platform.get("preset") if isinstance(platform, dict) else None
-        self.combo.blockSignals(True)
-        custom = self.combo.findData(self.CUSTOM)
-        if preset in PLATFORM_PRESETS:
-            if custom >= 0:
-                self.combo.removeItem(custom)
-            self.combo.setCurrentIndex(self.combo.findData(preset))
-            p = PLATFORM_PRESETS[preset]
-            self.description.setText(f"{p.description}\n{p.ranks} rank(s) · device: {p.device}")
-        else:
-            if custom < 0:
-                self.combo.addItem(self.CUSTOM, self.CUSTOM)
-            self.combo.setCurrentIndex(self.combo.findData(self.CUSTOM))
-            nodes = platform.get("nodes", []) if isinstance(platform, dict) else []
-            self.description.setText(f"A custom platform graph of {len(nodes)} nodes.")
-        self.combo.blockSignals(False)
-
-    def _on_chosen(self, index: int) -> None:
-        name = self.combo.itemData(index)
-        if name in PLATFORM_PRESETS:
-            current = self.editor.document.platform()
-            platform = {"preset": name}
-            if name == "local-cpu" and "threads" in current:
-                platform["threads"] = current["threads"]
-            self.editor.set_platform(platform)
 
 
 class MainWindow(QMainWindow):
@@ -192,8 +98,7 @@ class MainWindow(QMainWindow):
 
     def _build_docks(self) -> None:
         self.palette = BlockPalette()
-        self.inspector = Inspector(self.editor) if Inspector is not None else QLabel(
-            "Inspector unavailable")
+        self.inspector = Inspector(self.editor)
         self.gantt = GanttWidget()
         self.timeline_error = ErrorBar()
         timeline_box = QWidget()
@@ -231,19 +136,13 @@ class MainWindow(QMainWindow):
 
     def _build_status(self) -> None:
         bar = self.statusBar()
-        self.stage_label = QLabel("")
-        self.progress = QProgressBar()
-        self.progress.setRange(0, 1000)
-        self.progress.setMaximumWidth(220)
-        self.progress.setTextVisible(True)
-        self.progress.setFormat("%p%")
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setToolTip("Cancel the running prediction")
+        self.run_status = PredictionProgress()
+        self.stage_label = self.run_status.stage_label
+        self.progress = self.run_status.progress
+        self.cancel_button = self.run_status.cancel_button
         self.platform_label = QLabel("")
         self.platform_label.setStyleSheet("color: #445; padding: 0 6px;")
-        bar.addWidget(self.stage_label)
-        bar.addWidget(self.progress)
-        bar.addWidget(self.cancel_button)
+        bar.addWidget(self.run_status)
         bar.addPermanentWidget(self.platform_label)
         self._set_busy(False)
 
@@ -488,8 +387,7 @@ class MainWindow(QMainWindow):
         self.summary.set_stale(stale)
 
     def _set_busy(self, busy: bool) -> None:
-        self.progress.setVisible(busy)
-        self.cancel_button.setVisible(busy)
+        self.run_status.set_busy(busy)
         if hasattr(self, "cancel_action"):
             self.cancel_action.setEnabled(busy)
 
@@ -501,8 +399,7 @@ class MainWindow(QMainWindow):
             self._set_stale(True)
 
     def _on_progress(self, fraction: float, stage: str) -> None:
-        self.progress.setValue(int(1000 * max(0.0, min(1.0, fraction))))
-        self.stage_label.setText(f"Predicting: {stage}…")
+        self.run_status.set_fraction(fraction, stage)
 
     def _on_finished(self, prediction) -> None:
         self.prediction = prediction
@@ -548,8 +445,7 @@ class MainWindow(QMainWindow):
                 self.view.centerOn(item)
 
     def _on_selection(self, ids: list) -> None:
-        if hasattr(self.inspector, "set_node"):
-            self.inspector.set_node(ids[0] if len(ids) == 1 else None)
+        self.inspector.follow_selection(ids)
 
     def _update_platform_label(self) -> None:
         platform = self.editor.document.platform()
