@@ -7,14 +7,14 @@ stay small: bars narrower than a pixel are merged per lane, category and pixel c
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QMarginsF, QPointF, QRectF, QSize, QSizeF, Qt
+from PySide6.QtCore import QBuffer, QIODevice, QMarginsF, QPointF, QRectF, QSize, QSizeF, Qt
 from PySide6.QtGui import (QColor, QFont, QFontMetricsF, QGuiApplication, QImage, QPageLayout,
                            QPageSize, QPainter, QPdfWriter, QPen)
 
+from predictors.fileio import atomic_write_bytes
 from predictors.timeline import CATEGORIES, Timeline
 
 from .timeline.colors import CATEGORY_COLORS, CATEGORY_LABELS
@@ -173,13 +173,6 @@ def render_timeline(painter: QPainter, size: QSize, timeline: Timeline, *,
     painter.restore()
 
 
-def _atomic_target(path: Path):
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix,
-                               dir=path.parent if str(path.parent) else ".")
-    os.close(fd)
-    return tmp
-
-
 def export_timeline_image(timeline: Timeline, path: str | os.PathLike, *,
                           x_range: tuple[float, float] | None = None,
                           title: str | None = None, width: int = WIDTH) -> Path:
@@ -198,46 +191,48 @@ def export_timeline_image(timeline: Timeline, path: str | os.PathLike, *,
     if ext not in EXPORT_FORMATS:
         raise ValueError(f"unsupported image format {path.suffix!r}: use .png, .svg or .pdf")
     size = picture_size(timeline, width)
-    tmp = _atomic_target(path)
-    try:
-        if ext == ".png":
-            ratio = 2  # crisp on slides and HiDPI screens
-            image = QImage(size * ratio, QImage.Format_ARGB32)
-            image.setDevicePixelRatio(ratio)
-            image.fill(QColor("white"))
-            painter = QPainter(image)
-            render_timeline(painter, size, timeline, x_range=x_range, title=title)
-            painter.end()
-            if not image.save(tmp, "PNG"):
-                raise OSError(f"could not write {path}")
-        elif ext == ".svg":
-            from PySide6.QtSvg import QSvgGenerator
+    # Render into memory, then write atomically with the usual 0666 & ~umask permissions
+    # (a temporary file from mkstemp would leave the export readable by its owner only).
+    buffer = QBuffer()
+    buffer.open(QIODevice.WriteOnly)
+    if ext == ".png":
+        ratio = 2  # crisp on slides and HiDPI screens
+        image = QImage(size * ratio, QImage.Format_ARGB32)
+        image.setDevicePixelRatio(ratio)
+        image.fill(QColor("white"))
+        painter = QPainter(image)
+        render_timeline(painter, size, timeline, x_range=x_range, title=title)
+        painter.end()
+        if not image.save(buffer, "PNG"):
+            raise OSError(f"could not encode {path}")
+    elif ext == ".svg":
+        from PySide6.QtSvg import QSvgGenerator
 
-            gen = QSvgGenerator()
-            gen.setFileName(tmp)
-            gen.setSize(size)
-            gen.setViewBox(QRectF(0, 0, size.width(), size.height()))
-            gen.setTitle(title or timeline.title or "Timeline")
-            gen.setDescription("Predicted training-iteration timeline")
-            painter = QPainter(gen)
-            render_timeline(painter, size, timeline, x_range=x_range, title=title)
-            painter.end()
-        else:
-            writer = QPdfWriter(tmp)
-            writer.setResolution(72)  # one unit = one point = one picture pixel
-            writer.setTitle(title or timeline.title or "Timeline")
-            writer.setCreator("ml-dse explorer")
-            writer.setPageLayout(QPageLayout(
-                QPageSize(QSizeF(size.width(), size.height()), QPageSize.Point, "",
-                          QPageSize.ExactMatch),
-                QPageLayout.Portrait, QMarginsF(0, 0, 0, 0)))
-            painter = QPainter(writer)
-            render_timeline(painter, size, timeline, x_range=x_range, title=title)
-            painter.end()
-        if not os.path.getsize(tmp):
-            raise OSError(f"could not write {path}")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        gen = QSvgGenerator()
+        gen.setOutputDevice(buffer)
+        gen.setSize(size)
+        gen.setViewBox(QRectF(0, 0, size.width(), size.height()))
+        gen.setTitle(title or timeline.title or "Timeline")
+        gen.setDescription("Predicted training-iteration timeline")
+        painter = QPainter(gen)
+        render_timeline(painter, size, timeline, x_range=x_range, title=title)
+        painter.end()
+    else:
+        writer = QPdfWriter(buffer)
+        writer.setResolution(72)  # one unit = one point = one picture pixel
+        writer.setTitle(title or timeline.title or "Timeline")
+        writer.setCreator("ml-dse explorer")
+        writer.setPageLayout(QPageLayout(
+            QPageSize(QSizeF(size.width(), size.height()), QPageSize.Point, "",
+                      QPageSize.ExactMatch),
+            QPageLayout.Portrait, QMarginsF(0, 0, 0, 0)))
+        painter = QPainter(writer)
+        render_timeline(painter, size, timeline, x_range=x_range, title=title)
+        painter.end()
+        del painter, writer  # the writer finishes the document when it goes
+    buffer.close()
+    data = bytes(buffer.data())
+    if not data:
+        raise OSError(f"could not render {path}")
+    atomic_write_bytes(path, data)
     return path

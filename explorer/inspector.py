@@ -104,7 +104,11 @@ class Inspector(QWidget):
             self.fields[spec.name] = field
             label = QLabel(spec.name)
             label.setToolTip(spec.doc)
-            form.addRow(label, field.container)
+            if field.wide:
+                form.addRow(label)
+                form.addRow(field.container)
+            else:
+                form.addRow(label, field.container)
             field.sigCommitted.connect(lambda f=field: self._commit_param(f))
         self._load_params()
 

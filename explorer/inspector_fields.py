@@ -10,7 +10,8 @@ import copy
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDoubleSpinBox, QHBoxLayout,
                                QHeaderView, QLabel, QLineEdit, QPushButton, QSizePolicy, QSpinBox,
-                               QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+                               QStyle, QStyleOptionComboBox, QStylePainter, QTableWidget,
+                               QTableWidgetItem, QVBoxLayout, QWidget)
 
 from predictors.registry import DEFAULT_TABLE, ParamSpec
 
@@ -20,7 +21,15 @@ __all__ = ["ParamField", "NumberField", "TextField", "ChoiceField", "IntListFiel
 INT_MAX = 2 ** 31 - 1
 ERROR_STYLE = "color: #d93025;"
 TABLE_COLUMNS = ("rows", "dim", "pooling", "distribution", "alpha")
+# Short headers so that the five columns fit a narrow dock; the tooltips say it in full.
+TABLE_HEADERS = {"rows": ("rows", "rows of the table"),
+                 "dim": ("dim", "embedding dimension"),
+                 "pooling": ("pool", "pooling: lookups per sample"),
+                 "distribution": ("dist.", "distribution of the looked-up rows"),
+                 "alpha": ("\u03b1", "Zipf exponent (zipf only)")}
 DEFAULT_ALPHA = 1.05
+MIN_FIELD_WIDTH = 60
+MAX_VISIBLE_TABLES = 12
 
 
 class ParamField(QObject):
@@ -31,11 +40,17 @@ class ParamField(QObject):
     """
 
     sigCommitted = Signal()
+    #: True for editors that need the form's whole width (their label goes above them)
+    wide = False
 
     def __init__(self, name: str, widget: QWidget, doc: str = ""):
         super().__init__(widget)
         self.name, self.widget = name, widget
+        # Fill the dock's width and shrink with it, never widening the form past the dock.
+        widget.setSizePolicy(QSizePolicy.Expanding, widget.sizePolicy().verticalPolicy())
+        widget.setMinimumWidth(MIN_FIELD_WIDTH)
         self.container = QWidget()
+        self.container.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Preferred)
         box = QVBoxLayout(self.container)
         box.setContentsMargins(0, 0, 0, 0)
         box.setSpacing(2)
@@ -105,13 +120,36 @@ class TextField(ParamField):
         return self.widget.text()
 
 
+class ElidingComboBox(QComboBox):
+    """A combo box that ends a current text too long for it with "…" instead of cutting it."""
+
+    def paintEvent(self, event):
+        painter = QStylePainter(self)
+        opt = QStyleOptionComboBox()
+        self.initStyleOption(opt)
+        painter.drawComplexControl(QStyle.CC_ComboBox, opt)
+        rect = self.style().subControlRect(QStyle.CC_ComboBox, opt,
+                                           QStyle.SC_ComboBoxEditField, self)
+        opt.currentText = self.fontMetrics().elidedText(opt.currentText, Qt.ElideRight,
+                                                        rect.width())
+        painter.drawControl(QStyle.CE_ComboBoxLabel, opt)
+
+
 class ChoiceField(ParamField):
     def __init__(self, name: str, choices, doc: str, labels: dict | None = None):
-        widget = QComboBox()
+        widget = ElidingComboBox()
+        # Size to a few characters, not to the longest item: long labels are elided in the box
+        # and shown in full in the popup and the tooltip.
+        widget.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        widget.setMinimumContentsLength(6)
         for choice in choices:
-            widget.addItem((labels or {}).get(choice, "none" if choice is None else str(choice)),
-                           choice)
+            text = (labels or {}).get(choice, "none" if choice is None else str(choice))
+            widget.addItem(text, choice)
+            widget.setItemData(widget.count() - 1, text, Qt.ToolTipRole)
         super().__init__(name, widget, doc)
+        view = widget.view()
+        view.setTextElideMode(Qt.ElideNone)
+        view.setMinimumWidth(view.sizeHintForColumn(0) + 24)
         widget.currentIndexChanged.connect(self.sigCommitted)
 
     def _show(self, value):
@@ -149,14 +187,23 @@ class IntListField(TextField):
 class TablesField(ParamField):
     """Embedding tables: one row per table, with add and remove buttons."""
 
+    wide = True
+
     def __init__(self, name: str, doc: str):
         self.table = QTableWidget(0, len(TABLE_COLUMNS))
-        self.table.setHorizontalHeaderLabels(list(TABLE_COLUMNS))
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
-        self.table.horizontalHeader().setSectionResizeMode(3, QHeaderView.ResizeToContents)
+        for col, key in enumerate(TABLE_COLUMNS):
+            text, tip = TABLE_HEADERS[key]
+            item = QTableWidgetItem(text)
+            item.setToolTip(tip)
+            self.table.setHorizontalHeaderItem(col, item)
+        header = self.table.horizontalHeader()
+        # Numbers keep their full width and the last column takes what is left; a dock too
+        # narrow for all of them scrolls the table rather than cutting numbers short.
+        header.setSectionResizeMode(QHeaderView.ResizeToContents)
+        header.setSectionResizeMode(len(TABLE_COLUMNS) - 1, QHeaderView.Stretch)
+        header.setMinimumSectionSize(30)
         self.table.verticalHeader().setDefaultSectionSize(24)
         self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.table.setMinimumHeight(220)
         self.add_button = QPushButton("Add table")
         self.remove_button = QPushButton("Remove")
         frame = QWidget()
@@ -186,6 +233,16 @@ class TablesField(ParamField):
         for t in tables:
             self._append(t if isinstance(t, dict) else {})
         self.remove_button.setEnabled(self.table.rowCount() > 1)
+        self._fit_height()
+
+    def _fit_height(self) -> None:
+        """Show up to ``MAX_VISIBLE_TABLES`` rows without a vertical scroll bar."""
+        rows = max(3, min(self.table.rowCount(), MAX_VISIBLE_TABLES))
+        height = (self.table.horizontalHeader().sizeHint().height()
+                  + rows * self.table.verticalHeader().defaultSectionSize()
+                  + 2 * self.table.frameWidth()
+                  + self.table.horizontalScrollBar().sizeHint().height())
+        self.table.setMinimumHeight(height)
 
     def _append(self, t: dict) -> None:
         row = self.table.rowCount()
@@ -195,6 +252,7 @@ class TablesField(ParamField):
             self.table.setItem(row, col, QTableWidgetItem(str(t[key])))
         dist = t["distribution"] if isinstance(t["distribution"], dict) else {}
         combo = QComboBox()
+        combo.setFrame(False)
         combo.addItems(["uniform", "zipf"])
         combo.setCurrentText(dist.get("kind", "uniform"))
         combo.currentTextChanged.connect(lambda _text, c=combo: self._on_distribution(c))
@@ -226,6 +284,7 @@ class TablesField(ParamField):
         self._append(last or copy.deepcopy(DEFAULT_TABLE))
         self.table.blockSignals(False)
         self.remove_button.setEnabled(self.table.rowCount() > 1)
+        self._fit_height()
         self.sigCommitted.emit()
 
     def _remove_rows(self) -> None:
@@ -235,6 +294,7 @@ class TablesField(ParamField):
         for row in rows:
             self.table.removeRow(row)
         self.remove_button.setEnabled(self.table.rowCount() > 1)
+        self._fit_height()
         self.sigCommitted.emit()
 
     def row_table(self, row: int) -> dict:

@@ -27,6 +27,12 @@ def _swatch(color: str) -> QIcon:
     return QIcon(pm)
 
 
+VALUE_STYLE = "font-size: 17px; font-weight: 600; border: none; color: {};"
+CAPTION_STYLE = "border: none; color: {};"
+# (value, caption) colours: fresh, and greyed out while a newer prediction is on its way.
+FIGURE_COLORS = {False: ("#1f2d3d", "#667"), True: ("#b4bac2", "#b8bcc2")}
+
+
 class _Figure(QFrame):
     """A headline number with its caption."""
 
@@ -36,15 +42,26 @@ class _Figure(QFrame):
         self.setStyleSheet("#summaryFigure { background: #f5f7fa; border: 1px solid #e1e5ea;"
                            " border-radius: 4px; }")
         self.value = QLabel("–", self)
-        self.value.setStyleSheet("font-size: 17px; font-weight: 600; color: #1f2d3d;"
-                                 " border: none;")
         self.caption = QLabel(caption, self)
-        self.caption.setStyleSheet("color: #667; border: none;")
         box = QVBoxLayout(self)
         box.setContentsMargins(10, 6, 10, 6)
         box.setSpacing(0)
         box.addWidget(self.value)
         box.addWidget(self.caption)
+        self.stale = None
+        self.set_stale(False)
+
+    def set_stale(self, stale: bool) -> None:
+        """Grey the number out; the style sheets' colours win over a disabled palette, so
+        the colours themselves change."""
+        stale = bool(stale)
+        if stale == self.stale:
+            return
+        self.stale = stale
+        value, caption = FIGURE_COLORS[stale]
+        self.value.setStyleSheet(VALUE_STYLE.format(value))
+        self.caption.setStyleSheet(CAPTION_STYLE.format(caption))
+        self.setToolTip("Out of date: a new prediction is on its way" if stale else "")
 
 
 class SummaryPanel(QWidget):
@@ -68,7 +85,6 @@ class SummaryPanel(QWidget):
         self.notes.setObjectName("summaryNotes")
         self.notes.setWordWrap(True)
         self.notes.setTextFormat(Qt.RichText)
-        self.notes.setStyleSheet("color: #555;")
         self.table = QTableWidget(0, len(self.COLUMNS), self)
         self.table.setHorizontalHeaderLabels(self.COLUMNS)
         self.table.verticalHeader().setVisible(False)
@@ -90,18 +106,28 @@ class SummaryPanel(QWidget):
     def clear(self) -> None:
         """Back to the empty state."""
         self.prediction = None
-        for f in (self.iteration, self.active, self.ops, self.where):
+        for f in self.figures():
             f.value.setText("–")
         self.notes.setText("No prediction yet.")
         self.table.setRowCount(0)
         self.set_stale(False)
 
     def set_stale(self, stale: bool) -> None:
-        """Grey the figures while a newer prediction is on its way."""
+        """Grey the figures, notes and table while a newer prediction is on its way."""
+        stale = bool(stale)
         self.setProperty("stale", stale)
-        for f in (self.iteration, self.active, self.ops, self.where):
+        for f in self.figures():
+            f.set_stale(stale)
             f.setEnabled(not stale)
+        self.notes.setStyleSheet(f"color: {'#b0b6be' if stale else '#555'};")
         self.table.setEnabled(not stale)
+
+    def is_stale(self) -> bool:
+        return bool(self.property("stale"))
+
+    def figures(self) -> tuple:
+        """The headline figures: iteration, device active, ops, platform."""
+        return (self.iteration, self.active, self.ops, self.where)
 
     def set_prediction(self, prediction) -> None:
         """Show ``prediction`` (a :class:`predictors.predict.Prediction`)."""

@@ -74,8 +74,9 @@ def predict(scenario: dict, *, progress: Callable[[float, str], None] | None = N
                              cancelled=cancelled)
     step(0.95, "analyzing")
     iteration_ms = timeline.span_ms()
-    per_rank = [{"rank": 0, "iteration_ms": iteration_ms,
-                 "device_active_ms": timeline.device_active_ms(0)}]
+    active_ms = timeline.device_active_ms(0)
+    per_rank = [{"rank": 0, "iteration_ms": iteration_ms, "device_active_ms": active_ms,
+                 "device_idle_ms": max(0.0, iteration_ms - active_ms)}]
     notes = []
     if platform.ranks > 1:
         notes.append(f"{platform.name} has {platform.ranks} ranks; this version simulates "

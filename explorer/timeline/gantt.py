@@ -18,6 +18,7 @@ from predictors.timeline import CATEGORIES, Timeline
 
 from .colors import CATEGORY_COLORS, CATEGORY_LABELS
 from .layout import LaneLayout, lane_title
+from .range_selection import TimeRangeSelection, TimeRangeViewBox, format_duration
 
 __all__ = ["GanttWidget", "EventIndex", "format_us"]
 
@@ -83,17 +84,22 @@ class EventIndex:
 class GanttWidget(QWidget):
     """Gantt chart of a :class:`Timeline` with legend, hover tooltips and click details.
 
-    Keys as in Perfetto: W/S zoom in/out at the mouse, A/D pan; the wheel zooms time, a drag
-    pans.  ``F`` or a double click fits the whole iteration.
+    Keys as in Perfetto: W/S zoom in/out at the mouse, A/D pan; the wheel zooms time.  A
+    left-drag selects a time range and shows its duration, Esc clears it; a shift-drag, a
+    middle-drag or a drag on the time axis pans.  ``F`` or a double click fits the whole
+    iteration.
 
     Signals
     -------
     sigEventHovered(int)  event index under the mouse, -1 when none
     sigEventClicked(int)  event index clicked, -1 when empty space was clicked
+    sigTimeRangeSelected(object)  ``(t0_ms, t1_ms)`` when a range is selected, ``None`` when
+        the selection is cleared
     """
 
     sigEventHovered = Signal(int)
     sigEventClicked = Signal(int)
+    sigTimeRangeSelected = Signal(object)
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -111,7 +117,7 @@ class GanttWidget(QWidget):
         self.legend.setObjectName("ganttLegend")
         self.legend.setTextFormat(Qt.RichText)
         self.legend.setWordWrap(True)
-        self.plot = pg.PlotWidget(self, background="w")
+        self.plot = pg.PlotWidget(self, background="w", viewBox=TimeRangeViewBox())
         self.plot.setFocusPolicy(Qt.StrongFocus)
         self.details = QLabel("Hover a bar for its details; click to pin them here.", self)
         self.details.setObjectName("ganttDetails")
@@ -158,6 +164,9 @@ class GanttWidget(QWidget):
             item.setVisible(False)
             pi.addItem(item, ignoreBounds=True)
         pi.addItem(self._empty, ignoreBounds=True)
+        self.range_selection = TimeRangeSelection(pi, self)
+        self.vb.sigRangeDragged.connect(self.range_selection.on_drag)
+        self.range_selection.sigChanged.connect(self._on_time_range)
 
         self.plot.scene().sigMouseMoved.connect(self._on_mouse_moved)
         self.plot.scene().sigMouseClicked.connect(self._on_mouse_clicked)
@@ -175,6 +184,7 @@ class GanttWidget(QWidget):
         self._bands.clear()
         self.timeline, self._index = timeline, None
         self._hovered = self.selected = -1
+        self.range_selection.clear()
         self._hover_box.setVisible(False)
         self._sel_box.setVisible(False)
         self.details.setText("Hover a bar for its details; click to pin them here.")
@@ -260,6 +270,19 @@ class GanttWidget(QWidget):
     def is_stale(self) -> bool:
         return self._stale
 
+    def time_range(self) -> tuple[float, float] | None:
+        """The selected time range in ms, ``None`` when nothing is selected."""
+        return self.range_selection.range
+
+    def select_time_range(self, t0_ms: float, t1_ms: float) -> None:
+        """Select ``[t0_ms, t1_ms]`` as a drag would."""
+        self.range_selection.set_range(t0_ms, t1_ms)
+        if self.range_selection.range is not None:
+            self._on_time_range(self.range_selection.range)
+
+    def clear_time_range(self) -> None:
+        self.range_selection.clear()
+
     def event_at(self, lane: int | None, t_ms: float, tol_ms: float = 0.0) -> int | None:
         """Index of the event of ``lane`` at time ``t_ms`` (see :class:`EventIndex`)."""
         if self.timeline is None or lane is None:
@@ -344,6 +367,7 @@ class GanttWidget(QWidget):
             elif key == Qt.Key_F:
                 self.fit()
             elif key == Qt.Key_Escape:
+                self.clear_time_range()
                 self.select_event(-1)
             else:
                 return False
@@ -399,6 +423,17 @@ class GanttWidget(QWidget):
         i = self.event_at_point(p.x(), p.y(), self._tolerance_ms())
         self.select_event(-1 if i is None else i)
         self.sigEventClicked.emit(-1 if i is None else i)
+
+    def _on_time_range(self, rng) -> None:
+        if rng is None:
+            if self.selected < 0:
+                self.details.setText("Hover a bar for its details; click to pin them here.")
+            self.sigTimeRangeSelected.emit(None)
+            return
+        t0, t1 = rng
+        self.details.setText(f"Selected <b>{format_duration(t1 - t0)}</b> &nbsp;·&nbsp; "
+                             f"{t0:.3f} – {t1:.3f} ms &nbsp;·&nbsp; Esc clears")
+        self.sigTimeRangeSelected.emit(rng)
 
     def _update_legend(self, present: list[str]) -> None:
         cats = present or []

@@ -71,3 +71,17 @@ def test_many_tiny_events_make_a_small_svg(qapp, tmp_path):
     # Sub-pixel bars merge per pixel column: bounded by lanes x categories x width.
     assert out.stat().st_size < 25_000_000
     ET.parse(out)
+
+
+@pytest.mark.parametrize("ext", [".png", ".svg", ".pdf"])
+def test_exported_file_readable_by_others(qapp, tmp_path, timeline, ext):
+    """Exports get the usual 0666 & ~umask, not a temporary file's 0600."""
+    old = os.umask(0o022)
+    try:
+        out = export_timeline_image(timeline, tmp_path / f"t{ext}")
+    finally:
+        os.umask(old)
+    mode = out.stat().st_mode & 0o777
+    assert mode & 0o044 == 0o044, oct(mode)
+    assert mode == 0o644, oct(mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"t{ext}"]

@@ -133,3 +133,36 @@ def test_follows_removal_and_shows_issues(inspector, editor):
     assert not inspector.issues_label.isHidden()
     editor.undo_stack.undo()
     assert inspector.node_id is None and "batch_size" in inspector.fields
+
+
+@pytest.mark.parametrize("node_id", [None, "tables", "bottom_mlp", "interaction", "dense"])
+def test_form_fits_a_narrow_dock(qtbot, inspector, node_id):
+    """At the dock's usual ~290 px nothing is clipped on the right: fields shrink, the
+    title wraps, and there is no horizontal scrolling."""
+    inspector.resize(290, 700)
+    inspector.set_node(node_id)
+    qtbot.wait(10)  # let the scroll area lay out the new form
+    viewport = inspector.scroll.viewport().width()
+    content = inspector.scroll.widget()
+    assert content.minimumSizeHint().width() <= viewport
+    assert content.width() <= viewport
+    assert inspector.title.wordWrap()
+    assert inspector.title.geometry().right() <= viewport
+    for field in inspector.fields.values():
+        right = field.container.mapTo(content, field.container.rect().topRight()).x()
+        assert right <= viewport, field.name
+        assert field.widget.width() >= 60, field.name
+
+
+def test_tables_editor_fits_a_narrow_dock(qtbot, inspector):
+    """The eight tables of the small DLRM show in full: no scroll bars, no cut numbers."""
+    inspector.resize(290, 700)
+    inspector.set_node("tables")
+    qtbot.wait(10)
+    table = inspector.fields["tables"].table
+    assert not table.horizontalScrollBar().isVisible()
+    assert not table.verticalScrollBar().isVisible()
+    header = table.horizontalHeader()
+    for col in range(3):  # rows, dim, pooling: each number fits its column
+        assert header.sectionSize(col) >= table.sizeHintForColumn(col), col
+    assert header.model().headerData(2, Qt.Horizontal, Qt.ToolTipRole).startswith("pooling")

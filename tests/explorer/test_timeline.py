@@ -177,3 +177,71 @@ def test_million_events_smoke(gantt):
     gantt.grab()  # draws every bar once
     i = gantt.event_at(3, float(tl.start_us[tl.lane == 3][1000] / 1e3) + 1e-6)
     assert i is not None and tl.lane[i] == 3
+
+
+def drag(widget, start, end, modifiers=Qt.NoModifier, steps=8):
+    """A real left-button drag on ``widget`` from ``start`` to ``end`` (widget pixels)."""
+    from PySide6.QtCore import QEvent, QPointF
+    from PySide6.QtGui import QMouseEvent
+    from PySide6.QtWidgets import QApplication
+
+    def send(kind, pos, button, buttons):
+        p = QPointF(pos)
+        event = QMouseEvent(kind, p, widget.mapToGlobal(p), button, buttons, modifiers)
+        QApplication.sendEvent(widget, event)
+
+    send(QEvent.MouseButtonPress, start, Qt.LeftButton, Qt.LeftButton)
+    for k in range(1, steps + 1):
+        pos = start + (end - start) * (k / steps)
+        send(QEvent.MouseMove, pos, Qt.NoButton, Qt.LeftButton)
+    send(QEvent.MouseButtonRelease, end, Qt.LeftButton, Qt.NoButton)
+
+
+def view_point(gantt, t_ms, y):
+    """Viewport pixel of view coordinates (``t_ms``, ``y``)."""
+    scene = gantt.vb.mapViewToScene(pg.Point(t_ms, y))
+    return gantt.plot.mapFromScene(scene)
+
+
+def test_drag_selects_a_time_range_and_esc_clears(gantt, qtbot):
+    from explorer.timeline.range_selection import format_duration
+
+    gantt.set_timeline(small_timeline())  # 0 .. 0.305 ms
+    before = gantt.x_range()
+    y = gantt.layout_.height / 2
+    with qtbot.waitSignal(gantt.sigTimeRangeSelected) as selected:
+        drag(gantt.plot.viewport(), view_point(gantt, 0.05, y), view_point(gantt, 0.25, y))
+    t0, t1 = selected.args[0]
+    assert gantt.time_range() == (t0, t1)
+    assert t0 == pytest.approx(0.05, abs=0.005) and t1 == pytest.approx(0.25, abs=0.005)
+    assert gantt.x_range() == before  # the drag did not pan
+    region = gantt.range_selection.region
+    assert region.isVisible() and region.getRegion() == pytest.approx((t0, t1))
+    label = gantt.range_selection.label
+    assert label.isVisible() and label.textItem.toPlainText() == format_duration(t1 - t0)
+    assert label.textItem.toPlainText().endswith(" µs")  # ~200 µs
+    assert format_duration(t1 - t0) in gantt.details.text()
+
+    gantt.plot.setFocus()
+    with qtbot.waitSignal(gantt.sigTimeRangeSelected) as cleared:
+        qtbot.keyClick(gantt.plot, Qt.Key_Escape)
+    assert cleared.args == [None] and gantt.time_range() is None
+    assert not region.isVisible() and not label.isVisible()
+
+
+def test_shift_drag_pans_and_range_label_formats(gantt):
+    from explorer.timeline.range_selection import format_duration
+
+    gantt.set_timeline(small_timeline())
+    before = gantt.x_range()
+    y = gantt.layout_.height / 2
+    drag(gantt.plot.viewport(), view_point(gantt, 0.25, y), view_point(gantt, 0.05, y),
+         modifiers=Qt.ShiftModifier)
+    after = gantt.x_range()
+    assert after[0] > before[0] + 0.1 and gantt.time_range() is None
+    gantt.select_time_range(1.0, 2.234)
+    assert gantt.range_selection.label.textItem.toPlainText() == "1.234 ms"
+    gantt.set_timeline(small_timeline())  # a new timeline drops the old selection
+    assert gantt.time_range() is None
+    assert [format_duration(v) for v in (0.00085, 0.0123, 1.2345, 2500.0)] == \
+        ["850 ns", "12.3 µs", "1.234 ms", "2.500 s"]

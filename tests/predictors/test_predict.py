@@ -21,6 +21,8 @@ def test_prediction_contract(dlrm_gpu):
     assert out["iteration_ms"] > 0 and out["num_ops"] > 100
     (rank,) = out["per_rank"]
     assert rank["rank"] == 0 and 0 < rank["device_active_ms"] <= rank["iteration_ms"]
+    assert rank["device_idle_ms"] == pytest.approx(rank["iteration_ms"]
+                                                   - rank["device_active_ms"])
     assert out["iteration_ms"] == max(r["iteration_ms"] for r in out["per_rank"])
 
 
