@@ -2,8 +2,12 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
+
+# Modules that contribute sub-commands through ``register(subparsers)``.
+_COMMAND_MODULES: list[str] = []
 
 __all__ = ["main"]
 
@@ -94,6 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("check", help="validate scenario files and compile their models")
     v.add_argument("scenario", nargs="+")
     v.set_defaults(func=_cmd_validate_scenario)
+    for module in _COMMAND_MODULES:  # each adds its own sub-commands
+        importlib.import_module(module).register(sub)
     return parser
 
 

@@ -32,18 +32,16 @@ def simulate_rank(costed: CostedGraph, rank: int = 0, title: str = "",
     cpu_t = 0.0  # one clock: the main thread blocks while the autograd thread works
     stream_free = 0.0
     done: dict[int, float] = {}  # op index -> time its result is ready
-    thread = "main"
     kernels = 0
     for n, op in enumerate(costed.ops):
         if cancelled is not None and n % 2000 == 0 and cancelled():
             raise Cancelled("simulating")
-        gap = oh.autograd_t1 if op.thread == "autograd" else oh.t1
-        if op.thread != thread:
-            thread = op.thread
+        o = op.overheads
+        gap = o.t1 + (oh.autograd_t1 if op.thread == "autograd" else 0.0)
         start = cpu_t + gap
         lane = cpu_lanes[op.thread]
         if op.kernel_s <= 0.0:
-            end = start + oh.t5
+            end = start + o.t5
             tl.add(lane, start * _US, (end - start) * _US, "view", op.name, op.detail)
             done[op.index] = end if not on_gpu else max(
                 [end] + [done.get(d, 0.0) for d in op.deps])
@@ -51,19 +49,19 @@ def simulate_rank(costed: CostedGraph, rank: int = 0, title: str = "",
             continue
         kernels += 1
         if on_gpu:
-            launch = start + oh.t2
-            launch_end = launch + oh.t4
+            launch = start + o.t2
+            launch_end = launch + o.t4
             ready = max((done.get(d, 0.0) for d in op.deps), default=0.0)
             k_start = max(launch_end + dev.launch_latency_s, stream_free, ready)
             k_end = k_start + op.kernel_s
             stream_free = k_end
-            end = launch_end + oh.t3
+            end = launch_end + o.t3
             tl.add(lane, start * _US, (end - start) * _US, "cpu_op", op.name, op.detail)
             tl.add(stream, k_start * _US, op.kernel_s * _US, op.category, op.name,
                    f"{op.detail} | {op.model}")
             done[op.index] = k_end
         else:
-            end = start + oh.t2 + op.kernel_s + oh.t3
+            end = start + o.t2 + op.kernel_s + o.t3
             tl.add(lane, start * _US, (end - start) * _US, op.category, op.name,
                    f"{op.detail} | {op.model}")
             done[op.index] = end

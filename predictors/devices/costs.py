@@ -5,7 +5,8 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from .overheads import Overheads, default_overheads
+from ..profiles import DeviceProfile, OpOverheads, OverheadTable
+from .overheads import default_overheads
 from .platforms import Platform
 from .roofline import kernel_cost
 from .specs import DeviceSpec, device_spec
@@ -29,13 +30,14 @@ class CostedOp:
     bytes: float
     model: str
     deps: tuple[int, ...]
+    overheads: OpOverheads
 
 
 @dataclass
 class CostedGraph:
     ops: list[CostedOp]
     device: DeviceSpec
-    overheads: Overheads
+    overheads: OverheadTable
     platform: Platform
 
 
@@ -53,16 +55,35 @@ def shape_detail(node: dict) -> str:
 
 
 def cost_op_graph(graph: nx.DiGraph, platform: Platform,
-                  overheads: Overheads | None = None) -> CostedGraph:
-    """Attach a kernel cost to every op of ``graph`` for ``platform``'s device."""
-    device = device_spec(platform.device, platform.threads)
-    overheads = overheads or default_overheads(device.kind)
+                  profile: DeviceProfile | None = None) -> CostedGraph:
+    """Attach a kernel cost and CPU overheads to every op of ``graph``.
+
+    A ``profile`` supplies the device figures, learned kernel models (per op class) and
+    per-op overheads; whatever it lacks falls back to the roofline and the defaults.
+    """
+    device = profile.device if profile is not None else device_spec(platform.device,
+                                                                      platform.threads)
+    overheads = (profile.overheads if profile is not None and profile.overheads
+                 else default_overheads(device.kind))
+    order = sorted(graph.nodes)
+    nodes = [graph.nodes[i] for i in order]
+    costs = [kernel_cost(node, device) for node in nodes]
+    seconds = [c.seconds for c in costs]
+    models = [c.model for c in costs]
+    if profile is not None:
+        for op_class, model in profile.kernel_models.items():
+            picked = [j for j, c in enumerate(costs) if c.category != "view"]
+            if not picked:
+                continue
+            pred = model.predict_ms([nodes[j] for j in picked])
+            for j, ms in zip(picked, pred):
+                if ms == ms:  # NaN: the model does not cover this op
+                    seconds[j], models[j] = float(ms) / 1e3, f"{model.op_class} model"
     ops = []
-    for i in sorted(graph.nodes):
-        node = graph.nodes[i]
-        cost = kernel_cost(node, device)
+    for i, node, cost, sec, model in zip(order, nodes, costs, seconds, models):
         ops.append(CostedOp(i, node["name"], cost.category, node["thread"], node["phase"],
-                            node["block"] or node["grad_fn"], shape_detail(node), cost.seconds,
-                            cost.flops, cost.bytes, cost.model,
-                            tuple(sorted(graph.predecessors(i)))))
+                            node["block"] or node["grad_fn"], shape_detail(node), sec,
+                            cost.flops, cost.bytes, model,
+                            tuple(sorted(graph.predecessors(i))),
+                            overheads.for_op(node["name"])))
     return CostedGraph(ops, device, overheads, platform)
