@@ -37,6 +37,9 @@ class OpRecorder(TorchDispatchMode):
         # else holds them, so holding them records copies a real run never makes.
         self._producer: dict[int, tuple] = {}
         self._nnz: dict[int, tuple] = {}
+        # id(indices tensor) -> (weak reference, table spec): embedding ops that read
+        # these indices get ``lookup`` = rows, dim, pooling and index distribution.
+        self.lookups: dict[int, tuple] = {}
 
     @staticmethod
     def _get(table: dict, t: torch.Tensor, default=None):
@@ -82,7 +85,8 @@ class OpRecorder(TorchDispatchMode):
             input_shapes=in_shapes, input_dtypes=in_dtypes, input_nnz=in_nnz,
             output_shapes=out_shapes, output_dtypes=out_dtypes, output_nnz=out_nnz,
             scalars=[a for a in tree_flatten((args, kwargs))[0]
-                     if isinstance(a, (int, float, bool)) and not isinstance(a, torch.Tensor)])
+                     if isinstance(a, (int, float, bool)) and not isinstance(a, torch.Tensor)],
+            lookup=next((spec for t in ins if (spec := self._get(self.lookups, t))), None))
         for t in ins:
             src = self._get(self._producer, t)
             if src is not None and src != idx:
@@ -122,6 +126,9 @@ def capture_training_step(workload: Workload) -> nx.DiGraph:
     optimizer = workload.optimizer()
     optimizer.zero_grad(set_to_none=True)
     recorder = OpRecorder()
+    for nid, tables in batch["sparse"].items():
+        for (indices, _), spec in zip(tables, workload.specs[nid]["tables"]):
+            recorder.lookups[id(indices)] = (weakref.ref(indices), dict(spec))
     handles = _attach_block_hooks(module, recorder)
     try:
         with recorder:

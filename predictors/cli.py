@@ -7,7 +7,7 @@ import json
 import sys
 
 # Modules that contribute sub-commands through ``register(subparsers)``.
-_COMMAND_MODULES: list[str] = []
+_COMMAND_MODULES: list[str] = ["predictors.traces.cli"]
 
 __all__ = ["main"]
 
@@ -19,10 +19,7 @@ def _cmd_predict(args) -> int:
     doc = load_scenario(args.scenario)
     if args.platform:
         doc["platform"] = {"preset": args.platform}
-    if args.profile not in (None, "default"):
-        raise SystemExit("error: --profile: only the built-in 'default' profile exists so far "
-                         "(calibrated profiles arrive with `calibrate`)")
-    result = predict(doc)
+    result = predict(doc, profile=None if args.profile in (None, "default") else args.profile)
     if args.chrome_trace:
         result.timeline.save_chrome_trace(args.chrome_trace)
     if args.json:
@@ -62,6 +59,58 @@ def _cmd_measure(args) -> int:
     return 0
 
 
+def _progress_printer(quiet: bool):
+    def show(fraction: float, stage: str) -> None:
+        if not quiet:
+            print(f"[{100 * fraction:5.1f}%] {stage}", file=sys.stderr, flush=True)
+    return show
+
+
+def _cmd_calibrate(args) -> int:
+    from .calibrate.calibrate import calibrate_cpu
+    from .profiles import save_profile
+
+    if args.device != "cpu":
+        raise SystemExit(f"error: --device {args.device}: calibration runs on the CPU here; "
+                         f"CUDA calibration needs a GPU (torch.cuda.is_available() is False)"
+                         if not _cuda_available() else
+                         "error: --device cuda: CUDA calibration is not implemented yet")
+    prof = calibrate_cpu(threads=args.threads, budget_s=args.budget_s, seed=args.seed,
+                         progress=_progress_printer(args.quiet))
+    path = save_profile(prof, args.out)
+    classes = prof.validation.get("classes", {})
+    print(f"wrote {path} ({prof.provenance['elapsed_s']} s, "
+          f"{prof.provenance['profiled_steps']} profiled steps, "
+          f"{prof.provenance['microbenchmarks']} microbenchmarks)")
+    for cls, m in classes.items():
+        chosen = m["chosen"]
+        gm = m.get(chosen, {}).get("gmae", float("nan"))
+        print(f"  {cls:<15} {m['samples']:>5} samples  {chosen:<3}  held-out GMAE "
+              f"{100 * gm:.1f}%")
+    return 0
+
+
+def _cuda_available() -> bool:
+    import torch
+    return torch.cuda.is_available()
+
+
+def _cmd_validate(args) -> int:
+    from .calibrate.validate import format_report, validate_cpu
+    from .profiles import default_profile, resolve_profile
+
+    prof = (resolve_profile(args.profile) if args.profile
+            else default_profile("cpu", "cpu", args.threads))
+    if prof is None:
+        raise SystemExit(f"error: no calibrated CPU profile for {args.threads} thread(s); "
+                         f"run `python -m predictors calibrate --device cpu --out P.json`")
+    kinds = ("dlrm", "transformer") if args.kind == "all" else (args.kind,)
+    result = validate_cpu(prof, n=args.n, seed=args.seed, iters=args.iters, kinds=kinds,
+                          progress=_progress_printer(args.quiet))
+    print(json.dumps(result) if args.json else format_report(result))
+    return 0
+
+
 def _cmd_validate_scenario(args) -> int:
     from .scenario import load_scenario
     from .workload import build_workload
@@ -79,7 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("predict", help="predict one training iteration")
     p.add_argument("scenario", help="scenario JSON file")
-    p.add_argument("--profile", help="device profile name or path (default: built-in)")
+    p.add_argument("--profile", help="device profile name or path; 'roofline' for datasheet "
+                                      "figures only (default: the device's bundled profile)")
     p.add_argument("--platform", help="override the scenario's platform preset")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--chrome-trace", metavar="OUT.json",
@@ -95,6 +145,25 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also record one step with torch.profiler (Kineto JSON)")
     m.add_argument("--json", action="store_true")
     m.set_defaults(func=_cmd_measure)
+    c = sub.add_parser("calibrate", help="measure this device and write a profile")
+    c.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    c.add_argument("--out", required=True, metavar="PROFILE.json")
+    c.add_argument("--budget-s", type=float, default=600.0, help="time budget (default 600)")
+    c.add_argument("--threads", type=int, default=1, help="CPU threads (default 1)")
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    c.set_defaults(func=_cmd_calibrate)
+    va = sub.add_parser("validate", help="measure and predict random scenarios")
+    va.add_argument("--device", default="cpu", choices=["cpu"])
+    va.add_argument("--profile", help="profile path or name (default: the bundled one)")
+    va.add_argument("--n", type=int, default=10, help="scenarios per kind (default 10)")
+    va.add_argument("--kind", default="all", choices=["all", "dlrm", "transformer"])
+    va.add_argument("--threads", type=int, default=1)
+    va.add_argument("--iters", type=int, default=10, help="timed iterations per run")
+    va.add_argument("--seed", type=int, default=1000, help="scenario seed (not calibration's)")
+    va.add_argument("--json", action="store_true")
+    va.add_argument("--quiet", action="store_true")
+    va.set_defaults(func=_cmd_validate)
     v = sub.add_parser("check", help="validate scenario files and compile their models")
     v.add_argument("scenario", nargs="+")
     v.set_defaults(func=_cmd_validate_scenario)
@@ -104,6 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .profiles import ProfileError
     from .scenario import ScenarioError
 
     args = build_parser().parse_args(argv)
@@ -112,6 +182,6 @@ def main(argv: list[str] | None = None) -> int:
     except ScenarioError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except OSError as exc:
+    except (OSError, ProfileError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

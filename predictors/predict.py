@@ -27,27 +27,32 @@ class Prediction:
     num_ops: int
     top_ops: list[dict]
     notes: list[str] = field(default_factory=list)
+    profile: str = "roofline"
     elapsed_s: float = 0.0
 
     def to_json(self) -> dict:
         return {"scenario": self.scenario_name, "platform": self.platform,
-                "device": self.device, "iteration_ms": self.iteration_ms,
+                "device": self.device, "profile": self.profile, "iteration_ms": self.iteration_ms,
                 "per_rank": self.per_rank, "num_ops": self.num_ops,
                 "num_events": len(self.timeline), "top_ops": self.top_ops,
                 "notes": self.notes, "elapsed_s": round(self.elapsed_s, 4)}
 
 
-def predict(scenario: dict, *, progress: Callable[[float, str], None] | None = None,
+def predict(scenario: dict, *, profile=None,
+            progress: Callable[[float, str], None] | None = None,
             cancelled: Callable[[], bool] | None = None) -> Prediction:
     """Predict one training iteration of ``scenario`` (a scenario document).
 
-    ``progress(fraction, stage)`` is called between stages; ``cancelled()`` is polled and,
-    when it returns True, :class:`Cancelled` is raised.  Invalid scenarios raise
-    :class:`predictors.scenario.ScenarioError`.
+    ``profile`` is a :class:`~predictors.profiles.DeviceProfile`, a profile name or path,
+    ``"roofline"`` (datasheet figures only) or None: the bundled profile of the platform's
+    device when there is one.  ``progress(fraction, stage)`` is called between stages;
+    ``cancelled()`` is polled and, when it returns True, :class:`Cancelled` is raised.
+    Invalid scenarios raise :class:`predictors.scenario.ScenarioError`.
     """
     from .capture import capture_training_step
     from .devices.costs import cost_op_graph
     from .devices.platforms import resolve_platform
+    from .profiles import default_profile, resolve_profile
     from .scenario import validate_scenario
     from .simulate import simulate_rank
     from .workload import build_workload
@@ -63,12 +68,19 @@ def predict(scenario: dict, *, progress: Callable[[float, str], None] | None = N
     step(0.0, "validating")
     doc = validate_scenario(scenario)
     platform = resolve_platform(doc["platform"])
+    if profile is None:
+        profile = default_profile(platform.device, "cpu" if platform.device == "cpu"
+                                  else "gpu", platform.threads)
+    elif profile == "roofline":
+        profile = None
+    elif isinstance(profile, str):
+        profile = resolve_profile(profile)
     step(0.1, "building the model")
     workload = build_workload(doc)
     step(0.3, "capturing the training step")
     graph = capture_training_step(workload)
     step(0.6, "costing kernels")
-    costed = cost_op_graph(graph, platform)
+    costed = cost_op_graph(graph, platform, profile)
     step(0.8, "simulating")
     timeline = simulate_rank(costed, rank=0, title=doc["name"] or "prediction",
                              cancelled=cancelled)
@@ -77,14 +89,16 @@ def predict(scenario: dict, *, progress: Callable[[float, str], None] | None = N
     active_ms = timeline.device_active_ms(0)
     per_rank = [{"rank": 0, "iteration_ms": iteration_ms, "device_active_ms": active_ms,
                  "device_idle_ms": max(0.0, iteration_ms - active_ms)}]
-    notes = []
+    notes = [f"profile: {profile.name} ({profile.kind})" if profile is not None
+             else "profile: datasheet roofline (no calibrated profile for this device)"]
     if platform.ranks > 1:
         notes.append(f"{platform.name} has {platform.ranks} ranks; this version simulates "
                      f"rank 0 with the whole model and no collectives")
     device_lanes = timeline.lanes_of(0, "stream") or timeline.lanes_of(0, "cpu")
     result = Prediction(doc["name"], platform.name, costed.device.name, timeline,
                         iteration_ms, per_rank, graph.number_of_nodes(),
-                        timeline.top_ops(10, device_lanes), notes)
+                        timeline.top_ops(10, device_lanes), notes,
+                        profile=profile.name if profile is not None else "roofline")
     result.elapsed_s = time.perf_counter() - t0
     step(1.0, "done")
     return result

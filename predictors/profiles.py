@@ -60,20 +60,28 @@ class OverheadTable:
     per_op: dict[str, OpOverheads] = field(default_factory=dict)
     autograd_t1: float = 0.0
     source: str = ""
+    step_s: float = 0.0  # per-iteration CPU time outside any op (Python loop, zero_grad)
 
-    def for_op(self, name: str) -> OpOverheads:
+    def for_op(self, name: str, phase: str | None = None) -> OpOverheads:
+        """Overheads of ``name``; a ``"phase:name"`` entry (e.g. ``optimizer:aten::add_``)
+        wins over the plain name, which wins over the default."""
+        if phase is not None:
+            hit = self.per_op.get(f"{phase}:{name}")
+            if hit is not None:
+                return hit
         return self.per_op.get(name, self.default)
 
     def to_json(self) -> dict:
         return {"default": self.default.to_json(), "autograd_t1": self.autograd_t1,
-                "source": self.source,
+                "source": self.source, "step_s": self.step_s,
                 "per_op": {k: v.to_json() for k, v in sorted(self.per_op.items())}}
 
     @classmethod
     def from_json(cls, d: dict) -> "OverheadTable":
         return cls(OpOverheads.from_json(d["default"]),
                    {k: OpOverheads.from_json(v) for k, v in d.get("per_op", {}).items()},
-                   float(d.get("autograd_t1", 0.0)), d.get("source", ""))
+                   float(d.get("autograd_t1", 0.0)), d.get("source", ""),
+                   float(d.get("step_s", 0.0)))
 
 
 class KernelModel(Protocol):
@@ -91,8 +99,10 @@ class KernelModel(Protocol):
     def to_json(self) -> tuple[dict, dict[str, np.ndarray]]: ...
 
 
-# type name -> class with a ``from_json(meta, arrays)`` classmethod; model modules register.
+# type name -> class with a ``from_json(meta, arrays)`` classmethod; model modules register
+# themselves on import, and :func:`load_profile` imports the modules listed here first.
 KERNEL_MODEL_TYPES: dict[str, type] = {}
+KERNEL_MODEL_MODULES = ["predictors.calibrate.models"]
 
 
 @dataclass
@@ -160,6 +170,9 @@ def load_profile(path: str | os.PathLike) -> DeviceProfile:
             for key in npz.files:
                 op_class, name = key.split("/", 1)
                 arrays.setdefault(op_class, {})[name] = npz[key]
+    import importlib
+    for module in KERNEL_MODEL_MODULES:
+        importlib.import_module(module)
     models = {}
     for op_class, meta in doc.get("kernel_models", {}).items():
         cls = KERNEL_MODEL_TYPES.get(meta.get("type"))
@@ -167,8 +180,69 @@ def load_profile(path: str | os.PathLike) -> DeviceProfile:
             raise ProfileError(f"{path}: kernel_models.{op_class}.type: unknown model type "
                                f"{meta.get('type')!r}")
         models[op_class] = cls.from_json(meta, arrays.get(op_class, {}))
+    spec = _spec_from_json(doc["device"])
+    for model in models.values():  # models that featurize with the device's figures
+        if getattr(model, "device", spec) is None:
+            model.device = spec
     overheads = doc.get("overheads")
-    return DeviceProfile(doc["name"], doc["kind"], _spec_from_json(doc["device"]),
+    return DeviceProfile(doc["name"], doc["kind"], spec,
                          OverheadTable.from_json(overheads) if overheads else None,
                          doc.get("launch_map", {}), models, doc.get("provenance", {}),
                          doc.get("validation", {}))
+
+
+# --- finding profiles -------------------------------------------------------------------
+
+BUNDLED_PROFILES = Path(__file__).resolve().parent.parent / "resources" / "profiles"
+_CACHE: dict[tuple, DeviceProfile] = {}
+
+
+def _cached(path: Path) -> DeviceProfile:
+    key = (str(path), path.stat().st_mtime_ns)
+    if key not in _CACHE:
+        _CACHE[key] = load_profile(path)
+    return _CACHE[key]
+
+
+def bundled_profiles() -> list[Path]:
+    """Profile files shipped in ``resources/profiles`` (JSON files with the profile format)."""
+    if not BUNDLED_PROFILES.is_dir():
+        return []
+    out = []
+    for path in sorted(BUNDLED_PROFILES.rglob("*.json")):
+        try:
+            with open(path) as f:
+                head = f.read(200)
+        except OSError:
+            continue
+        if PROFILE_FORMAT in head:
+            out.append(path)
+    return out
+
+
+def resolve_profile(name_or_path: str) -> DeviceProfile:
+    """A profile by file path, or by the name of a bundled profile."""
+    path = Path(name_or_path)
+    if path.suffix == ".json" and path.exists():
+        return _cached(path)
+    for candidate in bundled_profiles():
+        if candidate.stem == name_or_path or _cached(candidate).name == name_or_path:
+            return _cached(candidate)
+    known = ", ".join(p.stem for p in bundled_profiles()) or "none"
+    raise ProfileError(f"no profile {name_or_path!r} (a path, or one of: {known})")
+
+
+def default_profile(device_name: str, kind: str, threads: int = 1) -> DeviceProfile | None:
+    """The bundled profile for a GPU by the name it reports, or for the local CPU with
+    ``threads`` threads; None where none is bundled (the roofline then applies)."""
+    for path in bundled_profiles():
+        try:
+            prof = _cached(path)
+        except (ProfileError, OSError, KeyError, ValueError):
+            continue
+        if kind == "cpu" and prof.device.kind == "cpu":
+            if int(prof.provenance.get("threads", 1)) == threads:
+                return prof
+        elif kind != "cpu" and prof.device.name == device_name:
+            return prof
+    return None

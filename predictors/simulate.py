@@ -30,6 +30,10 @@ def simulate_rank(costed: CostedGraph, rank: int = 0, title: str = "",
                  "autograd": tl.lane(rank, "cpu", "CPU autograd thread")}
     stream = tl.lane(rank, "stream", "stream 0 (compute)") if on_gpu else None
     cpu_t = 0.0  # one clock: the main thread blocks while the autograd thread works
+    if oh.step_s > 0:  # the training loop's own Python time (zero_grad, step() set-up)
+        tl.add(cpu_lanes["main"], 0.0, oh.step_s * _US, "cpu_overhead", "training loop",
+               "per-iteration CPU time outside aten ops (measured)")
+        cpu_t = oh.step_s
     stream_free = 0.0
     done: dict[int, float] = {}  # op index -> time its result is ready
     kernels = 0

@@ -14,7 +14,7 @@ import numpy as np
 
 from .fileio import atomic_write_bytes
 
-__all__ = ["CATEGORIES", "Lane", "Timeline", "TimelineBuilder"]
+__all__ = ["CATEGORIES", "Lane", "Span", "Timeline", "TimelineBuilder"]
 
 # Stable colour classes for the Gantt and the exports (ui.md).
 CATEGORIES = ("gemm", "embedding", "elementwise", "reduction", "communication", "memcpy",
@@ -34,6 +34,21 @@ class Lane:
         return f"rank {self.rank} · {self.name}"
 
 
+@dataclass(frozen=True)
+class Span:
+    """A named time span of one rank that is not an event of a lane (a recorded
+    ``ProfilerStep#N``).  Times are microseconds on the Timeline's clock."""
+
+    rank: int
+    name: str
+    start_us: float
+    dur_us: float
+
+    @property
+    def end_us(self) -> float:
+        return self.start_us + self.dur_us
+
+
 @dataclass
 class Timeline:
     """Events in columnar arrays plus lane metadata.  Times are microseconds."""
@@ -49,6 +64,22 @@ class Timeline:
     details: list[str]
     title: str = ""
     meta: dict = field(default_factory=dict)
+    steps: list[Span] = field(default_factory=list)
+
+    @classmethod
+    def from_arrays(cls, start_us, dur_us, lane, category, name_id, detail_id,
+                    lanes: list[Lane], names: list[str], details: list[str] | None = None,
+                    title: str = "", meta: dict | None = None,
+                    steps: list[Span] | None = None) -> "Timeline":
+        """A Timeline from whole columns at once (importers fill them vectorized)."""
+        n = len(start_us)
+        return cls(np.asarray(start_us, np.float64), np.asarray(dur_us, np.float64),
+                   np.asarray(lane, np.int32), np.asarray(category, np.int16),
+                   np.asarray(name_id, np.int32),
+                   np.zeros(n, np.int32) if detail_id is None else np.asarray(detail_id,
+                                                                              np.int32),
+                   list(lanes), list(names), list(details) if details else [""], title,
+                   dict(meta or {}), list(steps or []))
 
     def __len__(self) -> int:
         return int(self.start_us.shape[0])
@@ -78,14 +109,26 @@ class Timeline:
         s, e = self.start_us[sel], self.start_us[sel] + self.dur_us[sel]
         return float(e.max() - s.min()) / 1e3
 
-    def busy_ms(self, lanes: list[int]) -> float:
-        """Time during which at least one event runs on any of ``lanes`` (union)."""
+    def busy_intervals(self, lanes: list[int], t0: float | None = None,
+                       t1: float | None = None,
+                       mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Disjoint sorted ``(starts, ends)`` (us) where some event of ``lanes`` runs,
+        clipped to ``[t0, t1]``; ``mask`` further selects events."""
         sel = np.isin(self.lane, lanes) & (self.category != CATEGORIES.index("idle"))
-        if not sel.any():
-            return 0.0
-        order = np.argsort(self.start_us[sel], kind="stable")
-        s = self.start_us[sel][order]
-        e = (self.start_us[sel] + self.dur_us[sel])[order]
+        if mask is not None:
+            sel &= mask
+        s = self.start_us[sel]
+        e = s + self.dur_us[sel]
+        if t0 is not None:
+            s = np.maximum(s, t0)
+        if t1 is not None:
+            e = np.minimum(e, t1)
+        keep = e > s
+        s, e = s[keep], e[keep]
+        if not len(s):
+            return np.zeros(0), np.zeros(0)
+        order = np.argsort(s, kind="stable")
+        s, e = s[order], e[order]
         run_end = np.maximum.accumulate(e)
         # A new busy interval begins where an event starts after everything before it ended.
         new = np.empty(len(s), bool)
@@ -93,6 +136,13 @@ class Timeline:
         new[1:] = s[1:] > run_end[:-1]
         starts = s[new]
         ends = np.append(run_end[np.flatnonzero(new)[1:] - 1], run_end[-1])
+        return starts, ends
+
+    def busy_ms(self, lanes: list[int], t0: float | None = None,
+                t1: float | None = None) -> float:
+        """Time during which at least one event runs on any of ``lanes`` (union),
+        optionally only inside ``[t0, t1]`` (us)."""
+        starts, ends = self.busy_intervals(lanes, t0, t1)
         return float((ends - starts).sum()) / 1e3
 
     def lanes_of(self, rank: int, kind: str) -> list[int]:
@@ -102,6 +152,57 @@ class Timeline:
         """Busy time of the rank's device streams (CPU lanes where there are no streams)."""
         lanes = self.lanes_of(rank, "stream") or self.lanes_of(rank, "cpu")
         return self.busy_ms(lanes)
+
+    def step_window(self, rank: int | None = None) -> tuple[float, float] | None:
+        """``(first step start, last step end)`` in us (of one rank), None without steps."""
+        steps = [s for s in self.steps if rank is None or s.rank == rank]
+        if not steps:
+            return None
+        return min(s.start_us for s in steps), max(s.end_us for s in steps)
+
+    def category_ms(self, lanes: list[int], t0: float | None = None,
+                    t1: float | None = None) -> dict[str, float]:
+        """Summed event time per category over ``lanes`` (inside ``[t0, t1]``), ms."""
+        sel = np.isin(self.lane, lanes)
+        s = self.start_us[sel]
+        e = s + self.dur_us[sel]
+        if t0 is not None:
+            s = np.maximum(s, t0)
+        if t1 is not None:
+            e = np.minimum(e, t1)
+        d = np.clip(e - s, 0.0, None)
+        tot = np.bincount(self.category[sel].astype(np.int64), weights=d,
+                          minlength=len(CATEGORIES))
+        return {CATEGORIES[i]: float(tot[i]) / 1e3 for i in range(len(CATEGORIES)) if tot[i]}
+
+    def exposed_comm_ms(self, rank: int, t0: float | None = None,
+                        t1: float | None = None) -> float:
+        """Communication time of ``rank``'s streams that no other kernel overlaps, ms."""
+        lanes = self.lanes_of(rank, "stream")
+        if not lanes:
+            return 0.0
+        comm = self.category == CATEGORIES.index("communication")
+        cs, ce = self.busy_intervals(lanes, t0, t1, mask=comm)
+        if not len(cs):
+            return 0.0
+        ks, ke = self.busy_intervals(lanes, t0, t1, mask=~comm)
+        both = np.concatenate([cs, ks]), np.concatenate([ce, ke])
+        order = np.argsort(both[0], kind="stable")
+        s, e = both[0][order], both[1][order]
+        run_end = np.maximum.accumulate(e)
+        new = np.ones(len(s), bool)
+        new[1:] = s[1:] > run_end[:-1]
+        union = float((np.append(run_end[np.flatnonzero(new)[1:] - 1], run_end[-1])
+                       - s[new]).sum())
+        return (union - float((ke - ks).sum())) / 1e3
+
+    def shifted(self, dt_us: float) -> "Timeline":
+        """The same Timeline with every time moved by ``dt_us``."""
+        return Timeline(self.start_us + dt_us, self.dur_us, self.lane, self.category,
+                        self.name_id, self.detail_id, self.lanes, self.names, self.details,
+                        self.title, dict(self.meta),
+                        [Span(s.rank, s.name, s.start_us + dt_us, s.dur_us)
+                         for s in self.steps])
 
     def lane_order(self, lane: int) -> np.ndarray:
         """Indices of the events of ``lane`` sorted by start (for hover lookups)."""

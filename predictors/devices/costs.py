@@ -85,5 +85,5 @@ def cost_op_graph(graph: nx.DiGraph, platform: Platform,
                             node["block"] or node["grad_fn"], shape_detail(node), sec,
                             cost.flops, cost.bytes, model,
                             tuple(sorted(graph.predecessors(i))),
-                            overheads.for_op(node["name"])))
+                            overheads.for_op(node["name"], node["phase"])))
     return CostedGraph(ops, device, overheads, platform)

@@ -28,6 +28,8 @@ class DeviceSpec:
     kernel_floor_s: float = 0.0  # shortest kernel the device runs
     threads: int = 1
     source: str = ""
+    clock_mhz: float = 0.0  # boost clock the FP32 peak assumes (GPU)
+    cores_per_sm: int = 0  # FP32 lanes per SM (GPU)
 
     def flops(self, dtype: str) -> float:
         """Peak matrix FLOP/s for ``dtype``, falling back to float32."""
@@ -41,32 +43,97 @@ _T = 1e12
 # does not by default for matmul, so float32 is the CUDA-core figure.
 GPU_SPECS: dict[str, DeviceSpec] = {s.name: s for s in [
     # Tesla V100 SXM2 32GB: V100 datasheet (2020): 15.7 TFLOPS FP32, 125 TFLOPS tensor,
-    # 900 GB/s HBM2; Volta whitepaper: 80 SMs, 6 MB L2.
+    # 900 GB/s HBM2; Volta whitepaper: 80 SMs x 64 FP32 lanes, 6 MB L2, 1530 MHz boost.
     DeviceSpec("Tesla V100-SXM2-32GB", "gpu",
                {"float32": 15.7 * _T, "float16": 125 * _T, "bfloat16": 15.7 * _T},
                vector_flops=15.7 * _T, mem_bw=900 * _GB, l2_bytes=6e6, sms=80,
                memory_bytes=32 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
-               source="NVIDIA V100 datasheet; Volta architecture whitepaper"),
+               source="NVIDIA V100 datasheet; Volta architecture whitepaper",
+               clock_mhz=1530, cores_per_sm=64),
+    DeviceSpec("Tesla V100-SXM2-16GB", "gpu",
+               {"float32": 15.7 * _T, "float16": 125 * _T, "bfloat16": 15.7 * _T},
+               vector_flops=15.7 * _T, mem_bw=900 * _GB, l2_bytes=6e6, sms=80,
+               memory_bytes=16 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
+               source="NVIDIA V100 datasheet; Volta architecture whitepaper",
+               clock_mhz=1530, cores_per_sm=64),
+    # V100 PCIe: datasheet 14 TFLOPS FP32, 112 TFLOPS tensor, 900 GB/s; 1370 MHz boost.
+    DeviceSpec("Tesla V100-PCIE-32GB", "gpu",
+               {"float32": 14.0 * _T, "float16": 112 * _T, "bfloat16": 14.0 * _T},
+               vector_flops=14.0 * _T, mem_bw=900 * _GB, l2_bytes=6e6, sms=80,
+               memory_bytes=32 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
+               source="NVIDIA V100 datasheet; Volta architecture whitepaper",
+               clock_mhz=1370, cores_per_sm=64),
     # A100 SXM4 40GB: A100 datasheet: 19.5 TFLOPS FP32, 312 TFLOPS FP16/BF16 tensor,
-    # 1,555 GB/s HBM2; Ampere whitepaper: 108 SMs, 40 MB L2.
+    # 1,555 GB/s HBM2; Ampere whitepaper: 108 SMs x 64 FP32 lanes, 40 MB L2, 1410 MHz.
     DeviceSpec("NVIDIA A100-SXM4-40GB", "gpu",
                {"float32": 19.5 * _T, "float16": 312 * _T, "bfloat16": 312 * _T},
                vector_flops=19.5 * _T, mem_bw=1555 * _GB, l2_bytes=40e6, sms=108,
                memory_bytes=40 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
-               source="NVIDIA A100 datasheet; Ampere GA100 whitepaper"),
+               source="NVIDIA A100 datasheet; Ampere GA100 whitepaper",
+               clock_mhz=1410, cores_per_sm=64),
+    # A100 SXM4 80GB: datasheet 2,039 GB/s HBM2e, compute as the 40 GB part.
+    DeviceSpec("NVIDIA A100-SXM4-80GB", "gpu",
+               {"float32": 19.5 * _T, "float16": 312 * _T, "bfloat16": 312 * _T},
+               vector_flops=19.5 * _T, mem_bw=2039 * _GB, l2_bytes=40e6, sms=108,
+               memory_bytes=80 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
+               source="NVIDIA A100 datasheet; Ampere GA100 whitepaper",
+               clock_mhz=1410, cores_per_sm=64),
+    # A100 PCIe 40GB: datasheet 1,555 GB/s; 80GB PCIe: 1,935 GB/s; compute as SXM4.
+    DeviceSpec("NVIDIA A100-PCIE-40GB", "gpu",
+               {"float32": 19.5 * _T, "float16": 312 * _T, "bfloat16": 312 * _T},
+               vector_flops=19.5 * _T, mem_bw=1555 * _GB, l2_bytes=40e6, sms=108,
+               memory_bytes=40 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
+               source="NVIDIA A100 datasheet; Ampere GA100 whitepaper",
+               clock_mhz=1410, cores_per_sm=64),
+    DeviceSpec("NVIDIA A100 80GB PCIe", "gpu",
+               {"float32": 19.5 * _T, "float16": 312 * _T, "bfloat16": 312 * _T},
+               vector_flops=19.5 * _T, mem_bw=1935 * _GB, l2_bytes=40e6, sms=108,
+               memory_bytes=80 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
+               source="NVIDIA A100 datasheet; Ampere GA100 whitepaper",
+               clock_mhz=1410, cores_per_sm=64),
     # H100 SXM5 80GB: H100 datasheet: 67 TFLOPS FP32, 989 TFLOPS BF16 dense, 3.35 TB/s
-    # HBM3; Hopper whitepaper: 132 SMs, 50 MB L2.
+    # HBM3; Hopper whitepaper: 132 SMs x 128 FP32 lanes, 50 MB L2, 1980 MHz boost.
     DeviceSpec("NVIDIA H100 80GB HBM3", "gpu",
                {"float32": 67 * _T, "float16": 989 * _T, "bfloat16": 989 * _T},
                vector_flops=67 * _T, mem_bw=3350 * _GB, l2_bytes=50e6, sms=132,
                memory_bytes=80 * _GB, launch_latency_s=4e-6, kernel_floor_s=2e-6,
-               source="NVIDIA H100 datasheet; Hopper architecture whitepaper"),
+               source="NVIDIA H100 datasheet; Hopper architecture whitepaper",
+               clock_mhz=1980, cores_per_sm=128),
+    # H100 PCIe 80GB: datasheet 51 TFLOPS FP32, 756 TFLOPS BF16 dense, 2 TB/s HBM2e;
+    # Hopper whitepaper: 114 SMs, 50 MB L2; 1755 MHz boost.
+    DeviceSpec("NVIDIA H100 PCIe", "gpu",
+               {"float32": 51 * _T, "float16": 756 * _T, "bfloat16": 756 * _T},
+               vector_flops=51 * _T, mem_bw=2000 * _GB, l2_bytes=50e6, sms=114,
+               memory_bytes=80 * _GB, launch_latency_s=4e-6, kernel_floor_s=2e-6,
+               source="NVIDIA H100 datasheet; Hopper architecture whitepaper",
+               clock_mhz=1755, cores_per_sm=128),
     # H200 SXM 141GB: H200 datasheet: compute as H100 SXM, 4.8 TB/s HBM3e, 141 GB.
     DeviceSpec("NVIDIA H200", "gpu",
                {"float32": 67 * _T, "float16": 989 * _T, "bfloat16": 989 * _T},
                vector_flops=67 * _T, mem_bw=4800 * _GB, l2_bytes=50e6, sms=132,
                memory_bytes=141 * _GB, launch_latency_s=4e-6, kernel_floor_s=2e-6,
-               source="NVIDIA H200 datasheet"),
+               source="NVIDIA H200 datasheet (GH100 figures from the Hopper whitepaper)",
+               clock_mhz=1980, cores_per_sm=128),
+    # Older and inference GPUs that the public GEMM measurements cover (NeuSight's
+    # device_configs: datasheet bandwidth and L2, FP32 peak = SMs x lanes x 2 x boost).
+    DeviceSpec("Tesla T4", "gpu",
+               {"float32": 8.141 * _T, "float16": 65 * _T, "bfloat16": 8.141 * _T},
+               vector_flops=8.141 * _T, mem_bw=320 * _GB, l2_bytes=4e6, sms=40,
+               memory_bytes=16 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
+               source="NVIDIA T4 datasheet; NeuSight device_configs",
+               clock_mhz=1590, cores_per_sm=64),
+    DeviceSpec("Tesla P100-PCIE-16GB", "gpu",
+               {"float32": 9.519 * _T, "float16": 19.0 * _T, "bfloat16": 9.519 * _T},
+               vector_flops=9.519 * _T, mem_bw=732 * _GB, l2_bytes=4e6, sms=56,
+               memory_bytes=16 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
+               source="NVIDIA P100 datasheet; NeuSight device_configs",
+               clock_mhz=1380, cores_per_sm=64),
+    DeviceSpec("Tesla P4", "gpu",
+               {"float32": 5.699 * _T, "float16": 5.699 * _T, "bfloat16": 5.699 * _T},
+               vector_flops=5.699 * _T, mem_bw=192 * _GB, l2_bytes=2e6, sms=40,
+               memory_bytes=8 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
+               source="NVIDIA P4 datasheet; NeuSight device_configs (40 SMs x 64 lanes)",
+               clock_mhz=1113, cores_per_sm=64),
 ]}
 
 

@@ -1,0 +1,1 @@
+"""Calibration: measure this device, fit kernel and overhead models, validate them."""

@@ -1,0 +1,119 @@
+"""Features of captured ops for the learned kernel models (log-scaled sizes, as the papers).
+
+Every op belongs to one model class; each class has a fixed feature vector built from the
+op's shapes, its roofline FLOPs and bytes, and (embeddings) the index distribution.
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+
+from ..devices.roofline import _gemm_flops, classify, kernel_cost
+from ..devices.specs import DeviceSpec
+
+__all__ = ["MODEL_CLASSES", "model_class", "featurize", "unique_fraction"]
+
+MODEL_CLASSES = ("gemm", "embedding_fwd", "embedding_bwd", "sparse_update", "elementwise",
+                 "reduction", "memcpy")
+
+
+def model_class(node: dict) -> str | None:
+    """The learned-model class of a captured op, or None for views."""
+    cat = classify(node["name"])
+    if cat == "view":
+        return None
+    if cat == "embedding":
+        return "embedding_bwd" if "backward" in node["name"] else "embedding_fwd"
+    if any(n is not None for n in node.get("input_nnz", ())):
+        return "sparse_update"
+    return cat
+
+
+def _log(x: float) -> float:
+    return math.log2(1.0 + max(0.0, float(x)))
+
+
+@lru_cache(maxsize=4096)
+def _unique_fraction(rows: int, lookups: int, kind: str, alpha: float) -> float:
+    if lookups <= 0:
+        return 1.0
+    if kind == "uniform":
+        return rows * (1.0 - (1.0 - 1.0 / rows) ** lookups) / lookups
+    # Zipf truncated to ``rows``: expected distinct ranks, sum_k 1 - (1 - p_k)^L, with
+    # the head summed exactly and the tail (p_k * L << 1) by its integral.
+    head = min(rows, 200_000)
+    k = np.arange(1, head + 1, dtype=np.float64)
+    w = k ** -alpha
+    if rows > head:  # integral of x^-alpha from head+0.5 to rows+0.5
+        a, b = head + 0.5, rows + 0.5
+        tail_w = (math.log(b / a) if abs(alpha - 1) < 1e-9
+                  else (b ** (1 - alpha) - a ** (1 - alpha)) / (1 - alpha))
+    else:
+        tail_w = 0.0
+    total = w.sum() + tail_w
+    p = w / total
+    distinct = float((-np.expm1(lookups * np.log1p(-np.minimum(p, 1 - 1e-15)))).sum())
+    distinct += min(rows - head, lookups * tail_w / total) if rows > head else 0.0
+    return min(1.0, distinct / lookups)
+
+
+def unique_fraction(rows: int, lookups: int, distribution: dict | None) -> float:
+    """Expected fraction of distinct rows among ``lookups`` indices (1 = no reuse)."""
+    dist = distribution or {"kind": "uniform"}
+    return _unique_fraction(int(rows), int(lookups), dist["kind"],
+                            float(dist.get("alpha", 0.0)))
+
+
+def _gemm_dims(node: dict) -> tuple[float, float, float, float]:
+    op = node["name"].split("::")[-1]
+    ins = node["input_shapes"]
+    if op in ("mm", "matmul"):
+        (m, k), (_, n) = ins[0][-2:], ins[1][-2:]
+        return 1, m, n, k
+    if op == "addmm":
+        (m, k), (_, n) = ins[1], ins[2]
+        return 1, m, n, k
+    a, b = (ins[0], ins[1]) if op == "bmm" else (ins[1], ins[2])
+    return a[0], a[1], b[2], a[2]
+
+
+def featurize(node: dict, cls: str, device: DeviceSpec, names: list[str]) -> np.ndarray:
+    """The feature vector of ``node`` for model class ``cls``.
+
+    ``names`` lists the op names the class model knows (one-hot; unknown names get none).
+    """
+    cost = kernel_cost(node, device)
+    out_numel = sum(math.prod(s) if s else 1 for s in node["output_shapes"])
+    in0 = math.prod(node["input_shapes"][0]) if node["input_shapes"] else 1
+    base = [_log(cost.flops), _log(cost.bytes), _log(out_numel), _log(in0),
+            _log(cost.seconds * 1e9)]
+    if cls == "gemm":
+        b, m, n, k = _gemm_dims(node)
+        extra = [_log(b), _log(m), _log(n), _log(k), _log(_gemm_flops(
+            node["name"].split("::")[-1], node["input_shapes"])),
+            float(node["name"].endswith("addmm"))]
+    elif cls in ("embedding_fwd", "embedding_bwd"):
+        lookup = node.get("lookup") or {}
+        ins = node["input_shapes"]
+        if cls == "embedding_fwd":
+            rows, dim = ins[0][0], ins[0][1]
+            lookups, batch = math.prod(ins[1]), (ins[2][0] if len(ins) > 2 else ins[1][0])
+        else:
+            rows = lookup.get("rows", node["output_shapes"][0][0] if node["output_shapes"]
+                              else 1)
+            dim, lookups = ins[0][-1], math.prod(ins[1])
+            batch = ins[0][0]
+        uf = unique_fraction(rows, lookups, lookup.get("distribution"))
+        extra = [_log(rows), _log(dim), _log(lookups), _log(batch),
+                 _log(lookups / max(batch, 1)), uf, _log(uf * lookups * dim * 4),
+                 _log(rows * dim * 4)]
+    elif cls == "sparse_update":
+        shape, nnz = next((s, n) for s, n in zip(node["input_shapes"], node["input_nnz"])
+                          if n is not None)
+        extra = [_log(nnz), _log(math.prod(shape[1:])), _log(shape[0])]
+    else:
+        extra = [_log(len(node["input_shapes"])), float(node["name"].endswith("_"))]
+    onehot = [float(node["name"] == n) for n in names]
+    return np.asarray(base + extra + onehot, dtype=np.float64)

@@ -1,0 +1,128 @@
+"""Microbenchmarks of single kernels, timed the same way as profiled training steps.
+
+Each benchmark runs an op a few times under torch.profiler and keeps the median
+inclusive duration of its event, less the profiler's own per-event cost, so these samples
+and those from profiled training steps measure the same thing.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable, Iterator
+
+import numpy as np
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from ..workload import _bag_input
+
+__all__ = ["profiler_overhead_us", "gemm_cases", "embedding_cases", "run_case"]
+
+
+def profiler_overhead_us(n: int = 3000) -> float:
+    """The profiler's cost per recorded event: tiny ops timed with and without it."""
+    x = torch.ones(4)
+
+    def loop():
+        t0 = time.perf_counter()
+        for _ in range(n):
+            torch.neg(x)
+        return (time.perf_counter() - t0) * 1e6
+
+    loop()
+    plain = min(loop() for _ in range(3))
+    with profile(activities=[ProfilerActivity.CPU]):
+        profiled = min(loop() for _ in range(3))
+    return max(0.0, (profiled - plain) / n)
+
+
+def _node(name, ins, outs, dtype="float32", nnz=None, lookup=None) -> dict:
+    return {"name": name, "input_shapes": [tuple(s) for s in ins],
+            "input_dtypes": [d if isinstance(d, str) else dtype for d in
+                             ([dtype] * len(ins))],
+            "input_nnz": nnz or [None] * len(ins),
+            "output_shapes": [tuple(s) for s in outs], "output_dtypes": [dtype] * len(outs),
+            "output_nnz": [None] * len(outs), "phase": "forward", "thread": "main",
+            "lookup": lookup}
+
+
+def _log_sizes(rng, lo, hi, n):
+    """Log-spaced sizes with odd values mixed in (tails of tiles and vectors)."""
+    base = np.unique(np.round(np.geomspace(lo, hi, n)).astype(int))
+    jitter = rng.integers(-3, 4, size=len(base))
+    return np.clip(base + jitter, lo, hi)
+
+
+def gemm_cases(rng: np.random.Generator, max_flops: float = 4e9) -> Iterator[tuple]:
+    """(node, callable) for addmm, mm and bmm over a log-spaced sweep of shapes."""
+    sizes = _log_sizes(rng, 1, 4096, 24)
+    while True:
+        m, n, k = (int(rng.choice(sizes)) for _ in range(3))
+        op = rng.choice(["addmm", "mm", "bmm"])
+        b = int(rng.choice([2, 4, 8, 12, 16, 32])) if op == "bmm" else 1
+        if 2.0 * b * m * n * k > max_flops:
+            continue
+        if op == "addmm":
+            a, w, bias = torch.randn(m, k), torch.randn(n, k), torch.randn(n)
+            wt = w.t()  # Linear's layout: a transposed weight
+            yield (_node("aten::addmm", [(n,), (m, k), (k, n)], [(m, n)]),
+                   lambda a=a, wt=wt, bias=bias: torch.addmm(bias, a, wt))
+        elif op == "mm":
+            a, c = torch.randn(m, k), torch.randn(k, n)
+            yield (_node("aten::mm", [(m, k), (k, n)], [(m, n)]),
+                   lambda a=a, c=c: torch.mm(a, c))
+        else:
+            a, c = torch.randn(b, m, k), torch.randn(b, k, n)
+            yield (_node("aten::bmm", [(b, m, k), (b, k, n)], [(b, m, n)]),
+                   lambda a=a, c=c: torch.bmm(a, c))
+
+
+def embedding_cases(rng: np.random.Generator) -> Iterator[tuple]:
+    """(node, callable) for EmbeddingBag forward and backward: rows, dim, batch, pooling
+    and the index distribution (uniform and Zipf at several alphas) vary."""
+    while True:
+        rows = int(10 ** rng.uniform(3, 6.3))
+        dim = int(rng.choice([8, 16, 32, 64, 128]))
+        batch = int(rng.choice([64, 128, 256, 512, 1024, 2048]))
+        pooling = int(rng.integers(1, 64))
+        dist = ({"kind": "uniform"} if rng.random() < 0.4 else
+                {"kind": "zipf", "alpha": float(rng.choice([0.8, 1.0, 1.05, 1.2, 1.5]))})
+        table = {"rows": rows, "dim": dim, "pooling": pooling, "distribution": dist}
+        gen = torch.Generator().manual_seed(int(rng.integers(1 << 30)))
+        idx, off = _bag_input(table, batch, "cpu", gen)
+        weight = torch.randn(rows, dim)
+        lookup = dict(table)
+        n = batch * pooling
+        fwd = _node("aten::_embedding_bag", [(rows, dim), (n,), (batch,)],
+                    [(batch, dim), (n,), (batch,), (batch,)], lookup=lookup)
+        yield fwd, lambda w=weight, i=idx, o=off: torch.ops.aten._embedding_bag(w, i, o)
+        out = torch.ops.aten._embedding_bag(weight, idx, off)
+        grad = torch.randn(batch, dim)
+        bwd = _node("aten::_embedding_bag_backward",
+                    [(batch, dim), (n,), (batch,), (n,), (batch,), (batch,)], [(rows, dim)],
+                    lookup=lookup)
+        bwd["output_nnz"] = [n]
+        yield bwd, lambda g=grad, i=idx, o=off, r=out, rows=rows: \
+            torch.ops.aten._embedding_bag_backward(g, i, o, r[1], r[2], r[3], rows, False,
+                                                   0, True, None)
+
+
+def run_case(fn: Callable, name: str, per_event_us: float, reps: int = 5) -> float:
+    """Median duration (us) of the profiler event ``name`` over ``reps`` calls."""
+    fn()  # warm: first-touch pages, one-time dispatch set-up
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(reps):
+            fn()
+    durs = []
+    for e in prof.events():
+        if e.name == name and (e.cpu_parent is None or e.cpu_parent.name != name):
+            children = sum(1 for _ in _walk(e)) - 1
+            durs.append((e.time_range.end - e.time_range.start)
+                        - per_event_us * (1 + children))
+    return max(0.05, statistics.median(durs)) if durs else float("nan")
+
+
+def _walk(e):
+    yield e
+    for c in e.cpu_children:
+        yield from _walk(c)

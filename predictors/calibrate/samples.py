@@ -1,0 +1,74 @@
+"""Random scenarios in the ranges the accuracy targets name (issue 3).
+
+DLRM: 3-12 tables of 1e4-1e6 rows, dim 16-64, pooling 1-40, batch 128-1024.
+Transformer LM: hidden 128-512, 1-4 layers, seq 32-128, batch 2-8.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..scenario import FORMAT, VERSION, validate_scenario
+
+__all__ = ["random_dlrm", "random_transformer", "random_scenarios"]
+
+
+def _doc(name, nodes, edges, batch, platform) -> dict:
+    return validate_scenario({
+        "format": FORMAT, "version": VERSION, "name": name,
+        "model": {"nodes": nodes, "edges": [{"source": s, "target": t} for s, t in edges]},
+        "platform": platform, "training": {"batch_size": int(batch), "optimizer": "sgd",
+                                           "dtype": "float32", "lr": 0.01}})
+
+
+def random_dlrm(rng: np.random.Generator, threads: int = 1) -> dict:
+    dim = int(rng.choice([16, 32, 64]))
+    tables = []
+    for _ in range(int(rng.integers(3, 13))):
+        dist = ({"kind": "uniform"} if rng.random() < 0.5
+                else {"kind": "zipf", "alpha": float(np.round(rng.uniform(0.8, 1.4), 2))})
+        tables.append({"rows": int(10 ** rng.uniform(4, 6)), "dim": dim,
+                       "pooling": int(rng.integers(1, 41)), "distribution": dist})
+    bottom = [int(rng.choice([64, 128, 256, 512])) for _ in range(int(rng.integers(1, 3)))]
+    top = [int(rng.choice([64, 128, 256, 512])) for _ in range(int(rng.integers(1, 3)))]
+    nodes = [
+        {"id": "dense", "kind": "dense_input", "params": {"features": int(rng.integers(8, 64))}},
+        {"id": "bottom", "kind": "mlp", "params": {"layers": bottom + [dim], "final": "relu"}},
+        {"id": "tables", "kind": "embedding_tables", "params": {"tables": tables}},
+        {"id": "interaction", "kind": "interaction", "params": {"op": "dot"}},
+        {"id": "top", "kind": "mlp", "params": {"layers": top + [1], "final": "sigmoid"}},
+        {"id": "loss", "kind": "loss", "params": {"kind": "bce"}},
+    ]
+    edges = [("dense", "bottom"), ("bottom", "interaction"), ("tables", "interaction"),
+             ("interaction", "top"), ("top", "loss")]
+    batch = int(rng.choice([128, 256, 384, 512, 768, 1024]))
+    return _doc(f"random DLRM ({len(tables)} tables, dim {dim}, batch {batch})", nodes,
+                edges, batch, {"preset": "local-cpu", "threads": threads})
+
+
+def random_transformer(rng: np.random.Generator, threads: int = 1) -> dict:
+    heads = int(rng.choice([2, 4, 8]))
+    hidden = int(rng.choice([128, 192, 256, 384, 512]))
+    hidden -= hidden % heads
+    layers = int(rng.integers(1, 5))
+    seq = int(rng.choice([32, 48, 64, 96, 128]))
+    batch = int(rng.integers(2, 9))
+    nodes = [
+        {"id": "tokens", "kind": "token_input",
+         "params": {"vocab": int(rng.choice([1000, 4000, 8000])), "seq_len": seq}},
+        {"id": "encoder", "kind": "transformer_layer",
+         "params": {"hidden": hidden, "heads": heads, "ffn": 4 * hidden, "count": layers,
+                    "dropout": 0.1}},
+        {"id": "head", "kind": "lm_head", "params": {}},
+        {"id": "loss", "kind": "loss", "params": {"kind": "cross_entropy"}},
+    ]
+    edges = [("tokens", "encoder"), ("encoder", "head"), ("head", "loss")]
+    return _doc(f"random LM ({layers}x{hidden}, seq {seq}, batch {batch})", nodes, edges,
+                batch, {"preset": "local-cpu", "threads": threads})
+
+
+def random_scenarios(n: int, seed: int, kinds=("dlrm", "transformer"),
+                     threads: int = 1) -> list[dict]:
+    """``n`` scenarios alternating over ``kinds``, reproducible from ``seed``."""
+    rng = np.random.default_rng(seed)
+    makers = {"dlrm": random_dlrm, "transformer": random_transformer}
+    return [makers[kinds[i % len(kinds)]](rng, threads) for i in range(n)]

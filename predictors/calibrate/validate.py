@@ -1,0 +1,80 @@
+"""``validate``: predict and measure random scenarios, and print the errors.
+
+The scenarios come from a different seed than calibration used, so every shape is new
+to the learned models.  Each scenario is measured twice, in separate runs, so the
+run-to-run noise floor is printed beside the prediction error.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+from ..measure import measure
+from ..predict import predict
+from ..profiles import DeviceProfile
+from .samples import random_scenarios
+
+__all__ = ["validate_cpu", "format_report"]
+
+
+def _geomean(xs):
+    xs = [max(x, 1e-6) for x in xs]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def validate_cpu(profile: DeviceProfile, n: int = 10, seed: int = 1000, iters: int = 10,
+                 kinds=("dlrm", "transformer"),
+                 progress: Callable[[float, str], None] | None = None) -> dict:
+    """Measure and predict ``n`` random scenarios per kind on the local CPU."""
+    threads = int(profile.provenance.get("threads", profile.device.threads or 1))
+    rows = []
+    for kind in kinds:
+        for i, doc in enumerate(random_scenarios(n, seed, kinds=(kind,), threads=threads)):
+            if progress is not None:
+                progress(len(rows) / (n * len(kinds)), doc["name"])
+            first = measure(doc, iters=iters, warmup=2)
+            second = measure(doc, iters=iters, warmup=1)
+            measured = min(first["iteration_ms"], second["iteration_ms"])
+            predicted = predict(doc, profile=profile).iteration_ms
+            rows.append({"kind": kind, "scenario": doc["name"], "measured_ms": measured,
+                         "predicted_ms": predicted, "error": predicted / measured - 1.0,
+                         "noise": abs(first["iteration_ms"] / second["iteration_ms"] - 1),
+                         "spread_pct": first["spread_pct"]})
+    summary = {}
+    for kind in kinds:
+        sel = [r for r in rows if r["kind"] == kind]
+        errs = [abs(r["error"]) for r in sel]
+        summary[kind] = {"n": len(sel), "geomean_abs_error": _geomean(errs),
+                         "mean_abs_error": sum(errs) / len(errs),
+                         "worst_abs_error": max(errs),
+                         "noise_geomean": _geomean([r["noise"] for r in sel]),
+                         "noise_worst": max(r["noise"] for r in sel)}
+    return {"rows": rows, "summary": summary,
+            "kernel_classes": profile.validation.get("classes", {}),
+            "profile": profile.name, "threads": threads}
+
+
+def format_report(result: dict) -> str:
+    lines = [f"Validation of profile {result['profile']!r} ({result['threads']} thread(s))",
+             "", "Kernel classes (held-out shapes from calibration):",
+             f"  {'class':<15} {'samples':>7} {'chosen':>6} {'GMAE':>7} {'MAPE':>7}"]
+    for cls, m in result["kernel_classes"].items():
+        chosen = m.get("chosen", "")
+        fig = m.get(chosen, {})
+        lines.append(f"  {cls:<15} {m.get('samples', 0):>7} {chosen:>6} "
+                     f"{100 * fig.get('gmae', float('nan')):>6.1f}% "
+                     f"{100 * fig.get('mape', float('nan')):>6.1f}%")
+    lines += ["", "End to end (one training iteration):",
+              f"  {'scenario':<46} {'measured':>9} {'predicted':>9} {'error':>7} "
+              f"{'noise':>6}"]
+    for r in result["rows"]:
+        lines.append(f"  {r['scenario']:<46} {r['measured_ms']:>7.2f}ms "
+                     f"{r['predicted_ms']:>7.2f}ms {100 * r['error']:>+6.1f}% "
+                     f"{100 * r['noise']:>5.1f}%")
+    lines.append("")
+    for kind, s in result["summary"].items():
+        lines.append(f"  {kind:<12} n={s['n']:<3} geomean |error| "
+                     f"{100 * s['geomean_abs_error']:.1f}%  mean {100 * s['mean_abs_error']:.1f}%"
+                     f"  worst {100 * s['worst_abs_error']:.1f}%   noise floor: geomean "
+                     f"{100 * s['noise_geomean']:.1f}%, worst {100 * s['noise_worst']:.1f}%")
+    return "\n".join(lines)

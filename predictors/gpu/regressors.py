@@ -1,0 +1,177 @@
+"""Fitted regressors stored as plain arrays (never pickle), evaluated with numpy.
+
+``TreeEnsemble`` holds the trees of a fitted scikit-learn ``HistGradientBoostingRegressor``
+(its predictor nodes: value, feature_idx, num_threshold, left, right, is_leaf,
+missing_go_to_left) plus the baseline; ``MlpRegressor`` holds the layers of a small MLP
+(standardized inputs, ReLU hidden layers, linear output).  Both predict ``y`` for a feature
+matrix with no dependency beyond numpy; fitting needs scikit-learn or torch.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["TreeEnsemble", "MlpRegressor", "fit_gbm", "fit_mlp", "regressor_from_arrays"]
+
+
+class TreeEnsemble:
+    """Sum of regression trees plus a baseline (gradient boosting, squared error)."""
+
+    kind = "gbm"
+
+    def __init__(self, baseline: float, tree_start: np.ndarray, value: np.ndarray,
+                 feature_idx: np.ndarray, num_threshold: np.ndarray, left: np.ndarray,
+                 right: np.ndarray, is_leaf: np.ndarray, missing_go_to_left: np.ndarray):
+        self.baseline = float(baseline)
+        self.tree_start = np.asarray(tree_start, dtype=np.int64)  # root of each tree
+        self.value = np.asarray(value, dtype=np.float64)
+        self.feature_idx = np.asarray(feature_idx, dtype=np.int64)
+        self.num_threshold = np.asarray(num_threshold, dtype=np.float64)
+        # children as global node indices
+        self.left = np.asarray(left, dtype=np.int64)
+        self.right = np.asarray(right, dtype=np.int64)
+        self.is_leaf = np.asarray(is_leaf, dtype=bool)
+        self.missing_go_to_left = np.asarray(missing_go_to_left, dtype=bool)
+
+    @classmethod
+    def from_sklearn(cls, model) -> "TreeEnsemble":
+        """Export a fitted ``HistGradientBoostingRegressor`` (numerical features only)."""
+        starts, parts = [], []
+        offset = 0
+        for (tree,) in model._predictors:
+            nodes = tree.nodes
+            if np.any(nodes["is_categorical"]):
+                raise ValueError("categorical splits are not supported")
+            starts.append(offset)
+            leaf = nodes["is_leaf"].astype(bool)
+            parts.append((nodes["value"], nodes["feature_idx"], nodes["num_threshold"],
+                          np.where(leaf, 0, nodes["left"] + offset),
+                          np.where(leaf, 0, nodes["right"] + offset), leaf,
+                          nodes["missing_go_to_left"].astype(bool)))
+            offset += len(nodes)
+        cols = [np.concatenate([p[i] for p in parts]) for i in range(7)]
+        baseline = float(np.ravel(model._baseline_prediction)[0])
+        return cls(baseline, np.array(starts), *cols)
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        X = np.asarray(X, dtype=np.float64)
+        n = X.shape[0]
+        node = np.broadcast_to(self.tree_start, (n, len(self.tree_start))).copy()
+        rows = np.arange(n)[:, None]
+        for _ in range(64):  # deeper than any tree we fit
+            leaf = self.is_leaf[node]
+            if leaf.all():
+                break
+            x = X[rows, self.feature_idx[node]]
+            go_left = np.where(np.isnan(x), self.missing_go_to_left[node],
+                               x <= self.num_threshold[node])
+            node = np.where(leaf, node, np.where(go_left, self.left[node], self.right[node]))
+        return self.baseline + self.value[node].sum(axis=1)
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        return {"baseline": np.array([self.baseline]), "tree_start": self.tree_start,
+                "value": self.value, "feature_idx": self.feature_idx.astype(np.int32),
+                "num_threshold": self.num_threshold, "left": self.left.astype(np.int32),
+                "right": self.right.astype(np.int32), "is_leaf": self.is_leaf,
+                "missing_go_to_left": self.missing_go_to_left}
+
+    @classmethod
+    def from_arrays(cls, a: dict[str, np.ndarray]) -> "TreeEnsemble":
+        return cls(float(a["baseline"][0]), a["tree_start"], a["value"], a["feature_idx"],
+                   a["num_threshold"], a["left"], a["right"], a["is_leaf"],
+                   a["missing_go_to_left"])
+
+
+class MlpRegressor:
+    """``y = W_L relu(... relu(W_1 (x - mean) / std + b_1) ...) + b_L``."""
+
+    kind = "mlp"
+
+    def __init__(self, mean: np.ndarray, std: np.ndarray, weights: list[np.ndarray],
+                 biases: list[np.ndarray]):
+        self.mean = np.asarray(mean, dtype=np.float64)
+        self.std = np.asarray(std, dtype=np.float64)
+        self.weights = [np.asarray(w, dtype=np.float64) for w in weights]
+        self.biases = [np.asarray(b, dtype=np.float64) for b in biases]
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        h = (np.asarray(X, dtype=np.float64) - self.mean) / self.std
+        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
+            h = h @ w.T + b
+            if i < len(self.weights) - 1:
+                h = np.maximum(h, 0.0)
+        return h[:, 0]
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        out = {"mean": self.mean, "std": self.std}
+        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
+            out[f"w{i}"], out[f"b{i}"] = w.astype(np.float32), b.astype(np.float32)
+        return out
+
+    @classmethod
+    def from_arrays(cls, a: dict[str, np.ndarray]) -> "MlpRegressor":
+        n = sum(1 for k in a if k.startswith("w") and k[1:].isdigit())
+        return cls(a["mean"], a["std"], [a[f"w{i}"] for i in range(n)],
+                   [a[f"b{i}"] for i in range(n)])
+
+
+def regressor_from_arrays(kind: str, arrays: dict[str, np.ndarray]):
+    if kind == "gbm":
+        return TreeEnsemble.from_arrays(arrays)
+    if kind == "mlp":
+        return MlpRegressor.from_arrays(arrays)
+    raise ValueError(f"unknown regressor kind {kind!r}")
+
+
+def fit_gbm(X: np.ndarray, y: np.ndarray, *, max_iter: int = 200, learning_rate: float = 0.1,
+            max_leaf_nodes: int = 31, seed: int = 0) -> TreeEnsemble:
+    """Fit scikit-learn's histogram gradient boosting and export its trees."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    model = HistGradientBoostingRegressor(max_iter=max_iter, learning_rate=learning_rate,
+                                          max_leaf_nodes=max_leaf_nodes, min_samples_leaf=20,
+                                          l2_regularization=1.0, early_stopping=False,
+                                          random_state=seed)
+    model.fit(X, y)
+    return TreeEnsemble.from_sklearn(model)
+
+
+def fit_mlp(X: np.ndarray, y: np.ndarray, *, hidden: tuple[int, ...] = (128, 128, 128),
+            epochs: int = 60, batch: int = 256, lr: float = 2e-3, seed: int = 0,
+            threads: int = 2) -> MlpRegressor:
+    """Fit an MLP on standardized (already log-scaled) features with Adam and MSE, as the
+    DLRM performance-model papers do for GEMM."""
+    import torch
+
+    torch.manual_seed(seed)
+    prev_threads = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        mean, std = X.mean(axis=0), X.std(axis=0)
+        std = np.where(std > 1e-9, std, 1.0)
+        xt = torch.tensor((X - mean) / std, dtype=torch.float32)
+        yt = torch.tensor(y, dtype=torch.float32)[:, None]
+        sizes = (X.shape[1],) + tuple(hidden) + (1,)
+        layers: list = []
+        for i in range(len(sizes) - 1):
+            layers.append(torch.nn.Linear(sizes[i], sizes[i + 1]))
+            if i < len(sizes) - 2:
+                layers.append(torch.nn.ReLU())
+        net = torch.nn.Sequential(*layers)
+        opt = torch.optim.Adam(net.parameters(), lr=lr)
+        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
+        gen = torch.Generator().manual_seed(seed)
+        for _ in range(epochs):
+            perm = torch.randperm(len(xt), generator=gen)
+            for i in range(0, len(xt), batch):
+                idx = perm[i:i + batch]
+                opt.zero_grad()
+                loss = torch.nn.functional.mse_loss(net(xt[idx]), yt[idx])
+                loss.backward()
+                opt.step()
+            sched.step()
+        linears = [m for m in net if isinstance(m, torch.nn.Linear)]
+        return MlpRegressor(mean, std, [m.weight.detach().numpy().astype(np.float64)
+                                        for m in linears],
+                            [m.bias.detach().numpy().astype(np.float64) for m in linears])
+    finally:
+        torch.set_num_threads(prev_threads)

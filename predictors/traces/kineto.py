@@ -1,0 +1,719 @@
+"""Kineto (PyTorch profiler) traces -> columnar events, read in chunks with orjson.
+
+Handles every era we know of: the 2021 categories (``Operator``, ``Runtime``, ``Kernel``,
+``Memcpy``, ``Memset``, ``async`` flows, string tids such as ``"stream 7"``) and the current
+ones (``cpu_op``, ``cuda_runtime``, ``cuda_driver``, ``kernel``, ``gpu_memcpy``, ``gpu_memset``,
+``user_annotation``, ``gpu_user_annotation``, ``python_function``, ``ac2g`` flows), CUDA and
+HIP runtimes, and traces with or without ``distributedInfo``.
+
+The ``traceEvents`` array is cut into pieces of a few MB at event boundaries and each piece is
+parsed on its own, so a trace of a million events never exists as a million Python dicts at
+once; each piece is folded into plain lists and then numpy columns.  A piece that does not
+parse (a boundary guessed inside a string) makes the reader fall back to one whole parse.
+"""
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import orjson
+
+try:  # optional: a typed decoder that skips unused fields in C (2-3x orjson on traces)
+    import msgspec
+except ImportError:  # pragma: no cover - the orjson path below reads the same traces
+    msgspec = None
+
+__all__ = ["TraceError", "KinetoTrace", "read_kineto", "parse_kineto_bytes", "Kind",
+           "read_json_bytes"]
+
+
+class TraceError(ValueError):
+    """A trace that cannot be read: one line naming the file and the problem."""
+
+
+class Cancelled(Exception):
+    """Raised when the caller's ``cancelled()`` answers True."""
+
+
+class Kind:
+    """Event kinds (int8 codes in :attr:`KinetoTrace.kind`)."""
+
+    CPU_OP, ANNOTATION, RUNTIME, KERNEL, MEMCPY, MEMSET, PYTHON, GPU_ANNOTATION, SYNC, \
+        OTHER = range(10)
+    DEVICE = (KERNEL, MEMCPY, MEMSET, GPU_ANNOTATION, SYNC)
+
+
+_KIND_OF_CAT = {
+    "cpu_op": Kind.CPU_OP, "Operator": Kind.CPU_OP, "operator": Kind.CPU_OP,
+    "user_annotation": Kind.ANNOTATION, "User annotation": Kind.ANNOTATION,
+    "cuda_runtime": Kind.RUNTIME, "Runtime": Kind.RUNTIME, "cuda_driver": Kind.RUNTIME,
+    "hip_runtime": Kind.RUNTIME, "privateuse1_runtime": Kind.RUNTIME,
+    "kernel": Kind.KERNEL, "Kernel": Kind.KERNEL,
+    "gpu_memcpy": Kind.MEMCPY, "Memcpy": Kind.MEMCPY,
+    "gpu_memset": Kind.MEMSET, "Memset": Kind.MEMSET,
+    "python_function": Kind.PYTHON, "gpu_user_annotation": Kind.GPU_ANNOTATION,
+    "cuda_sync": Kind.SYNC,
+}
+_SKIP_CATS = frozenset({"Trace", "cpu_instant_event", "overhead", "Overhead"})
+_FLOW_CATS = frozenset({"ac2g", "async"})
+_CHUNK = 4 << 20  # bytes of JSON per parsed piece
+_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+_ARRAY_END = re.compile(rb"\}\s*\]")
+_STREAM_NUM = re.compile(r"(\d+)")
+
+
+@dataclass
+class KinetoTrace:
+    """The events of one Kineto file (one rank) as parallel arrays.
+
+    Times are microseconds relative to ``base_us`` (the file's earliest event), so that
+    sub-microsecond digits survive; ``base_us + ts`` is the file's own timestamp.
+    ``thread`` indexes ``threads`` (CPU ``(pid, tid)`` or device ``(device, stream)``).
+    ``ext`` is the ``External id`` (-1 if none), ``corr`` the CUDA correlation id,
+    ``rf`` the ``Record function id``, ``flow`` the id of an ``ac2g``/``async`` flow that
+    ends on a device event (-1 if none).
+    """
+
+    path: str
+    rank: int
+    meta: dict
+    base_us: float
+    ts: np.ndarray
+    dur: np.ndarray
+    kind: np.ndarray
+    thread: np.ndarray
+    name_id: np.ndarray
+    detail_id: np.ndarray
+    ext: np.ndarray
+    corr: np.ndarray
+    rf: np.ndarray
+    threads: list[tuple]
+    thread_is_device: np.ndarray
+    names: list[str]
+    details: list[str]
+    thread_names: dict = field(default_factory=dict)
+    flow_starts: dict = field(default_factory=dict)  # flow id -> (thread index, ts)
+    bytes_read: int = 0
+
+    def __len__(self) -> int:
+        return int(self.ts.shape[0])
+
+    @property
+    def file(self) -> str:
+        return os.path.basename(self.path)
+
+    @property
+    def device_name(self) -> str:
+        props = self.meta.get("deviceProperties")
+        if isinstance(props, list) and props and isinstance(props[0], dict):
+            return str(props[0].get("name", ""))
+        return ""
+
+    def steps(self) -> list[tuple[str, float, float]]:
+        """``(name, start, dur)`` of every ``ProfilerStep#N`` on the CPU, sorted, deduped."""
+        sel = np.flatnonzero(((self.kind == Kind.ANNOTATION) | (self.kind == Kind.CPU_OP))
+                             & self._step_name_mask())
+        seen, out = set(), []
+        for i in sel[np.argsort(self.ts[sel], kind="stable")]:
+            key = (self.names[self.name_id[i]], round(float(self.ts[i]), 3))
+            if key not in seen:
+                seen.add(key)
+                out.append((key[0], float(self.ts[i]), float(self.dur[i])))
+        return out
+
+    def _step_name_mask(self) -> np.ndarray:
+        is_step = np.array([n.startswith("ProfilerStep#") for n in self.names], bool)
+        return is_step[self.name_id] if len(self.names) else np.zeros(len(self), bool)
+
+
+# --- reading bytes ---------------------------------------------------------------------------
+
+
+def read_json_bytes(path: str | os.PathLike, progress=None, cancelled=None) -> bytes:
+    """The file's bytes, gunzipped when it is gzip (by magic number, not by name)."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise TraceError(f"{path.name}: cannot read: {exc.strerror or exc}") from None
+    if raw[:2] != b"\x1f\x8b":
+        return raw
+    out, d = [], zlib.decompressobj(16 + zlib.MAX_WBITS)
+    step = 1 << 22
+    try:
+        for i in range(0, len(raw), step):
+            if cancelled is not None and cancelled():
+                raise Cancelled(str(path))
+            out.append(d.decompress(raw[i:i + step]))
+            if progress is not None:
+                progress(0.3 * min(1.0, (i + step) / len(raw)), "decompressing")
+        out.append(d.flush())
+        if not d.eof:
+            raise TraceError(f"{path.name}: the gzip stream is truncated")
+    except zlib.error as exc:
+        raise TraceError(f"{path.name}: not a valid gzip file ({exc})") from None
+    return b"".join(out)
+
+
+def _loads(data: bytes, name: str):
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        msg = str(exc).split(":")[0]
+        if data.strip() == b"":
+            raise TraceError(f"{name}: the file is empty") from None
+        if "unexpected end" in str(exc).lower() or "eof" in str(exc).lower():
+            raise TraceError(f"{name}: truncated JSON ({msg} at byte {exc.pos})") from None
+        raise TraceError(f"{name}: not JSON ({msg} at byte {exc.pos})") from None
+
+
+def _split_events(data: bytes, name: str):
+    """``(meta_dict, iterator of event lists)``: the traceEvents array in pieces.
+
+    Returns ``None`` where the layout is not the usual one; the caller parses whole."""
+    key = data.find(b'"traceEvents"')
+    if key < 0:
+        return None
+    colon = data.find(b":", key + 13)
+    lb = data.find(b"[", colon)
+    if colon < 0 or lb < 0 or data[colon + 1:lb].strip():
+        return None
+    body_start = lb + 1
+    first = data[body_start:body_start + 64].lstrip()
+    if first.startswith(b"]"):  # an empty array
+        end = data.find(b"]", body_start)
+        return _loads(data[:lb + 1] + data[end:], name), iter(())
+    pieces = []
+    pos = data.find(b"{", body_start)
+    while True:
+        m = _BOUNDARY.search(data, pos + _CHUNK) if pos + _CHUNK < len(data) else None
+        if m is None:
+            break
+        pieces.append((pos, m.start() + 1))
+        pos = m.end() - 1
+    # The last piece ends at the "}]" that closes the array: the first one after ``pos``
+    # that leaves a parseable remainder (checked by parsing the remainder).
+    m = _ARRAY_END.search(data, pos)
+    while m is not None:
+        try:
+            meta = orjson.loads(data[:lb + 1] + data[m.end() - 1:])
+        except orjson.JSONDecodeError:
+            m = _ARRAY_END.search(data, m.end())
+            continue
+        pieces.append((pos, m.start() + 1))
+        if not isinstance(meta, dict):
+            return None
+
+        def gen():
+            for a, b in pieces:
+                piece = b"[" + data[a:b] + b"]"
+                yield piece
+        return meta, gen(), len(pieces)
+    return None
+
+
+# --- folding events into columns -----------------------------------------------------------
+
+
+class _Columns:
+    def __init__(self):
+        self.ts, self.dur, self.kind, self.thread = [], [], [], []
+        self.name_id, self.detail_id, self.ext, self.corr, self.rf = [], [], [], [], []
+        self.threads: list[tuple] = []
+        self.thread_index: dict = {}
+        self.names: list[str] = []
+        self.name_index: dict = {}
+        self.details: list[str] = [""]
+        self.detail_index: dict = {b"": 0}
+        self.thread_names: dict = {}
+        self.process_labels: dict = {}
+        self.flow_s: dict = {}
+        self.flow_f: dict = {}
+        self.pieces: list[dict] = []  # columns of each piece (the msgspec path)
+        self.flows: list[tuple] = []  # (id, pid, tid, ts, is_start) arrays per piece
+        self.n = 0
+
+    def count(self) -> int:
+        return sum(len(p["ts"]) for p in self.pieces) + len(self.ts)
+
+    def column(self, key: str, dtype) -> np.ndarray:
+        if self.pieces:
+            return np.concatenate([p[key] for p in self.pieces]).astype(dtype, copy=False)
+        return np.asarray(getattr(self, key), dtype)
+
+
+def _as_int(v, default=-1) -> int:
+    if v is None:
+        return default
+    if type(v) is int:
+        return v
+    if isinstance(v, float):
+        return int(v)
+    if isinstance(v, str):
+        m = _STREAM_NUM.search(v)
+        return int(m.group(1)) if m else default
+    return default
+
+
+def _fold(events, c: _Columns, name: str) -> None:
+    """Append one piece of events to the columns (the hot loop: keep it plain)."""
+    kind_of, skip, flows = _KIND_OF_CAT, _SKIP_CATS, _FLOW_CATS
+    ts_l, dur_l, kind_l, thr_l = c.ts, c.dur, c.kind, c.thread
+    nid_l, did_l, ext_l, corr_l, rf_l = c.name_id, c.detail_id, c.ext, c.corr, c.rf
+    name_index, names = c.name_index, c.names
+    detail_index, details = c.detail_index, c.details
+    thread_index, threads = c.thread_index, c.threads
+    dumps = orjson.dumps
+    i = c.n
+    try:
+        for e in events:
+            i += 1
+            ph = e.get("ph")
+            if ph == "X":
+                cat = e.get("cat")
+                k = kind_of.get(cat)
+                if k is None:
+                    if cat in skip:
+                        continue
+                    pid = e.get("pid")
+                    if isinstance(pid, str) and not pid.isdigit():
+                        continue  # "Spans", "Traces": profiler bookkeeping rows
+                    k = Kind.OTHER
+                nm = e.get("name", "")
+                if type(nm) is not str:
+                    raise TraceError(f"{name}: event {i}: 'name' must be a string, "
+                                     f"got {type(nm).__name__}")
+                ts = float(e["ts"])
+                dur = e.get("dur", 0.0)
+                dur = float(dur) if dur is not None else 0.0
+                args = e.get("args")
+                if args is None:
+                    args = {}
+                elif type(args) is not dict:
+                    raise TraceError(f"{name}: event {i}: 'args' must be an object, "
+                                     f"got {type(args).__name__}")
+                if k in (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.GPU_ANNOTATION,
+                         Kind.SYNC):
+                    dev = args.get("device")
+                    key = ("dev", _as_int(dev if dev is not None else e.get("pid"), 0),
+                           _as_int(args.get("stream", e.get("tid")), 0))
+                else:
+                    key = ("cpu", _as_int(e.get("pid"), 0), _as_int(e.get("tid"), 0))
+                t = thread_index.get(key)
+                if t is None:
+                    t = thread_index[key] = len(threads)
+                    threads.append(key)
+                nid = name_index.get(nm)
+                if nid is None:
+                    nid = name_index[nm] = len(names)
+                    names.append(nm)
+                det = 0
+                if k == Kind.CPU_OP or k == Kind.ANNOTATION:
+                    dims = args.get("Input Dims")
+                    if dims is not None:
+                        ds = dumps(dims)
+                        det = detail_index.get(ds)
+                        if det is None:
+                            det = detail_index[ds] = len(details)
+                            details.append(ds.decode())
+                    if "Collective name" in args:
+                        ds = ("collective " + str(args.get("Collective name")) + " in "
+                              + str(args.get("In msg nelems", "?")) + " out "
+                              + str(args.get("Out msg nelems", "?")) + " "
+                              + str(args.get("dtype", ""))).encode()
+                        det = detail_index.get(ds)
+                        if det is None:
+                            det = detail_index[ds] = len(details)
+                            details.append(ds.decode())
+                elif k == Kind.MEMCPY or k == Kind.MEMSET:
+                    b = args.get("bytes")
+                    if b is not None:
+                        ds = f"{b} bytes".encode()
+                        det = detail_index.get(ds)
+                        if det is None:
+                            det = detail_index[ds] = len(details)
+                            details.append(ds.decode())
+                ext = args.get("External id")
+                if ext is None:
+                    ext = args.get("external id", -1)
+                ts_l.append(ts)
+                dur_l.append(dur)
+                kind_l.append(k)
+                thr_l.append(t)
+                nid_l.append(nid)
+                did_l.append(det)
+                ext_l.append(ext if type(ext) is int else _as_int(ext))
+                co = args.get("correlation", -1)
+                corr_l.append(co if type(co) is int else _as_int(co))
+                rf = args.get("Record function id", -1)
+                rf_l.append(rf if type(rf) is int else _as_int(rf))
+            elif ph == "M":
+                args = e.get("args") or {}
+                mname = e.get("name")
+                if mname == "thread_name" and isinstance(args, dict):
+                    c.thread_names[(_as_int(e.get("pid"), 0), _as_int(e.get("tid"), 0))] = \
+                        str(args.get("name", ""))
+                elif mname == "process_labels" and isinstance(args, dict):
+                    c.process_labels[_as_int(e.get("pid"), 0)] = str(args.get("labels", ""))
+            elif ph == "s" or ph == "f":
+                if e.get("cat") in flows:
+                    fid = _as_int(e.get("id"))
+                    at = (_as_int(e.get("pid"), 0), _as_int(e.get("tid"), 0),
+                          float(e["ts"]))
+                    (c.flow_s if ph == "s" else c.flow_f)[fid] = at
+            elif ph is None and not isinstance(e, dict):
+                raise TraceError(f"{name}: event {i} is a {type(e).__name__}, "
+                                 "not an object")
+    except TraceError:
+        raise
+    except KeyError as exc:
+        raise TraceError(f"{name}: event {i}: missing field {exc}") from None
+    except AttributeError:
+        raise TraceError(f"{name}: event {i} is not an object") from None
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise TraceError(f"{name}: event {i}: a field has the wrong type ({exc})") from None
+    c.n = i
+
+
+if msgspec is not None:
+    from typing import Any, Union
+
+    _Num = Union[float, str, None]
+
+    class _Args(msgspec.Struct):
+        ext: Any = msgspec.field(default=None, name="External id")
+        ext_old: Any = msgspec.field(default=None, name="external id")
+        corr: Any = msgspec.field(default=None, name="correlation")
+        stream: Any = None
+        device: Any = None
+        rf: Any = msgspec.field(default=None, name="Record function id")
+        dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input Dims")
+        coll: Any = msgspec.field(default=None, name="Collective name")
+        in_n: Any = msgspec.field(default=None, name="In msg nelems")
+        out_n: Any = msgspec.field(default=None, name="Out msg nelems")
+        dtype: Any = None
+        nbytes: Any = msgspec.field(default=None, name="bytes")
+        name: Any = None
+        labels: Any = None
+
+    class _Event(msgspec.Struct):
+        ph: Any = None
+        cat: Any = None
+        name: Any = ""
+        pid: Any = None
+        tid: Any = None
+        ts: _Num = None
+        dur: _Num = None
+        id: Any = None
+        args: Union[_Args, None] = None
+
+    _EVENTS = msgspec.json.Decoder(list[_Event])
+
+
+
+# Syntax errors in a piece mean a guessed boundary was wrong: the caller parses whole.
+# (Type errors become a TraceError inside ``_decode_events`` first.)
+_DecodeError = msgspec.DecodeError if msgspec is not None else orjson.JSONDecodeError
+
+
+def _decode_events(piece: bytes, name: str, offset: int):
+    try:
+        return _EVENTS.decode(piece)
+    except msgspec.ValidationError as exc:
+        where = re.search(r"\$\[(\d+)\]", str(exc))
+        at = f"event {offset + int(where.group(1)) + 1}: " if where else ""
+        raise TraceError(f"{name}: {at}a field has the wrong type "
+                         f"({str(exc).split(' - at')[0]})") from None
+
+
+def _ints(values: list) -> np.ndarray:
+    """Integers from JSON values that are ints, numeric strings or missing (-1)."""
+    if None in values:
+        values = [-1 if v is None else v for v in values]
+    try:
+        return np.array(values, np.int64)
+    except (TypeError, ValueError, OverflowError):
+        return np.array([v if type(v) is int else _as_int(v) for v in values], np.int64)
+
+
+def _intern(values: list, index: dict, table: list) -> np.ndarray:
+    for v in set(values).difference(index):
+        index[v] = len(table)
+        table.append(v)
+    return np.array([index[v] for v in values], np.int32)
+
+
+def _fold_columns(events: list, c: _Columns, name: str) -> None:
+    """Fold msgspec-decoded events into columns, one list comprehension per field (the
+    per-event Python work is a few attribute reads; the rest is numpy)."""
+    first = c.n
+    c.n += len(events)
+    xs = [e for e in events if e.ph == "X"]
+    fl = [e for e in events if (e.ph == "s" or e.ph == "f") and e.cat in _FLOW_CATS]
+    if fl:  # flows, columnar: only traces without correlation ids need them
+        fts = [e.ts for e in fl]
+        if None not in fts:
+            try:
+                c.flows.append((_ints([e.id for e in fl]), _ints([e.pid for e in fl]),
+                                _ints([e.tid for e in fl]), np.array(fts, np.float64),
+                                np.array([e.ph == "s" for e in fl], bool)))
+            except (TypeError, ValueError):
+                pass
+    if len(xs) + len(fl) < len(events):
+        for e in events:
+            if e.ph == "M":
+                _fold_other(e, c)
+    if not xs:
+        return
+    kind_of = _KIND_OF_CAT
+    kinds = [kind_of.get(e.cat, -1) if type(e.cat) is str else -1 for e in xs]
+    if -1 in kinds:  # categories we do not know: bookkeeping rows are dropped
+        keep = []
+        for e, k in zip(xs, kinds):
+            if k >= 0:
+                keep.append((e, k))
+            elif e.cat in _SKIP_CATS or (isinstance(e.pid, str) and not e.pid.isdigit()):
+                continue
+            else:
+                keep.append((e, Kind.OTHER))
+        xs = [e for e, _ in keep]
+        kinds = [k for _, k in keep]
+        if not xs:
+            return
+    kind = np.array(kinds, np.int8)
+    nm = [e.name for e in xs]
+    bad = next((j for j, v in enumerate(nm) if type(v) is not str), None)
+    if bad is not None:
+        raise TraceError(f"{name}: event {first + bad + 1}: 'name' must be a string, "
+                         f"got {type(nm[bad]).__name__}")
+    try:
+        ts = np.array([e.ts for e in xs], np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TraceError(f"{name}: a timestamp ('ts') is missing or not a number "
+                         f"({exc})") from None
+    durs = [e.dur for e in xs]
+    if None in durs:
+        durs = [0.0 if d is None else d for d in durs]
+    try:
+        dur = np.array(durs, np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TraceError(f"{name}: a duration ('dur') is not a number ({exc})") from None
+    no_args = _Args()
+    args = [e.args or no_args for e in xs]
+    is_dev = np.isin(kind, Kind.DEVICE)
+    pid = _ints([e.pid for e in xs])
+    tid = _ints([e.tid for e in xs])
+    if is_dev.any():
+        dv = _ints([a.device for a in args])
+        st = _ints([a.stream for a in args])
+        pid = np.where(is_dev & (dv >= 0), dv, pid)
+        tid = np.where(is_dev & (st >= 0), st, tid)
+    # Factorize (device?, pid, tid) with 1-D uniques (a row-wise unique sorts far slower).
+    pu, pc = np.unique(pid, return_inverse=True)
+    tu, tc = np.unique(tid, return_inverse=True)
+    code = (is_dev.astype(np.int64) * len(pu) + pc.ravel()) * len(tu) + tc.ravel()
+    cu, inv = np.unique(code, return_inverse=True)
+    uniq = [(int(v // (len(pu) * len(tu))), int(pu[(v // len(tu)) % len(pu)]),
+             int(tu[v % len(tu)])) for v in cu.tolist()]
+    gid = np.empty(len(uniq), np.int32)
+    for j, (d, p_, t_) in enumerate(uniq):
+        key = ("dev" if d else "cpu", p_, t_)
+        g = c.thread_index.get(key)
+        if g is None:
+            g = c.thread_index[key] = len(c.threads)
+            c.threads.append(key)
+        gid[j] = g
+    thread = gid[inv.ravel()]
+    name_id = _intern(nm, c.name_index, c.names)
+    # Details: shapes of ops, collective sizes, copy sizes.
+    dims = [bytes(a.dims) for a in args]
+    for j in np.flatnonzero(is_dev).tolist():
+        a = args[j]
+        if a.nbytes is not None:
+            dims[j] = f"{a.nbytes} bytes".encode()
+    for j, a in enumerate(args):
+        if a.coll is not None:
+            dims[j] = f"collective {a.coll} in {a.in_n} out {a.out_n} {a.dtype or ''}".encode()
+    dmap = c.detail_index
+    for v in set(dims).difference(dmap):
+        if v:
+            dmap[v] = len(c.details)
+            c.details.append(v.decode(errors="replace"))
+    dmap.setdefault(b"", 0)
+    detail_id = np.array([dmap[v] for v in dims], np.int32)
+    ext = _ints([a.ext if a.ext is not None else a.ext_old for a in args])
+    corr = _ints([a.corr for a in args])
+    rf = _ints([a.rf for a in args])
+    c.pieces.append({"ts": ts, "dur": dur, "kind": kind, "thread": thread,
+                     "name_id": name_id, "detail_id": detail_id, "ext": ext, "corr": corr,
+                     "rf": rf})
+
+
+def _fold_other(e, c: _Columns) -> None:
+    ph = e.ph
+    if ph == "M":
+        a = e.args
+        if a is None:
+            return
+        if e.name == "thread_name":
+            c.thread_names[(_as_int(e.pid, 0), _as_int(e.tid, 0))] = str(a.name or "")
+        elif e.name == "process_labels":
+            c.process_labels[_as_int(e.pid, 0)] = str(a.labels or "")
+
+
+def _rank_from(meta: dict, path: str) -> int | None:
+    info = meta.get("distributedInfo")
+    if isinstance(info, dict) and isinstance(info.get("rank"), int) and info["rank"] >= 0:
+        return int(info["rank"])
+    m = re.search(r"(?:rank|worker|node|gpu|_r)[-_]?(\d+)", os.path.basename(path), re.I)
+    return int(m.group(1)) if m else None
+
+
+def parse_kineto_bytes(data: bytes, path: str = "trace.json", rank: int | None = None,
+                       progress: Callable[[float, str], None] | None = None,
+                       cancelled: Callable[[], bool] | None = None) -> KinetoTrace:
+    """Parse the JSON text of one Kineto trace (see :func:`read_kineto`)."""
+    name = os.path.basename(path)
+    c = _Columns()
+    split = None
+    if len(data) > 2 * _CHUNK or msgspec is not None:
+        try:
+            split = _split_events(data, name)
+        except orjson.JSONDecodeError:
+            split = None
+    if split is not None:
+        meta, pieces, count = split
+        try:
+            for j, piece in enumerate(pieces):
+                if cancelled is not None and cancelled():
+                    raise Cancelled(name)
+                if msgspec is not None:
+                    _fold_columns(_decode_events(piece, name, c.n), c, name)
+                else:
+                    _fold(orjson.loads(piece), c, name)
+                if progress is not None:
+                    progress(0.3 + 0.6 * (j + 1) / max(count, 1), "reading events")
+        except (orjson.JSONDecodeError, _DecodeError):
+            c, split = _Columns(), None  # a boundary inside a string: parse it whole
+    if split is None:
+        doc = _loads(data, name)
+        if isinstance(doc, list):  # the bare-array form of the Chrome trace format
+            meta, events = {}, doc
+        elif isinstance(doc, dict):
+            events = doc.get("traceEvents")
+            meta = {k: v for k, v in doc.items() if k != "traceEvents"}
+            if events is None:
+                if "nodes" in doc:
+                    raise TraceError(f"{name}: this is an execution trace (ET), not a Kineto "
+                                     "trace; load it beside its Kineto trace")
+                raise TraceError(f"{name}: no 'traceEvents' array: not a Kineto/Chrome trace")
+        else:
+            raise TraceError(f"{name}: not a trace (the JSON is a {type(doc).__name__})")
+        if not isinstance(events, list):
+            raise TraceError(f"{name}: 'traceEvents' must be an array, got "
+                             f"{type(events).__name__}")
+        if cancelled is not None and cancelled():
+            raise Cancelled(name)
+        _fold(events, c, name)
+        del doc, events
+    if not c.count():
+        raise TraceError(f"{name}: the trace has no timed events (empty trace)")
+    if progress is not None:
+        progress(0.92, "building columns")
+    ts = c.column("ts", np.float64)
+    if not np.isfinite(ts).all():
+        raise TraceError(f"{name}: some timestamps are not finite numbers")
+    dur = c.column("dur", np.float64)
+    if not np.isfinite(dur).all():
+        raise TraceError(f"{name}: some durations are not finite numbers")
+    dur = np.clip(dur, 0.0, None)
+    base = float(ts.min())
+    kind = c.column("kind", np.int8)
+    thread = c.column("thread", np.int32)
+    is_dev = np.array([k[0] == "dev" for k in c.threads], bool)
+    tnames = {}
+    for t, key in enumerate(c.threads):
+        if key[0] == "cpu":
+            tnames[t] = c.thread_names.get(key[1:], f"thread {key[2]}")
+        else:
+            tnames[t] = f"stream {key[2]}"
+    corr = c.column("corr", np.int64)
+    dev_ev = is_dev[thread] if len(is_dev) else np.zeros(len(ts), bool)
+    rt = kind == Kind.RUNTIME
+    if (corr[dev_ev] < 0).any() or (rt.any() and (corr[rt] < 0).all()):
+        # Only traces without correlation ids need the flows (a Python loop over them).
+        for fid, fpid, ftid, fts, fs in c.flows:
+            for j in range(len(fid)):
+                (c.flow_s if fs[j] else c.flow_f)[int(fid[j])] = (
+                    int(fpid[j]), int(ftid[j]), float(fts[j]))
+    flow_starts = {}
+    if c.flow_s:
+        for fid, (pid, tid, fts) in c.flow_s.items():
+            t = c.thread_index.get(("cpu", pid, tid))
+            if t is not None:
+                flow_starts[fid] = (t, fts - base)
+    trace = KinetoTrace(
+        path=str(path), rank=-1, meta=meta, base_us=base, ts=ts - base, dur=dur, kind=kind,
+        thread=thread, name_id=c.column("name_id", np.int32),
+        detail_id=c.column("detail_id", np.int32), ext=c.column("ext", np.int64),
+        corr=corr, rf=c.column("rf", np.int64),
+        threads=list(c.threads), thread_is_device=is_dev, names=c.names,
+        details=c.details, thread_names=tnames, flow_starts=flow_starts,
+        bytes_read=len(data))
+    _link_flows(trace, c.flow_f, base)
+    r = rank if rank is not None else _rank_from(meta if isinstance(meta, dict) else {}, path)
+    trace.rank = -1 if r is None else r
+    return trace
+
+
+def _link_flows(trace: KinetoTrace, flow_f: dict, base: float) -> None:
+    """Give device events without a correlation id the id of the flow that ends on them."""
+    missing = (trace.corr < 0) & trace.thread_is_device[trace.thread]
+    if not missing.any() or not flow_f:
+        return
+    where = {}
+    for fid, (pid, tid, fts) in flow_f.items():
+        where[(pid, tid, round(fts - base, 3))] = fid
+    for i in np.flatnonzero(missing):
+        key = trace.threads[trace.thread[i]]
+        fid = where.get((key[1], key[2], round(float(trace.ts[i]), 3)))
+        if fid is not None:
+            trace.corr[i] = fid
+
+
+def read_kineto(path: str | os.PathLike, rank: int | None = None,
+                progress: Callable[[float, str], None] | None = None,
+                cancelled: Callable[[], bool] | None = None) -> KinetoTrace:
+    """Read one Kineto trace file (plain or gzipped JSON).
+
+    Parameters
+    ----------
+    path : the ``.json`` or ``.json.gz`` file
+    rank : the rank it records (default: ``distributedInfo.rank``, else a number in the file
+        name such as ``worker3`` or ``rank3``, else -1, to be numbered by the caller)
+    progress : ``progress(fraction, stage)`` callback
+    cancelled : polled between pieces; True raises :class:`Cancelled`
+
+    Raises
+    ------
+    TraceError
+        One line naming the file and what is wrong with it.
+    """
+    data = read_json_bytes(path, progress, cancelled)
+    return parse_kineto_bytes(data, os.fspath(path), rank, progress, cancelled)
+
+
+def is_gzip(path: str | os.PathLike) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(2) == b"\x1f\x8b"
+
+
+def open_text(path: str | os.PathLike):
+    return gzip.open(path, "rt") if is_gzip(path) else open(path)

@@ -1,0 +1,127 @@
+"""The CPU structure of a recorded trace: top-level ops, the runtime calls inside them,
+the device work each call launched.  All vectorized over the columns of a KinetoTrace."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .kineto import Kind, KinetoTrace
+
+__all__ = ["CpuOps", "cpu_ops", "runtime_flags"]
+
+
+def runtime_flags(trace: KinetoTrace) -> tuple[np.ndarray, np.ndarray]:
+    """Per name id: ``(is_launch_api, is_sync_api)`` from the runtime call names
+    (CUDA runtime and driver, HIP)."""
+    launch = np.zeros(len(trace.names), bool)
+    sync = np.zeros(len(trace.names), bool)
+    for i, n in enumerate(trace.names):
+        low = n.lower()
+        if "launch" in low or ("memcpy" in low or "memset" in low):
+            launch[i] = True
+        if "synchronize" in low or low in ("cudamemcpy", "hipmemcpy", "cumemcpy",
+                                           "cudamemcpy2d", "hipmemcpy2d"):
+            sync[i] = True
+    return launch, sync
+
+
+@dataclass
+class CpuOps:
+    """Top-level CPU items of one trace in recorded start order (all threads merged).
+
+    An item is a ``cpu_op`` that no other ``cpu_op`` of its thread encloses, or a runtime
+    call outside every op (e.g. a bare ``cudaDeviceSynchronize``).  User annotations and
+    Python functions are not items: they only group ops.
+
+    Attributes
+    ----------
+    items : event index of each item, sorted by start
+    owner : per event, the item (position in ``items``) whose span holds it, -1 if none
+    leaf : per event, True for ``cpu_op`` events that enclose no other ``cpu_op``
+    launcher : per event, the runtime event that launched this device event, -1 if none
+    """
+
+    items: np.ndarray
+    owner: np.ndarray
+    leaf: np.ndarray
+    launcher: np.ndarray
+
+
+def _nesting(trace: KinetoTrace, sel: np.ndarray):
+    """For events ``sel`` (indices): sorted order, top-level and leaf flags per thread."""
+    ts, dur, thr = trace.ts[sel], trace.dur[sel], trace.thread[sel]
+    order = np.lexsort((-dur, ts, thr))
+    idx = sel[order]
+    s, e, t = ts[order], ts[order] + dur[order], thr[order]
+    span = float(max(e.max() if len(e) else 0.0, 1.0)) * 2 + 10.0
+    # Offsetting each thread by a large constant lets one running maximum serve all threads.
+    so, eo = s + t * span, e + t * span
+    prev_max = np.empty(len(idx))
+    if len(idx):
+        prev_max[0] = -np.inf
+        prev_max[1:] = np.maximum.accumulate(eo)[:-1]
+    top = so >= prev_max
+    leaf = np.ones(len(idx), bool)
+    if len(idx) > 1:
+        # Sorted by (start, -dur): the next event starting inside this one is its child.
+        leaf[:-1] = ~((t[1:] == t[:-1]) & (s[1:] < e[:-1]))
+    return idx, top, leaf
+
+
+def cpu_ops(trace: KinetoTrace) -> CpuOps:
+    """Compute :class:`CpuOps` for ``trace``."""
+    n = len(trace)
+    ops = np.flatnonzero(trace.kind == Kind.CPU_OP)
+    idx, top, leafs = _nesting(trace, ops)
+    leaf = np.zeros(n, bool)
+    leaf[idx] = leafs
+    tops = idx[top]
+    rt = np.flatnonzero(trace.kind == Kind.RUNTIME)
+    span = float(max((trace.ts + trace.dur).max(), 1.0)) * 2 + 10.0
+    # Runtime calls inside a top-level op of their thread belong to it; others are items.
+    key_top = trace.ts[tops] + trace.thread[tops] * span
+    o = np.argsort(key_top, kind="stable")
+    tops_sorted, key_sorted = tops[o], key_top[o]
+    end_sorted = key_sorted + trace.dur[tops_sorted]
+    key_rt = trace.ts[rt] + trace.thread[rt] * span
+    j = np.searchsorted(key_sorted, key_rt, side="right") - 1
+    inside = (j >= 0)
+    jj = np.clip(j, 0, None)
+    inside &= key_rt <= end_sorted[jj] if len(end_sorted) else False
+    bare = rt[~inside] if len(end_sorted) else rt
+    items = np.concatenate([tops, bare])
+    items = items[np.lexsort((-trace.dur[items], trace.ts[items]))]
+    pos = np.full(n, -1, np.int64)
+    pos[items] = np.arange(len(items))
+    owner = np.full(n, -1, np.int64)
+    owner[items] = pos[items]
+    if len(end_sorted):
+        owner[rt[inside]] = pos[tops_sorted[jj[inside]]]
+        # Nested ops belong to the top-level op of their thread that holds them.
+        key_op = trace.ts[ops] + trace.thread[ops] * span
+        jo = np.clip(np.searchsorted(key_sorted, key_op, side="right") - 1, 0, None)
+        hold = key_op <= end_sorted[jo]
+        owner[ops[hold]] = pos[tops_sorted[jo[hold]]]
+        owner[items] = np.arange(len(items))
+    # Device events -> the runtime call with the same correlation id.
+    launcher = np.full(n, -1, np.int64)
+    dev = np.flatnonzero(trace.thread_is_device[trace.thread] & (trace.corr >= 0))
+    rt_c = rt[trace.corr[rt] >= 0]
+    if len(dev) and len(rt_c):
+        oc = np.argsort(trace.corr[rt_c], kind="stable")
+        corr_sorted = trace.corr[rt_c][oc]
+        k = np.searchsorted(corr_sorted, trace.corr[dev])
+        kk = np.clip(k, 0, len(corr_sorted) - 1)
+        hit = corr_sorted[kk] == trace.corr[dev]
+        launcher[dev[hit]] = rt_c[oc][kk[hit]]
+    elif len(dev) and trace.flow_starts:
+        # No correlation ids on the CPU side: a flow's start names the launching call.
+        for i in dev:
+            fs = trace.flow_starts.get(int(trace.corr[i]))
+            if fs is None:
+                continue
+            cand = rt[(trace.thread[rt] == fs[0]) & (np.abs(trace.ts[rt] - fs[1]) < 1e-3)]
+            if len(cand):
+                launcher[i] = cand[0]
+    return CpuOps(items, owner, leaf, launcher)

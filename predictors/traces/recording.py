@@ -1,0 +1,266 @@
+"""One recorded job (one Kineto file per rank) -> a :class:`~predictors.timeline.Timeline`.
+
+Lanes per rank: CPU threads (``thread N (main)``, ``thread N (autograd)``), the rank's
+annotations (``ProfilerStep#N``, ``## forward ##`` ...), Python functions, and one lane per
+GPU stream.  Kernels are classified by name into the shared categories (``nccl``/``rccl``
+kernels are communication).  The columns are filled with numpy, never event by event.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..timeline import CATEGORIES, Lane, Span, Timeline
+from .kineto import Kind, KinetoTrace, TraceError, read_kineto
+from .ops import CpuOps, cpu_ops
+
+__all__ = ["Recording", "load_recording", "kernel_category", "build_timeline"]
+
+_CAT = {c: i for i, c in enumerate(CATEGORIES)}
+
+_COMM = re.compile(r"nccl|rccl|msccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|"
+                   r"sendrecv|c10d::|gloo", re.I)
+_GEMM = re.compile(r"gemm|cutlass|cublas|xmma|matmul|wgrad|dgrad|fprop|conv|cudnn|"
+                   r"Cijk_|hipblaslt|_mm_|bmm|tensorop|wmma|mfma|flash_?(?:fwd|bwd|attn)|"
+                   r"fmha", re.I)
+_EMB = re.compile(r"embedding|fbgemm|indexSelect|index_select|lookup|EmbeddingBag|"
+                  r"split_embedding|tbe_|jagged", re.I)
+_RED = re.compile(r"reduce|softmax|norm|scan|cub::|sum_kernel|mean|cross_entropy|nll_loss|"
+                  r"argmax|topk|sort", re.I)
+_COPY = re.compile(r"copy|cat_|CatArray|memcpy|memset|transpose|gather|scatter|index_put|"
+                   r"fill", re.I)
+
+
+def kernel_category(name: str, kind: int = Kind.KERNEL) -> str:
+    """The timeline category of a device event from its name (``volta_sgemm`` -> gemm)."""
+    if kind in (Kind.MEMCPY, Kind.MEMSET):
+        return "memcpy"
+    if kind == Kind.SYNC:
+        return "idle"
+    if kind == Kind.GPU_ANNOTATION:
+        return "other"
+    if _COMM.search(name):
+        return "communication"
+    if _EMB.search(name):
+        return "embedding"
+    if _GEMM.search(name):
+        return "gemm"
+    if _RED.search(name):
+        return "reduction"
+    if _COPY.search(name):
+        return "memcpy"
+    return "elementwise"
+
+
+# Which class names a CPU op whose subtree holds several (a GEMM wrapper is GEMM).
+_PRIORITY = {"cpu_op": 1, "view": 2, "memcpy": 3, "elementwise": 4, "reduction": 5,
+             "embedding": 6, "gemm": 7}
+_BY_PRIORITY = np.array([_CAT["cpu_op"]] + [_CAT[c] for c in sorted(_PRIORITY, key=_PRIORITY.get)],
+                        np.int16)
+
+
+def _cpu_category(name: str) -> str:
+    from ..devices.roofline import classify
+    if name.startswith("aten::"):
+        return classify(name)
+    return "cpu_op"
+
+
+@dataclass
+class Recording:
+    """A recorded job: one :class:`KinetoTrace` per rank and their common Timeline."""
+
+    traces: list[KinetoTrace]
+    timeline: Timeline
+    base_us: float  # Timeline time 0 in the files' clock
+    ops: list[CpuOps] = field(default_factory=list)
+
+    @property
+    def ranks(self) -> list[int]:
+        return [t.rank for t in self.traces]
+
+    @property
+    def files(self) -> list[str]:
+        return [t.path for t in self.traces]
+
+    @property
+    def has_device(self) -> bool:
+        return any(t.thread_is_device.any() for t in self.traces)
+
+
+def _assign_ranks(traces: list[KinetoTrace]) -> None:
+    ranks = [t.rank for t in traces]
+    if len(traces) == 1:
+        if ranks[0] < 0:
+            traces[0].rank = 0
+        return
+    if min(ranks) < 0 or len(set(ranks)) != len(ranks):
+        for r, t in enumerate(sorted(traces, key=lambda t: t.path)):
+            t.rank = r
+
+
+def build_timeline(traces: Sequence[KinetoTrace], ops: Sequence[CpuOps] | None = None,
+                   title: str = "") -> tuple[Timeline, float]:
+    """The Timeline of ranks ``traces`` and its time origin in the files' clock (us)."""
+    ops = list(ops) if ops is not None else [cpu_ops(t) for t in traces]
+    base = min(t.base_us for t in traces)
+    any_device = any(t.thread_is_device.any() for t in traces)
+    lanes: list[Lane] = []
+    names: list[str] = []
+    name_index: dict[str, int] = {}
+    details: list[str] = [""]
+    detail_index: dict[str, int] = {"": 0}
+    cols = {k: [] for k in ("start", "dur", "lane", "cat", "name", "detail")}
+    steps: list[Span] = []
+
+    for tr, op in zip(traces, ops):
+        r = tr.rank
+        shift = tr.base_us - base
+        # Name and detail tables are merged through per-file maps.
+        nmap = np.empty(len(tr.names), np.int32)
+        for i, n in enumerate(tr.names):
+            j = name_index.get(n)
+            if j is None:
+                j = name_index[n] = len(names)
+                names.append(n)
+            nmap[i] = j
+        dmap = np.empty(len(tr.details), np.int32)
+        for i, d in enumerate(tr.details):
+            j = detail_index.get(d)
+            if j is None:
+                j = detail_index[d] = len(details)
+                details.append(d)
+            dmap[i] = j
+        # Category per event: by name for kernels, by kind otherwise.
+        cat = np.full(len(tr), _CAT["other"], np.int16)
+        kind = tr.kind
+        dev_cat = np.array([_CAT[kernel_category(n)] for n in tr.names], np.int16)
+        kmask = kind == Kind.KERNEL
+        cat[kmask] = dev_cat[tr.name_id[kmask]]
+        cat[(kind == Kind.MEMCPY) | (kind == Kind.MEMSET)] = _CAT["memcpy"]
+        cat[kind == Kind.SYNC] = _CAT["idle"]
+        cat[kind == Kind.RUNTIME] = _CAT["cpu_overhead"]
+        opmask = kind == Kind.CPU_OP
+        rank_has_device = bool(tr.thread_is_device.any())
+        if rank_has_device:
+            cat[opmask] = _CAT["cpu_op"]
+        else:
+            # On the CPU the ops are the kernels: a top-level op takes the heaviest class
+            # found in its subtree (aten::linear holds aten::addmm: gemm).
+            prio = np.array([_PRIORITY.get(_cpu_category(n), 0) for n in tr.names], np.int16)
+            sub = np.flatnonzero(opmask & (op.owner >= 0))
+            best = np.zeros(len(op.items), np.int16)
+            np.maximum.at(best, op.owner[sub], prio[tr.name_id[sub]])
+            top_ops = op.items[tr.kind[op.items] == Kind.CPU_OP]
+            cat[top_ops] = _BY_PRIORITY[best[op.owner[top_ops]]]
+        # Lanes: one per (thread, role).
+        steps_here = tr.steps()
+        step_threads = set()
+        if steps_here:
+            is_step = tr._step_name_mask() & ((kind == Kind.ANNOTATION) | opmask)
+            step_threads = set(np.unique(tr.thread[is_step]).tolist())
+        n_ops = np.bincount(tr.thread[opmask], minlength=len(tr.threads))
+        autograd_names = np.array([n.startswith("autograd::engine") for n in tr.names], bool)
+        autograd_thr = set(np.unique(tr.thread[opmask & autograd_names[tr.name_id]]).tolist()) \
+            if len(tr.names) else set()
+        main = next(iter(sorted(step_threads)), None)
+        if main is None and n_ops.any():
+            main = int(np.argmax(n_ops))
+        lane_of = {}
+
+        def lane(key, kind_name, label):
+            if key not in lane_of:
+                lane_of[key] = len(lanes)
+                lanes.append(Lane(r, kind_name, label))
+            return lane_of[key]
+
+        ev_lane = np.empty(len(tr), np.int32)
+        order_threads = sorted(range(len(tr.threads)),
+                               key=lambda t: (tr.thread_is_device[t], t != main,
+                                              t in autograd_thr, tr.threads[t]))
+        multi_dev = len({k[1] for k in tr.threads if k[0] == "dev"}) > 1
+        for t in order_threads:
+            key = tr.threads[t]
+            sel_t = tr.thread == t
+            if tr.thread_is_device[t]:
+                label = f"GPU {key[1]} stream {key[2]}" if multi_dev else f"stream {key[2]}"
+                ann = sel_t & (kind == Kind.GPU_ANNOTATION)
+                ev_lane[sel_t] = lane(("s", t), "stream", label)
+                if ann.any():
+                    ev_lane[ann] = lane(("ga",), "annotation", "GPU annotations")
+                continue
+            role = " (main)" if t == main else " (autograd)" if t in autograd_thr else ""
+            tname = f"thread {key[2]}{role}"
+            work = sel_t & ((kind == Kind.CPU_OP) | (kind == Kind.RUNTIME) |
+                            (kind == Kind.OTHER))
+            if work.any():
+                ev_lane[work] = lane(("c", t), "cpu", tname)
+            if not rank_has_device:
+                nested = np.zeros(len(tr), bool)
+                nested[np.flatnonzero(opmask)] = True
+                nested[op.items] = False
+                nested &= sel_t
+                if nested.any():
+                    ev_lane[nested] = lane(("o", t), "annotation", f"{tname} · nested ops")
+            ann = sel_t & (kind == Kind.ANNOTATION)
+            if ann.any():
+                ev_lane[ann] = lane(("a",), "annotation", "annotations")
+            py = sel_t & (kind == Kind.PYTHON)
+            if py.any():
+                ev_lane[py] = lane(("p", t), "annotation", f"{tname} · python")
+        cols["start"].append(tr.ts + shift)
+        cols["dur"].append(tr.dur)
+        cols["lane"].append(ev_lane)
+        cols["cat"].append(cat)
+        cols["name"].append(nmap[tr.name_id])
+        cols["detail"].append(dmap[tr.detail_id])
+        steps.extend(Span(r, n, s + shift, d) for n, s, d in steps_here)
+
+    cat_all = lambda k, dt: np.concatenate(cols[k]).astype(dt) if cols[k] else np.zeros(0, dt)
+    meta = {"source": "recorded", "files": len(traces),
+            "device": next((t.device_name for t in traces if t.device_name), "CPU")}
+    tl = Timeline.from_arrays(cat_all("start", np.float64), cat_all("dur", np.float64),
+                              cat_all("lane", np.int32), cat_all("cat", np.int16),
+                              cat_all("name", np.int32), cat_all("detail", np.int32),
+                              lanes, names, details, title=title, meta=meta,
+                              steps=sorted(steps, key=lambda s: (s.rank, s.start_us)))
+    return tl, base
+
+
+def load_recording(paths: Sequence[str | os.PathLike], *,
+                   progress: Callable[[float, str], None] | None = None,
+                   cancelled: Callable[[], bool] | None = None) -> Recording:
+    """Read Kineto files that are the ranks of one job (one file: one rank).
+
+    Ranks come from ``distributedInfo.rank``, else from numbers in the file names
+    (``worker3``, ``rank3``), else from the sorted file names.  Raises
+    :class:`~predictors.traces.kineto.TraceError` for a file that cannot be read.
+    """
+    paths = [os.fspath(p) for p in paths]
+    if not paths:
+        raise TraceError("no trace files given")
+    sizes = [max(os.path.getsize(p), 1) if os.path.exists(p) else 1 for p in paths]
+    total, done = float(sum(sizes)), 0.0
+    traces = []
+    for p, size in zip(paths, sizes):
+        def sub(f, stage, _done=done, _size=size, _p=p):
+            if progress is not None:
+                progress(0.9 * (_done + f * _size) / total,
+                         f"{os.path.basename(_p)}: {stage}")
+        traces.append(read_kineto(p, progress=sub, cancelled=cancelled))
+        done += size
+    _assign_ranks(traces)
+    traces.sort(key=lambda t: t.rank)
+    if progress is not None:
+        progress(0.92, "building the timeline")
+    ops = [cpu_ops(t) for t in traces]
+    title = (os.path.basename(paths[0]) if len(paths) == 1
+             else f"{len(paths)} ranks: {os.path.basename(paths[0])} …")
+    tl, base = build_timeline(traces, ops, title=title)
+    if progress is not None:
+        progress(1.0, "done")
+    return Recording(traces, tl, base, ops)

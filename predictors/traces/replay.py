@@ -1,0 +1,338 @@
+"""Replay a recorded job: re-simulate its op graph with the recorded kernel durations and
+the overheads measured from it, and compare the step time with the recording.
+
+This is how the simulator's rules are checked against reality, one at a time:
+
+- the CPU: one clock per rank walks the top-level ops of all threads in recorded order;
+  each op takes its name's mean T1 gap, T2 to its first runtime call, T5 between calls,
+  T4 per launch and T3 after the last call (:mod:`~predictors.traces.stats`);
+- a kernel starts at ``max(launch call + launch latency, stream free, inputs ready)``;
+  cross-stream waits are the ones the recording shows (a kernel that started only when a
+  kernel on another stream of its rank ended);
+- a blocking call (``cudaStreamSynchronize``, ``cudaDeviceSynchronize``, a synchronous
+  ``cudaMemcpy``) holds the CPU until the stream it waited for drains;
+- a collective (NCCL/RCCL kernel) starts on every rank when the last rank reaches it, and
+  then runs for its transfer time: the shortest recorded duration of that collective over
+  the ranks (the last rank to arrive did not wait).
+
+Each rank enters the replay when it entered its recorded step (the skew between ranks is
+an input, as in the recording).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..timeline import CATEGORIES, Lane, Span, Timeline
+from .kineto import Kind, KinetoTrace
+from .ops import CpuOps, runtime_flags
+from .recording import Recording, kernel_category
+from .stats import TraceStats, item_times, overhead_stats
+
+__all__ = ["ReplayResult", "replay"]
+
+_COMM = CATEGORIES.index("communication")
+
+
+@dataclass
+class ReplayResult:
+    """Replayed and recorded step times (ms) per rank, and the replayed Timeline."""
+
+    iteration_ms: float
+    recorded_ms: float
+    per_rank: list[dict]
+    timeline: Timeline
+    iterations: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def error_pct(self) -> float:
+        return 100.0 * (self.iteration_ms - self.recorded_ms) / max(self.recorded_ms, 1e-12)
+
+    def to_json(self) -> dict:
+        return {"iteration_ms": self.iteration_ms, "recorded_ms": self.recorded_ms,
+                "error_pct": self.error_pct, "per_rank": self.per_rank,
+                "sync_iterations": self.iterations, "notes": self.notes}
+
+
+class _Rank:
+    """The replay inputs of one rank, prepared once."""
+
+    def __init__(self, tr: KinetoTrace, op: CpuOps, stats: TraceStats):
+        self.tr, self.op = tr, op
+        steps = tr.steps()
+        if steps:
+            self.steps = [(n, s, d) for n, s, d in steps]
+            w0, w1 = steps[0][1], steps[-1][1] + steps[-1][2]
+        else:
+            cpu = tr.kind[op.items] if len(op.items) else np.zeros(0)
+            w0 = float(tr.ts[op.items].min()) if len(cpu) else 0.0
+            w1 = float((tr.ts + tr.dur).max())
+            self.steps = [("trace", w0, w1 - w0)]
+        self.w0, self.w1 = w0, w1
+        its = op.items
+        sel = (tr.ts[its] >= w0) & (tr.ts[its] < w1)
+        self.item_pos = np.flatnonzero(sel)
+        self.items = its[sel]
+        times = item_times(tr, op)
+        self.rec_t1 = times.t1
+        launch, sync = runtime_flags(tr)
+        self.is_launch, self.is_sync = launch, sync
+        # Runtime calls per item, in time order.
+        rt = np.flatnonzero((tr.kind == Kind.RUNTIME) & (op.owner >= 0))
+        rt = rt[np.lexsort((tr.ts[rt], op.owner[rt]))]
+        self.calls: dict[int, list[int]] = {}
+        for i, o in zip(rt.tolist(), op.owner[rt].tolist()):
+            if o != -1 and tr.kind[op.items[o]] == Kind.CPU_OP:
+                self.calls.setdefault(o, []).append(i)
+        # Device work per launching call.
+        dev = np.flatnonzero(op.launcher >= 0)
+        self.launched: dict[int, list[int]] = {}
+        for k in dev[np.argsort(tr.ts[dev], kind="stable")].tolist():
+            self.launched.setdefault(int(op.launcher[k]), []).append(k)
+        self.is_comm = np.zeros(len(tr), bool)
+        kern = np.flatnonzero(tr.kind == Kind.KERNEL)
+        comm_names = np.array([kernel_category(n) == "communication" for n in tr.names], bool)
+        self.is_comm[kern] = comm_names[tr.name_id[kern]]
+        # Collectives in recorded start order (matched across ranks by position).
+        launched_all = np.array(sorted(k for ks in self.launched.values() for k in ks), int)
+        in_window = launched_all[np.isin(op.owner[op.launcher[launched_all]],
+                                         self.item_pos)] if len(launched_all) else launched_all
+        comm = in_window[self.is_comm[in_window]] if len(in_window) else in_window
+        self.comm = comm[np.argsort(tr.ts[comm], kind="stable")]
+        self.comm_pos = {int(k): q for q, k in enumerate(self.comm.tolist())}
+        self.deps = self._infer_deps(in_window, stats.launch_latency_us)
+        self.sync_stream = self._infer_sync_streams()
+        oh = stats.overheads
+        self.oh = {}
+        for i in self.items.tolist():
+            nm = tr.names[tr.name_id[i]]
+            if nm not in self.oh:
+                o = oh.for_op(nm)
+                self.oh[nm] = (o.t1 * 1e6, o.t2 * 1e6, o.t3 * 1e6, o.t4 * 1e6, o.t5 * 1e6)
+        # Bare runtime calls: their name's mean gap before them.
+        bare = ~(tr.kind[self.items] == Kind.CPU_OP)
+        self.bare_t1 = {}
+        for nid in np.unique(tr.name_id[self.items[bare]]).tolist():
+            m = bare & (tr.name_id[self.items] == nid)
+            self.bare_t1[nid] = float(self.rec_t1[self.item_pos[m]].mean())
+
+    def _infer_deps(self, dev: np.ndarray, lat: float) -> dict[int, int]:
+        """Device event -> device event on another stream that it waited for."""
+        tr = self.tr
+        deps: dict[int, int] = {}
+        if not len(dev):
+            return deps
+        ends = tr.ts[dev] + tr.dur[dev]
+        order = np.argsort(ends, kind="stable")
+        ends_sorted, dev_sorted = ends[order], dev[order]
+        prev_end: dict[int, float] = {}
+        for k in dev[np.argsort(tr.ts[dev], kind="stable")].tolist():
+            s = float(tr.ts[k])
+            stream = int(tr.thread[k])
+            call = int(self.op.launcher[k])
+            earliest = max(float(tr.ts[call]) + lat, prev_end.get(stream, -np.inf))
+            prev_end[stream] = s + float(tr.dur[k])
+            if s <= earliest + 2.0:
+                continue  # started as soon as it could: no hidden dependency
+            j = int(np.searchsorted(ends_sorted, s + 1.0, side="right")) - 1
+            while j >= 0 and ends_sorted[j] >= s - 3.0:
+                cand = int(dev_sorted[j])
+                if int(tr.thread[cand]) != stream:
+                    deps[k] = cand
+                    break
+                j -= 1
+        return deps
+
+    def _infer_sync_streams(self) -> dict[int, int]:
+        """Blocking call -> the stream whose last work ended as it returned (-1: all)."""
+        tr = self.tr
+        dev = np.flatnonzero(tr.thread_is_device[tr.thread] & (tr.kind != Kind.GPU_ANNOTATION))
+        out = {}
+        if not len(dev):
+            return out
+        ends = tr.ts[dev] + tr.dur[dev]
+        order = np.argsort(ends, kind="stable")
+        ends_sorted, dev_sorted = ends[order], dev[order]
+        rt = np.flatnonzero((tr.kind == Kind.RUNTIME) & self.is_sync[tr.name_id])
+        for i in rt.tolist():
+            name = tr.names[tr.name_id[i]].lower()
+            if "device" in name:
+                out[i] = -1
+                continue
+            e = float(tr.ts[i] + tr.dur[i])
+            j = int(np.searchsorted(ends_sorted, e + 2.0, side="right")) - 1
+            out[i] = int(tr.thread[dev_sorted[j]]) if j >= 0 else -1
+        return out
+
+    # --- one pass -----------------------------------------------------------------------
+
+    def run(self, coll_start: np.ndarray, lat: float, api_us: dict, record: bool = False):
+        """Simulate the rank once; collectives start no earlier than ``coll_start``.
+
+        Returns ``(step_ends, ready per collective, events)``."""
+        tr, op = self.tr, self.op
+        ready = np.zeros(len(self.comm))
+        free: dict[int, float] = {}
+        end_of: dict[int, float] = {}
+        events = [] if record else None
+        first = float(tr.ts[self.items[0]]) if len(self.items) else self.w0
+        t = self.w0
+        step_start_items = [int(np.searchsorted(tr.ts[self.items], s)) for _, s, _ in
+                            self.steps]
+        boundaries = []
+        names = tr.names
+        prev_rec_end = self.w0 if not len(self.items) else None
+        for n, (pos, i) in enumerate(zip(self.item_pos.tolist(), self.items.tolist())):
+            nm = names[tr.name_id[i]]
+            is_op = tr.kind[i] == Kind.CPU_OP
+            if n in step_start_items:
+                lead = float(tr.ts[i]) - self.steps[step_start_items.index(n)][1]
+                boundaries.append(t if n else self.w0)
+                if n == 0:
+                    t = self.w0 + lead
+                    gap = 0.0
+                else:
+                    gap = self.oh[nm][0] if is_op else self.bare_t1.get(int(tr.name_id[i]), 0)
+            else:
+                gap = self.oh[nm][0] if is_op else self.bare_t1.get(int(tr.name_id[i]), 0.0)
+            start = t + gap
+            if is_op:
+                t1, t2, t3, t4, t5 = self.oh[nm]
+                calls = self.calls.get(pos, [])
+                if not calls:
+                    end = start + t5
+                else:
+                    tc = start + t2
+                    for j, c in enumerate(calls):
+                        if j:
+                            tc += t5
+                        tc = self._call(c, tc, t4 if self.is_launch[tr.name_id[c]] else None,
+                                        free, end_of, ready, coll_start, lat, api_us, events)
+                    end = tc + t3
+            else:
+                end = self._call(i, start, None, free, end_of, ready, coll_start, lat, api_us,
+                                 events)
+            if events is not None:
+                events.append(("cpu", int(tr.thread[i]), start, end - start, nm,
+                               "cpu_op" if is_op else "cpu_overhead"))
+            t = end
+            prev_rec_end = float(tr.ts[i] + tr.dur[i])
+        tail = max(0.0, self.w1 - (prev_rec_end if prev_rec_end is not None else first))
+        boundaries.append(t + tail)
+        return boundaries, ready, events
+
+    def _call(self, c, tc, launch_dur, free, end_of, ready, coll_start, lat, api_us, events):
+        tr = self.tr
+        nid = tr.name_id[c]
+        name = tr.names[nid]
+        for k in self.launched.get(c, ()):
+            stream = int(tr.thread[k])
+            s = max(tc + lat, free.get(stream, -np.inf))
+            dep = self.deps.get(k)
+            if dep is not None and dep in end_of:
+                s = max(s, end_of[dep])
+            q = self.comm_pos.get(k)
+            if q is not None:
+                ready[q] = s
+                e = max(s, coll_start[q][0]) + coll_start[q][1]
+            else:
+                e = s + float(tr.dur[k])
+            free[stream] = e
+            end_of[k] = e
+            if events is not None:
+                events.append(("dev", stream, s, e - s, tr.names[tr.name_id[k]],
+                               "communication" if q is not None else
+                               kernel_category(tr.names[tr.name_id[k]], int(tr.kind[k]))))
+        if launch_dur is not None:
+            dur = launch_dur
+        else:
+            dur = api_us.get(name, float(tr.dur[c]) if not self.is_sync[nid] else 0.0)
+        end = tc + dur
+        if self.is_sync[nid]:
+            stream = self.sync_stream.get(c, -1)
+            drain = (max(free.values(), default=tc) if stream == -1
+                     else free.get(stream, tc))
+            end = max(end, drain)
+        if events is not None and dur > 0:
+            events.append(("cpu", int(tr.thread[c]), tc, end - tc, name, "cpu_overhead"))
+        return end
+
+
+def replay(rec: Recording, stats: TraceStats | None = None,
+           max_iterations: int = 64) -> ReplayResult:
+    """Replay ``rec`` (all its ranks) and compare with the recorded steps.
+
+    Parameters
+    ----------
+    rec : the recording (see :func:`~predictors.traces.recording.load_recording`)
+    stats : overheads to replay with (default: measured from ``rec`` itself)
+    max_iterations : passes of the rank-synchronization fixed point
+    """
+    stats = stats or overhead_stats(rec.traces, rec.ops)
+    ranks = [_Rank(t, o, stats) for t, o in zip(rec.traces, rec.ops)]
+    lat = stats.launch_latency_us
+    n_coll = min((len(r.comm) for r in ranks), default=0)
+    notes = []
+    if len({len(r.comm) for r in ranks}) > 1:
+        notes.append("ranks recorded different numbers of collectives; the first "
+                     f"{n_coll} are synchronized")
+    # Transfer time of collective q: its shortest recorded duration over the ranks.
+    pure = np.array([min(float(r.tr.dur[r.comm[q]]) for r in ranks) for q in range(n_coll)])
+    sync = len(ranks) > 1
+    gbase = min(r.tr.base_us for r in ranks)
+    off = [r.tr.base_us - gbase for r in ranks]  # each file's clock -> the common one
+    lb = np.zeros(n_coll)
+    iterations = 0
+
+    def bounds_of(j, r):
+        return [(lb[q] - off[j] if (sync and q < n_coll) else -np.inf,
+                 pure[q] if (sync and q < n_coll) else float(r.tr.dur[r.comm[q]]))
+                for q in range(len(r.comm))]
+
+    for iterations in range(1, max_iterations + 1):
+        readies = []
+        for j, r in enumerate(ranks):
+            _, ready, _ = r.run(bounds_of(j, r), lat, stats.api_us)
+            readies.append(ready[:n_coll] + off[j])
+        new = np.max(np.vstack(readies), axis=0) if (readies and n_coll) else lb
+        if not sync or np.allclose(new, lb, atol=1e-3):
+            lb = new
+            break
+        lb = new
+    # Final pass, recording the events.
+    per_rank, lanes, cols, steps = [], [], [], []
+    for j, r in enumerate(ranks):
+        bounds, _, events = r.run(bounds_of(j, r), lat, stats.api_us, record=True)
+        step_ms = [(b1 - b0) / 1e3 for b0, b1 in zip(bounds[:-1], bounds[1:])]
+        rec_ms = [d / 1e3 for _, _, d in r.steps]
+        it_ms, rec_mean = float(np.mean(step_ms)), float(np.mean(rec_ms))
+        per_rank.append({
+            "rank": r.tr.rank, "file": r.tr.file, "iteration_ms": it_ms,
+            "recorded_ms": rec_mean, "error_pct": 100 * (it_ms - rec_mean) / max(rec_mean, 1e-12),
+            "steps": [{"name": n, "recorded_ms": rm, "replayed_ms": sm}
+                      for (n, _, _), rm, sm in zip(r.steps, rec_ms, step_ms)]})
+        lane_of = {}
+        for kind, thr, s, d, nm, cat in events:
+            key = (kind, thr)
+            if key not in lane_of:
+                lane_of[key] = len(lanes)
+                tkey = r.tr.threads[thr]
+                lanes.append(Lane(r.tr.rank, "cpu" if kind == "cpu" else "stream",
+                                  f"thread {tkey[2]}" if kind == "cpu" else f"stream {tkey[2]}"))
+            cols.append((s + r.tr.base_us, d, lane_of[key], CATEGORIES.index(cat), nm))
+        for (n, _, _), b0, b1 in zip(r.steps, bounds[:-1], bounds[1:]):
+            steps.append(Span(r.tr.rank, n, b0 + r.tr.base_us, b1 - b0))
+    base = min((c[0] for c in cols), default=0.0)
+    names: dict[str, int] = {}
+    name_id = [names.setdefault(c[4], len(names)) for c in cols]
+    tl = Timeline.from_arrays([c[0] - base for c in cols], [c[1] for c in cols],
+                              [c[2] for c in cols], [c[3] for c in cols], name_id, None,
+                              lanes, list(names), None, title="replay",
+                              meta={"source": "replay"},
+                              steps=[Span(s.rank, s.name, s.start_us - base, s.dur_us)
+                                     for s in steps])
+    iteration = max(p["iteration_ms"] for p in per_rank) if per_rank else 0.0
+    recorded = max(p["recorded_ms"] for p in per_rank) if per_rank else 0.0
+    return ReplayResult(iteration, recorded, per_rank, tl, iterations, notes)

@@ -1,0 +1,83 @@
+"""A quick calibration (<= 60 s), its round trip, and a small end-to-end validation."""
+import json
+
+import numpy as np
+import pytest
+
+from predictors.calibrate.calibrate import calibrate_cpu
+from predictors.calibrate.features import unique_fraction
+from predictors.calibrate.validate import format_report, validate_cpu
+from predictors.predict import predict
+from predictors.profiles import load_profile, save_profile
+
+
+@pytest.fixture(scope="module")
+def quick_profile(tmp_path_factory):
+    stages = []
+    prof = calibrate_cpu(threads=1, budget_s=40, seed=0,
+                         progress=lambda f, s: stages.append((f, s)))
+    assert stages and all(0 <= f < 1 for f, _ in stages)
+    path = tmp_path_factory.mktemp("profile") / "quick.json"
+    save_profile(prof, path)
+    return prof, path
+
+
+def test_quick_calibration_fits_every_class_and_round_trips(quick_profile):
+    prof, path = quick_profile
+    assert prof.kind == "measured"
+    assert {"gemm", "elementwise", "embedding_fwd"} <= set(prof.kernel_models)
+    assert prof.provenance["elapsed_s"] < 60
+    for key in ("host", "cpu_model", "threads", "torch", "date"):
+        assert prof.provenance[key]
+    loaded = load_profile(path)
+    doc = json.loads(path.read_text())
+    assert doc["format"] == "ml-dse/device-profile" and doc["arrays"].endswith(".npz")
+    nodes = [{"name": "aten::mm", "input_shapes": [(m, 64), (64, 64)],
+              "input_dtypes": ["float32"] * 2, "input_nnz": [None, None],
+              "output_shapes": [(m, 64)], "output_dtypes": ["float32"],
+              "output_nnz": [None]} for m in (16, 256, 1024)]
+    a = prof.kernel_models["gemm"].predict_ms(nodes)
+    b = loaded.kernel_models["gemm"].predict_ms(nodes)
+    assert np.allclose(a, b) and np.all(a > 0)
+    assert loaded.overheads.to_json() == prof.overheads.to_json()
+
+
+def test_quick_profile_predicts_real_runs_within_a_loose_bound(quick_profile):
+    prof, _ = quick_profile
+    result = validate_cpu(prof, n=2, seed=77, iters=5)
+    report = format_report(result)
+    assert "geomean |error|" in report
+    for kind, s in result["summary"].items():
+        # loose: a 40-second calibration on a shared CI machine
+        assert s["geomean_abs_error"] < 0.5, report
+    for row in result["rows"]:
+        assert row["predicted_ms"] > 0 and row["measured_ms"] > 0
+
+
+def test_unique_fraction_matches_sampling():
+    import torch
+
+    from predictors.workload import _bag_input
+
+    gen = torch.Generator().manual_seed(0)
+    for dist in ({"kind": "uniform"}, {"kind": "zipf", "alpha": 1.05},
+                 {"kind": "zipf", "alpha": 0.8}):
+        idx, _ = _bag_input({"rows": 50_000, "pooling": 20, "distribution": dist}, 500,
+                            "cpu", gen)
+        empirical = len(torch.unique(idx)) / len(idx)
+        assert abs(unique_fraction(50_000, len(idx), dist) - empirical) < 0.05
+
+
+def test_predict_uses_a_given_profile(quick_profile):
+    from predictors.scenario import load_scenario
+
+    from paths import SCENARIOS
+
+    _, path = quick_profile
+    doc = load_scenario(SCENARIOS / "small_dlrm.json")
+    doc["platform"] = {"preset": "local-cpu", "threads": 1}
+    out = predict(doc, profile=str(path))
+    assert out.profile.startswith("local CPU")
+    assert any(n.startswith("profile: local CPU") for n in out.notes)
+    roof = predict(doc, profile="roofline")
+    assert roof.profile == "roofline" and roof.iteration_ms != out.iteration_ms
