@@ -14,6 +14,7 @@ from predictors.devices.platforms import PLATFORM_PRESETS
 from predictors.scenario import ScenarioError, load_scenario, save_scenario
 
 from .canvas.model_scene import ModelScene, ModelView
+from .compare import install_compare
 from .document.editor import DocumentEditor
 from .document.scenario_document import empty_scenario
 from .export import EXPORT_FORMATS, export_timeline_image
@@ -56,6 +57,7 @@ class MainWindow(QMainWindow):
         self._build_status()
         self._build_actions()
         self._connect()
+        self.compare = install_compare(self)  # Compare dock, Import Trace, drag and drop
         self.resize(1400, 900)
         self._default_state = self.saveState()
         geometry = self.settings.value("window/geometry")

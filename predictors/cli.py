@@ -7,7 +7,7 @@ import json
 import sys
 
 # Modules that contribute sub-commands through ``register(subparsers)``.
-_COMMAND_MODULES: list[str] = ["predictors.traces.cli"]
+_COMMAND_MODULES: list[str] = ["predictors.traces.cli", "predictors.gpu.cli"]
 
 __all__ = ["main"]
 

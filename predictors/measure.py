@@ -14,7 +14,8 @@ __all__ = ["measure"]
 
 
 def measure(doc: dict, device: str = "cpu", iters: int = 20, warmup: int = 3,
-            trace: str | os.PathLike | None = None, seed: int = 0) -> dict:
+            trace: str | os.PathLike | None = None, seed: int = 0,
+            fast_init: bool = False) -> dict:
     """Time ``iters`` training steps of a validated scenario on ``device``.
 
     The scenario's platform ``threads`` sets torch's intra-op threads on the CPU.  With
@@ -26,7 +27,7 @@ def measure(doc: dict, device: str = "cpu", iters: int = 20, warmup: int = 3,
     if device == "cpu":
         torch.set_num_threads(platform.threads)
     try:
-        workload = build_workload(doc, device=device)
+        workload = build_workload(doc, device=device, fast_init=fast_init)
         batch = workload.make_batch(seed)
         optimizer = workload.optimizer()
         sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)

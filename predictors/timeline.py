@@ -204,6 +204,16 @@ class Timeline:
                         [Span(s.rank, s.name, s.start_us + dt_us, s.dur_us)
                          for s in self.steps])
 
+    def with_lanes(self, keep: list[int]) -> "Timeline":
+        """Only the events of lanes ``keep`` (in that order); lanes are renumbered."""
+        remap = np.full(len(self.lanes), -1, np.int32)
+        remap[np.asarray(keep, np.int64)] = np.arange(len(keep), dtype=np.int32)
+        sel = remap[self.lane] >= 0 if len(self) else np.zeros(0, bool)
+        return Timeline(self.start_us[sel], self.dur_us[sel], remap[self.lane[sel]],
+                        self.category[sel], self.name_id[sel], self.detail_id[sel],
+                        [self.lanes[i] for i in keep], self.names, self.details, self.title,
+                        dict(self.meta), list(self.steps))
+
     def lane_order(self, lane: int) -> np.ndarray:
         """Indices of the events of ``lane`` sorted by start (for hover lookups)."""
         idx = np.flatnonzero(self.lane == lane)

@@ -152,6 +152,7 @@ def fit_class_model(op_class: str, nodes: list[dict], durations_ms: np.ndarray,
     """Fit both kinds on a random split, keep the better on the held-out part, then refit
     the winner on everything.  ``metrics`` records both kinds' held-out figures."""
     from sklearn.ensemble import HistGradientBoostingRegressor
+    from threadpoolctl import threadpool_limits
 
     names = sorted({n["name"] for n in nodes})
     x = np.stack([featurize(n, op_class, device, names) for n in nodes])
@@ -164,9 +165,13 @@ def fit_class_model(op_class: str, nodes: list[dict], durations_ms: np.ndarray,
     def fit(kind, xs, ys):
         if kind == "mlp":
             return _fit_mlp(xs, ys, seed)
-        est = HistGradientBoostingRegressor(max_iter=300, learning_rate=0.08,
-                                            min_samples_leaf=max(2, min(20, len(xs) // 20)),
-                                            random_state=seed).fit(xs, ys)
+        # One OpenMP thread: on a busy machine a second one waits whole scheduler slices
+        # at every barrier (300 s instead of 1 s, measured here).
+        with threadpool_limits(limits=1):
+            est = HistGradientBoostingRegressor(
+                max_iter=300, learning_rate=0.08,
+                min_samples_leaf=max(2, min(20, len(xs) // 20)),
+                random_state=seed).fit(xs, ys)
         return _export_gbm(est)
 
     metrics = {"samples": int(len(x)), "held_out": int(test.sum())}

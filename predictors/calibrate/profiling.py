@@ -70,7 +70,7 @@ def profile_step(doc: dict, warmup: int = 2, timed: int = 3, seed: int = 0) -> S
     old = torch.get_num_threads()
     torch.set_num_threads(platform.threads)
     try:
-        workload = build_workload(doc, device="cpu")
+        workload = build_workload(doc, device="cpu", fast_init=True)
         batch = workload.make_batch(seed)
         optimizer = workload.optimizer()
         for _ in range(warmup):

@@ -189,7 +189,7 @@ def _split_events(data: bytes, name: str):
     first = data[body_start:body_start + 64].lstrip()
     if first.startswith(b"]"):  # an empty array
         end = data.find(b"]", body_start)
-        return _loads(data[:lb + 1] + data[end:], name), iter(())
+        return _loads(data[:lb + 1] + data[end:], name), iter(()), 0
     pieces = []
     pos = data.find(b"{", body_start)
     while True:
@@ -427,10 +427,15 @@ def _decode_events(piece: bytes, name: str, offset: int):
     try:
         return _EVENTS.decode(piece)
     except msgspec.ValidationError as exc:
-        where = re.search(r"\$\[(\d+)\]", str(exc))
-        at = f"event {offset + int(where.group(1)) + 1}: " if where else ""
-        raise TraceError(f"{name}: {at}a field has the wrong type "
-                         f"({str(exc).split(' - at')[0]})") from None
+        text = str(exc)
+        where = re.search(r"\$\[(\d+)\]((?:\.[\w ]+|\[\d+\])*)", text)
+        at = ""
+        if where:
+            at = f"event {offset + int(where.group(1)) + 1}: "
+            if where.group(2):
+                at += f"field '{where.group(2).lstrip('.')}': "
+        why = text.split(" - at")[0].replace("`", "")
+        raise TraceError(f"{name}: {at}a field has the wrong type ({why})") from None
 
 
 def _ints(values: list) -> np.ndarray:
@@ -444,9 +449,10 @@ def _ints(values: list) -> np.ndarray:
 
 
 def _intern(values: list, index: dict, table: list) -> np.ndarray:
-    for v in set(values).difference(index):
-        index[v] = len(table)
-        table.append(v)
+    for v in dict.fromkeys(values):  # first-appearance order: deterministic tables
+        if v not in index:
+            index[v] = len(table)
+            table.append(v)
     return np.array([index[v] for v in values], np.int32)
 
 
@@ -542,8 +548,8 @@ def _fold_columns(events: list, c: _Columns, name: str) -> None:
         if a.coll is not None:
             dims[j] = f"collective {a.coll} in {a.in_n} out {a.out_n} {a.dtype or ''}".encode()
     dmap = c.detail_index
-    for v in set(dims).difference(dmap):
-        if v:
+    for v in dict.fromkeys(dims):
+        if v and v not in dmap:
             dmap[v] = len(c.details)
             c.details.append(v.decode(errors="replace"))
     dmap.setdefault(b"", 0)

@@ -157,6 +157,9 @@ def build_timeline(traces: Sequence[KinetoTrace], ops: Sequence[CpuOps] | None =
             np.maximum.at(best, op.owner[sub], prio[tr.name_id[sub]])
             top_ops = op.items[tr.kind[op.items] == Kind.CPU_OP]
             cat[top_ops] = _BY_PRIORITY[best[op.owner[top_ops]]]
+            nested = np.flatnonzero(opmask)
+            nested = nested[~np.isin(nested, top_ops)]
+            cat[nested] = _BY_PRIORITY[prio[tr.name_id[nested]]]
         # Lanes: one per (thread, role).
         steps_here = tr.steps()
         step_threads = set()

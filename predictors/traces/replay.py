@@ -187,17 +187,15 @@ class _Rank:
         for n, (pos, i) in enumerate(zip(self.item_pos.tolist(), self.items.tolist())):
             nm = names[tr.name_id[i]]
             is_op = tr.kind[i] == Kind.CPU_OP
+            gap = self.oh[nm][0] if is_op else self.bare_t1.get(int(tr.name_id[i]), 0.0)
+            lead = None
             if n in step_start_items:
                 lead = float(tr.ts[i]) - self.steps[step_start_items.index(n)][1]
-                boundaries.append(t if n else self.w0)
                 if n == 0:
-                    t = self.w0 + lead
-                    gap = 0.0
-                else:
-                    gap = self.oh[nm][0] if is_op else self.bare_t1.get(int(tr.name_id[i]), 0)
-            else:
-                gap = self.oh[nm][0] if is_op else self.bare_t1.get(int(tr.name_id[i]), 0.0)
+                    t, gap = self.w0 + lead, 0.0
             start = t + gap
+            if lead is not None:  # a step begins: its recorded lead before the first op
+                boundaries.append(start - lead)
             if is_op:
                 t1, t2, t3, t4, t5 = self.oh[nm]
                 calls = self.calls.get(pos, [])

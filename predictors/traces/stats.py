@@ -165,7 +165,10 @@ def _sum_by(keys: np.ndarray, values: np.ndarray):
 
 
 def _idle_launch_latency(tr: KinetoTrace, op: CpuOps) -> list[float]:
-    dev = np.flatnonzero(op.launcher >= 0)
+    # Collectives are left out: they start on launch but their peers may hold them later.
+    from .recording import kernel_category
+    comm = np.array([kernel_category(n) == "communication" for n in tr.names], bool)
+    dev = np.flatnonzero((op.launcher >= 0) & ~comm[tr.name_id])
     out = []
     for t in np.unique(tr.thread[dev]):
         d = dev[tr.thread[dev] == t]

@@ -61,7 +61,9 @@ def test_menus_and_shortcuts(make_window):
     assert list(menus) == ["File", "Edit", "Run", "View", "Help"]
     texts = lambda m: [a.text().replace("&", "") for a in m.actions() if not a.isSeparator()]
     assert texts(menus["File"]) == ["New", "Open…", "Open Recent", "Save", "Save As…",
-                                    "Export Timeline Image…", "Export Chrome Trace…", "Quit"]
+                                    "Import Trace…", "Export Timeline Image…",
+                                    "Export Chrome Trace…", "Export Recorded Chrome Trace…",
+                                    "Quit"]
     assert {"Undo", "Redo", "Delete", "Select All"} <= {t.split(" ")[0] if t.startswith(
         ("Undo", "Redo")) else t for t in texts(menus["Edit"])}
     assert texts(menus["Run"]) == ["Predict", "Cancel"]

@@ -1,0 +1,272 @@
+"""The Compare dock: the predicted timeline above the recorded one on a linked time axis,
+the headline figures, and a table of the largest differences per op class and per lane."""
+from __future__ import annotations
+
+import html
+import os
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor, QFont
+from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel,
+                               QProgressBar, QPushButton, QSplitter, QTableWidget,
+                               QTableWidgetItem, QVBoxLayout, QWidget)
+
+from predictors.traces.compare import Comparison, compare_timelines
+
+from ..timeline.colors import CATEGORY_COLORS, CATEGORY_LABELS
+from ..timeline.gantt import GanttWidget
+from ..widgets import ErrorBar
+
+__all__ = ["CompareView"]
+
+_CAPTION = ("QLabel#compareCaption { color: #1f2d3d; font-weight: 600; padding: 3px 6px;"
+            " background: #eef2f7; border-left: 3px solid %s; }")
+_FIGURE = ("<span style='color:#667'>{cap}</span><br>"
+           "<span style='font-size:16px; font-weight:600; color:{col}'>{val}</span>")
+
+
+def _ms(v: float) -> str:
+    return f"{v:.3f} ms" if abs(v) < 1000 else f"{v / 1e3:.3f} s"
+
+
+def _pct(v) -> str:
+    return "–" if v is None else f"{v:+.1f}%"
+
+
+class CompareView(QWidget):
+    """Prediction and recording, stacked, with a linked time axis.
+
+    Signals
+    -------
+    sigImportRequested()   the user asked to pick trace files
+    sigCancelRequested()   the user cancelled a load in progress
+    """
+
+    sigImportRequested = Signal()
+    sigCancelRequested = Signal()
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.prediction = None
+        self.recording = None
+        self.comparison: Comparison | None = None
+
+        self.figures = QLabel(self)
+        self.figures.setObjectName("compareFigures")
+        self.figures.setTextFormat(Qt.RichText)
+        self.import_button = QPushButton("Import Trace…", self)
+        self.import_button.setToolTip("Load Kineto traces (several files: the ranks of one "
+                                      "job); or drop them on the window")
+        self.import_button.clicked.connect(self.sigImportRequested)
+        self.progress = QProgressBar(self)
+        self.progress.setRange(0, 1000)
+        self.progress.setMaximumWidth(200)
+        self.progress_label = QLabel("", self)
+        self.progress_label.setStyleSheet("color: #445;")
+        self.cancel_button = QPushButton("Cancel", self)
+        self.cancel_button.clicked.connect(self.sigCancelRequested)
+        top = QHBoxLayout()
+        top.setContentsMargins(4, 2, 4, 2)
+        top.addWidget(self.figures, 1)
+        top.addWidget(self.progress_label)
+        top.addWidget(self.progress)
+        top.addWidget(self.cancel_button)
+        top.addWidget(self.import_button)
+        self.error = ErrorBar(self)
+
+        self.predicted = GanttWidget(self)
+        self.recorded = GanttWidget(self)
+        self.recorded._empty.setText("Import a recorded trace (File ▸ Import Trace…) or drop "
+                                     "trace files here")
+        self.recorded.vb.setXLink(self.predicted.vb)
+        self.predicted_caption = self._caption("Predicted", CATEGORY_COLORS["gemm"])
+        self.recorded_caption = self._caption("Recorded", CATEGORY_COLORS["communication"])
+        stack = QSplitter(Qt.Vertical, self)
+        for cap, gantt in ((self.predicted_caption, self.predicted),
+                           (self.recorded_caption, self.recorded)):
+            pane = QWidget(stack)
+            box = QVBoxLayout(pane)
+            box.setContentsMargins(0, 0, 0, 0)
+            box.setSpacing(0)
+            box.addWidget(cap)
+            box.addWidget(gantt, 1)
+            stack.addWidget(pane)
+
+        self.table = QTableWidget(0, 5, self)
+        self.table.setHorizontalHeaderLabels(["Where", "Predicted", "Recorded", "Δ",
+                                              "Error"])
+        self.table.verticalHeader().setVisible(False)
+        self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.table.setAlternatingRowColors(True)
+        self.table.setShowGrid(False)
+        hh = self.table.horizontalHeader()
+        hh.setSectionResizeMode(0, QHeaderView.Stretch)
+        for c in range(1, 5):
+            hh.setSectionResizeMode(c, QHeaderView.ResizeToContents)
+        self.table_caption = self._caption("Largest differences", "#888")
+        side = QWidget(self)
+        sbox = QVBoxLayout(side)
+        sbox.setContentsMargins(0, 0, 0, 0)
+        sbox.setSpacing(0)
+        sbox.addWidget(self.table_caption)
+        sbox.addWidget(self.table, 1)
+
+        split = QSplitter(Qt.Horizontal, self)
+        split.addWidget(stack)
+        split.addWidget(side)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 1)
+        split.setSizes([900, 380])
+        box = QVBoxLayout(self)
+        box.setContentsMargins(0, 0, 0, 0)
+        box.setSpacing(2)
+        box.addLayout(top)
+        box.addWidget(self.error)
+        box.addWidget(split, 1)
+        self.set_loading(False)
+        self._update_figures()
+
+    def _caption(self, text: str, color: str) -> QLabel:
+        label = QLabel(text, self)
+        label.setObjectName("compareCaption")
+        label.setStyleSheet(_CAPTION % color)
+        return label
+
+    # --- public API ---------------------------------------------------------------------
+
+    def set_prediction(self, prediction) -> None:
+        """Show a :class:`~predictors.predict.Prediction` (``None`` clears)."""
+        self.prediction = prediction
+        self._refresh()
+
+    def set_recording(self, recording) -> None:
+        """Show a :class:`~predictors.traces.Recording` (``None`` clears)."""
+        self.recording = recording
+        self.error.clear()
+        self._refresh()
+
+    def recorded_timeline(self):
+        """The recorded Timeline as loaded (its own clock), or None."""
+        return None if self.recording is None else self.recording.timeline
+
+    def set_loading(self, busy: bool, text: str = "") -> None:
+        for w in (self.progress, self.cancel_button, self.progress_label):
+            w.setVisible(busy)
+        self.progress_label.setText(text)
+        if busy:
+            self.progress.setValue(0)
+
+    def set_progress(self, fraction: float, stage: str) -> None:
+        self.progress.setValue(int(1000 * max(0.0, min(1.0, fraction))))
+        self.progress_label.setText(stage)
+
+    def show_error(self, message: str) -> None:
+        self.error.show_error(message)
+
+    def set_stale(self, stale: bool) -> None:
+        self.predicted.set_stale(stale)
+
+    # --- internals ----------------------------------------------------------------------
+
+    def _refresh(self) -> None:
+        pred_tl = None if self.prediction is None else self.prediction.timeline
+        rec_tl = self.recorded_timeline()
+        self.comparison = None
+        if pred_tl is not None and rec_tl is not None and len(rec_tl):
+            self.comparison = compare_timelines(pred_tl, rec_tl)
+            rec_tl = rec_tl.shifted(self.comparison.offset_us)
+        elif rec_tl is not None and len(rec_tl):
+            rec_tl = rec_tl.shifted(-rec_tl.begin_us)
+        if rec_tl is not None:
+            # Threads and streams only: annotation rows have no counterpart in a prediction.
+            rec_tl = rec_tl.with_lanes([i for i, l in enumerate(rec_tl.lanes)
+                                        if l.kind in ("cpu", "stream")])
+        self.predicted.set_timeline(pred_tl)
+        self.recorded.set_timeline(rec_tl)
+        # Linked views line up in pixels only when their time axes start at the same x.
+        axes = [g.plot.getPlotItem().getAxis("left") for g in (self.predicted, self.recorded)]
+        width = max((a.fixedWidth or 0) for a in axes) or 130
+        for a in axes:
+            a.setWidth(width)
+        # The link makes both views follow one range: show the predicted iteration and the
+        # recorded one it is compared with, from 0.
+        ends = [0.0]
+        if pred_tl is not None and len(pred_tl):
+            ends.append(pred_tl.end_us / 1e3)
+        if self.comparison is not None:
+            ends.append(self.comparison.recorded_ms)
+        elif rec_tl is not None and len(rec_tl):
+            ends.append(rec_tl.end_us / 1e3)
+        if len(ends) > 1:
+            for g in (self.predicted, self.recorded):
+                g.vb.setLimits(xMin=-0.5 * max(ends), xMax=2.0 * max(ends) + 1e-3)
+            self.predicted.vb.setXRange(-0.01 * max(ends), max(ends) * 1.01, padding=0)
+        self._update_captions()
+        self._update_figures()
+        self._fill_table()
+
+    def _update_captions(self) -> None:
+        p = self.prediction
+        self.predicted_caption.setText(
+            "Predicted" if p is None else
+            f"Predicted — {p.scenario_name} on {p.platform} ({p.device})")
+        r = self.recording
+        if r is None:
+            self.recorded_caption.setText("Recorded — no trace loaded")
+            return
+        files = [os.path.basename(f) for f in r.files]
+        what = files[0] if len(files) == 1 else f"{len(files)} ranks ({files[0]} …)"
+        step = f" · aligned on {self.comparison.recorded_step}" if self.comparison else ""
+        self.recorded_caption.setText(f"Recorded — {what} ({r.timeline.meta.get('device')})"
+                                      f"{step}")
+
+    def _update_figures(self) -> None:
+        c = self.comparison
+        if c is None:
+            hint = ("Predict a scenario and import a trace recorded from it to compare them."
+                    if self.recording is None else
+                    "Waiting for a prediction to compare with.")
+            self.figures.setText(f"<span style='color:#667'>{html.escape(hint)}</span>")
+            return
+        err = c.error_pct
+        col = "#2e7d32" if err is not None and abs(err) <= 10 else "#c62828"
+        cells = [_FIGURE.format(cap="predicted iteration", val=_ms(c.predicted_ms),
+                                col="#1f2d3d"),
+                 _FIGURE.format(cap=f"recorded ({html.escape(c.recorded_step)})",
+                                val=_ms(c.recorded_ms), col="#1f2d3d"),
+                 _FIGURE.format(cap="error", val=_pct(err), col=col),
+                 _FIGURE.format(cap="device active, predicted / recorded",
+                                val=f"{_ms(c.predicted_active_ms)} / "
+                                    f"{_ms(c.recorded_active_ms)}", col="#1f2d3d")]
+        self.figures.setText("<table cellspacing='0' cellpadding='0'><tr>" + "".join(
+            f"<td style='padding-right:26px'>{x}</td>" for x in cells) + "</tr></table>")
+
+    def _fill_table(self) -> None:
+        rows = [] if self.comparison is None else self.comparison.rows[2:]
+        self.table.setRowCount(len(rows))
+        bold = QFont()
+        bold.setBold(True)
+        for i, row in enumerate(rows):
+            if row["group"] == "op class":
+                label = CATEGORY_LABELS.get(row["key"], row["key"])
+                where = QTableWidgetItem(f"■  {label}")
+                where.setForeground(QColor(CATEGORY_COLORS.get(row["key"], "#888")))
+                where.setToolTip(f"op class {label}: summed device time")
+            else:
+                where = QTableWidgetItem(f"☰  {row['key']}")
+                where.setToolTip("lane busy time (predicted ↔ recorded)")
+            self.table.setItem(i, 0, where)
+            for j, v in enumerate((row["predicted_ms"], row["recorded_ms"])):
+                item = QTableWidgetItem(_ms(v))
+                item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+                self.table.setItem(i, 1 + j, item)
+            d = QTableWidgetItem(f"{row['diff_ms']:+.3f} ms")
+            d.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+            d.setForeground(QColor("#c62828" if row["diff_ms"] < 0 else "#1565c0"))
+            self.table.setItem(i, 3, d)
+            e = QTableWidgetItem(_pct(row["error_pct"]))
+            e.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+            if row["error_pct"] is not None and abs(row["error_pct"]) > 25:
+                e.setFont(bold)
+            self.table.setItem(i, 4, e)

@@ -1,0 +1,176 @@
+"""Build the bundled GPU profiles from the public measurements and datasheets, and find a
+profile for a device name.
+
+``build_profiles`` fits the GEMM regressor on every GPU of the NeuSight measurements,
+validates it (random held-out shapes, leave-one-GPU-out), and writes one profile per
+bundled GPU: datasheet figures, measured peaks where public, the GEMM, embedding and
+measured-roofline kernel models, provenance and validation figures.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import time
+from pathlib import Path
+
+from ..devices.specs import GPU_SPECS, DeviceSpec
+from ..profiles import DeviceProfile, ProfileError, load_profile, save_profile
+from .data import load_neusight, neusight_dir
+from .embedding_model import EmbeddingLookupModel
+from .features import figures_from_spec
+from .gemm_model import GemmKernelModel
+from .peaks import measured_peaks
+from .roofline_model import MeasuredRooflineModel
+from .train import (HYPERPARAMETERS, fit_regressor, heldout_validation, leave_one_gpu_out,
+                    training_set)
+
+__all__ = ["BUNDLED_GPUS", "PROFILE_DIR", "build_profiles", "profile_slug", "find_gpu_spec",
+           "profile_for_device", "datasheet_profile"]
+
+PROFILE_DIR = Path(__file__).resolve().parents[2] / "resources" / "profiles" / "gpu"
+BUNDLED_GPUS = ("Tesla V100-SXM2-32GB", "Tesla V100-PCIE-32GB", "NVIDIA A100-SXM4-40GB",
+                "NVIDIA A100-PCIE-40GB", "NVIDIA H100 80GB HBM3", "NVIDIA H200")
+_METRIC = ("GMAE = geometric mean over shapes of |predicted / measured latency - 1|; "
+           "latency = kernel + the GPU's measurement overhead (NeuSight times whole ops)")
+
+
+def profile_slug(name: str) -> str:
+    """``NVIDIA H100 80GB HBM3`` -> ``nvidia-h100-80gb-hbm3``."""
+    return "-".join("".join(c if c.isalnum() else " " for c in name.lower()).split())
+
+
+def find_gpu_spec(name: str) -> DeviceSpec | None:
+    """A datasheet spec by the name the GPU reports (case, spaces, dashes, underscores
+    ignored), or None."""
+    if name in GPU_SPECS:
+        return GPU_SPECS[name]
+    key = profile_slug(name)
+    for spec_name, spec in GPU_SPECS.items():
+        if profile_slug(spec_name) == key:
+            return spec
+    return None
+
+
+def _gpu_models(spec: DeviceSpec, regressor, gemm_info: dict) -> dict:
+    peaks = measured_peaks(spec)
+    fig = figures_from_spec(spec)
+    # later models override earlier ones where both apply (cost_op_graph's order)
+    return {"other": MeasuredRooflineModel(spec, peaks),
+            "gemm": GemmKernelModel(fig, regressor, info=gemm_info),
+            "embedding": EmbeddingLookupModel(peaks)}
+
+
+def _provenance(spec: DeviceSpec, trained_on: list[str], gemm_info: dict, kind: str) -> dict:
+    in_data = spec.name in trained_on
+    return {
+        "kind": kind,
+        "device_figures": f"datasheet: {spec.source}",
+        "gemm": ("fitted from public measurements: ../shared/data/microbench/neusight-gemm "
+                 f"(sitar-lab/NeuSight, MIT; fp32 linear, PyTorch 2.1) on {', '.join(trained_on)}"
+                 f"; {gemm_info.get('regressor')} on log(kernel/roofline); "
+                 + ("this GPU is in the training data" if in_data else
+                    "this GPU is not in the training data: predicted from its datasheet "
+                    "figures")),
+        "peaks": measured_peaks(spec).source,
+        "embedding": "HiPC 2022 L2 hit-rate traffic model on the peaks above (not fitted; "
+                     "no public embedding measurements in ../shared/data)",
+        "other_kernels": "roofline with the peaks above and a small-size efficiency curve",
+        "overheads": "none in this profile: the default GPU overheads apply until trace-"
+                     "derived T1-T5 and launch maps are added",
+        "built_by": "python -m predictors kernels build-profiles",
+    }
+
+
+def build_profiles(out_dir: str | Path = PROFILE_DIR, *, regressor: str = "gbm", seed: int = 0,
+                   validate: bool = True, gpus=BUNDLED_GPUS, data_dir=None,
+                   log=print) -> list[Path]:
+    """Fit, validate and write the bundled GPU profiles; returns the written paths."""
+    out_dir = Path(out_dir)
+    data = load_neusight(data_dir or neusight_dir())
+    ts = training_set(data)
+    trained_on = [d.name for d in data]
+    validation = {"metric": _METRIC}
+    if validate:
+        t0 = time.perf_counter()
+        validation["heldout"] = heldout_validation(ts, regressor, seed=seed)
+        log(f"held-out validation: GMAE {validation['heldout']['all']['gmae']:.3f} "
+            f"({time.perf_counter() - t0:.0f} s)")
+        t0 = time.perf_counter()
+        validation["leave_one_gpu_out"] = leave_one_gpu_out(ts, regressor, seed=seed)
+        log("leave-one-GPU-out: " + ", ".join(
+            f"{k} {v['gmae']:.3f}" for k, v in validation["leave_one_gpu_out"].items())
+            + f" ({time.perf_counter() - t0:.0f} s)")
+    t0 = time.perf_counter()
+    reg = fit_regressor(regressor, ts.X, ts.y, seed)
+    log(f"final fit on {len(ts.y)} shapes of {len(trained_on)} GPUs "
+        f"({time.perf_counter() - t0:.0f} s)")
+    gemm_info = {"regressor": regressor, "hyperparameters": {
+        k: list(v) if isinstance(v, tuple) else v for k, v in HYPERPARAMETERS[regressor].items()},
+        "seed": seed, "trained_on": trained_on, "shapes": int(len(ts.y)),
+        "measurement_overhead_ms": {d.name: round(d.overhead_ms, 4) for d in data}}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name in gpus:
+        spec = find_gpu_spec(name)
+        if spec is None:
+            raise KeyError(f"unknown GPU {name!r}")
+        kind = "fitted"
+        val = dict(validation)
+        if validate:
+            if spec.name in trained_on:
+                val["this_gpu"] = {"heldout": validation["heldout"]["per_gpu"][spec.name],
+                                   "as_unseen": validation["leave_one_gpu_out"][spec.name]}
+            else:
+                val["this_gpu"] = {"note": "not measured: see leave_one_gpu_out for how the "
+                                           "model does on GPUs it never saw"}
+        profile = DeviceProfile(spec.name, kind, spec,
+                                kernel_models=_gpu_models(spec, reg, gemm_info),
+                                provenance=_provenance(spec, trained_on, gemm_info, kind)
+                                | {"built": _dt.date.today().isoformat()},
+                                validation=val)
+        paths.append(save_profile(profile, out_dir / f"{profile_slug(spec.name)}.json"))
+        log(f"wrote {paths[-1]}")
+    return paths
+
+
+def datasheet_profile(spec: DeviceSpec, template: DeviceProfile) -> DeviceProfile:
+    """A profile for a GPU without a bundled one: its datasheet figures with the GEMM
+    regressor of ``template`` and peaks derived from the datasheet."""
+    gemm = template.kernel_models["gemm"]
+    info = dict(getattr(gemm, "info", {}))
+    return DeviceProfile(spec.name, "datasheet", spec,
+                         kernel_models=_gpu_models(spec, gemm.regressor, info),
+                         provenance={"kind": "datasheet",
+                                     "device_figures": f"datasheet: {spec.source}",
+                                     "gemm": f"regressor of the bundled {template.name} profile "
+                                             "applied to this GPU's datasheet figures",
+                                     "peaks": measured_peaks(spec).source},
+                         validation={k: v for k, v in template.validation.items()
+                                     if k != "this_gpu"})
+
+
+def profile_for_device(name: str, profile_dir: str | Path = PROFILE_DIR) -> DeviceProfile:
+    """The profile of a GPU by the name it reports, a bundled profile slug, or a path.
+
+    A known GPU without a bundled profile gets a datasheet profile; an unknown name raises
+    ``KeyError`` with the known names.
+    """
+    path = Path(name)
+    if path.suffix == ".json" and path.is_file():
+        return load_profile(path)
+    profile_dir = Path(profile_dir)
+    slug = profile_slug(name)
+    candidate = profile_dir / f"{slug}.json"
+    if candidate.is_file():
+        return load_profile(candidate)
+    spec = find_gpu_spec(name)
+    if spec is not None:
+        bundled = profile_dir / f"{profile_slug(spec.name)}.json"
+        if bundled.is_file():
+            return load_profile(bundled)
+        templates = sorted(profile_dir.glob("*.json"))
+        if templates:
+            return datasheet_profile(spec, load_profile(templates[0]))
+        raise ProfileError(f"no GPU profiles in {profile_dir}: run "
+                           "`python -m predictors kernels build-profiles`")
+    known = sorted(set(GPU_SPECS) | {p.stem for p in profile_dir.glob("*.json")})
+    raise KeyError(f"unknown device {name!r} (known: {', '.join(known)})")

@@ -1,0 +1,156 @@
+"""``python -m predictors kernels predict | build-profiles``: GPU kernel models on CSVs."""
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["register", "predict_rows"]
+
+GEMM_OPS = ("mm", "addmm", "bmm", "baddbmm")
+EMBEDDING_OPS = ("embedding_bag",)
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def _column(rows: list[dict], name: str, default=None, *, kind=float) -> np.ndarray:
+    out = []
+    for i, row in enumerate(rows, start=2):  # line 1 is the header
+        raw = row.get(name)
+        if raw is None or raw == "":
+            if default is None:
+                raise _UsageError(f"line {i}: column {name!r} is empty")
+            raw = default
+        try:
+            value = kind(raw)
+        except ValueError:
+            raise _UsageError(f"line {i}: column {name!r}: {raw!r} is not a number") from None
+        if value != value or value < 0:
+            raise _UsageError(f"line {i}: column {name!r}: {raw!r} must be >= 0")
+        out.append(value)
+    return np.array(out, dtype=np.float64)
+
+
+def predict_rows(profile, op: str, rows: list[dict], fields: list[str]) -> np.ndarray:
+    """Predicted kernel ms for CSV rows of ``op`` on ``profile``'s GPU."""
+    if op in GEMM_OPS:
+        missing = [c for c in "MNK" if c not in fields] + (
+            ["B"] if op in ("bmm", "baddbmm") and "B" not in fields else [])
+        if missing:
+            raise _UsageError(f"--in: missing column(s) {', '.join(missing)} "
+                              "(GEMM columns: B,M,N,K)")
+        model = profile.kernel_models.get("gemm")
+        if model is None:
+            raise _UsageError(f"profile {profile.name!r} has no GEMM model")
+        B, M, N, K = (_column(rows, c, default="1" if c == "B" else None) for c in "BMNK")
+        # mm/addmm with B > 1: B row blocks sharing the (K, N) operand, as a linear layer
+        return model.predict_shapes(B, M, N, K, shared_weight=op in ("mm", "addmm"))
+    from .embedding_model import embedding_bag_ms
+
+    missing = [c for c in ("rows", "dim", "batch", "pooling") if c not in fields]
+    if missing:
+        raise _UsageError(f"--in: missing column(s) {', '.join(missing)} (embedding_bag "
+                          "columns: rows,dim,batch,pooling[,distribution,alpha,backward])")
+    model = profile.kernel_models.get("embedding")
+    if model is None:
+        raise _UsageError(f"profile {profile.name!r} has no embedding model")
+    E, D, Bt = (_column(rows, c) for c in ("rows", "dim", "batch"))
+    L = _column(rows, "pooling")
+    out = np.empty(len(rows))
+    for i, row in enumerate(rows):
+        kind = (row.get("distribution") or "uniform").strip().lower()
+        if kind not in ("uniform", "zipf"):
+            raise _UsageError(f"line {i + 2}: column 'distribution': expected uniform or "
+                              f"zipf, got {kind!r}")
+        dist = {"kind": kind}
+        if kind == "zipf":
+            try:
+                dist["alpha"] = float(row.get("alpha") or 1.0)
+            except ValueError:
+                raise _UsageError(f"line {i + 2}: column 'alpha' is not a number") from None
+        backward = (row.get("backward") or "0").strip().lower() in ("1", "true", "yes")
+        out[i] = embedding_bag_ms(int(E[i]), int(D[i]), int(Bt[i]), L[i], dist, model.peaks,
+                                  backward=backward, kernel_floor_ms=model.kernel_floor_ms)
+    return out
+
+
+def _cmd_predict(args) -> int:
+    from ..profiles import ProfileError
+    from .build import profile_for_device
+
+    try:
+        profile = profile_for_device(args.device)
+    except KeyError as exc:
+        return _fail(f"--device: {exc.args[0]}")
+    except ProfileError as exc:
+        return _fail(f"--device: {exc}")
+    try:
+        with open(args.inp, newline="") as f:
+            reader = csv.DictReader(f)
+            fields = [c.strip() for c in (reader.fieldnames or [])]
+            reader.fieldnames = fields
+            rows = list(reader)
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        return _fail(f"--in: cannot read {args.inp}: {exc}")
+    if not fields:
+        return _fail(f"--in: {args.inp} has no header line")
+    try:
+        pred = predict_rows(profile, args.op, rows, fields)
+    except _UsageError as exc:
+        return _fail(f"{args.inp}: {exc}" if not str(exc).startswith("--") else str(exc))
+    out_fields = fields + (["pred_ms"] if "pred_ms" not in fields else [])
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    with open(args.out, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=out_fields, extrasaction="ignore")
+        writer.writeheader()
+        for row, ms in zip(rows, pred):
+            writer.writerow(row | {"pred_ms": f"{ms:.6g}"})
+    print(f"{args.out}: {len(rows)} rows, {args.op} on {profile.name} ({profile.kind})")
+    return 0
+
+
+def _cmd_build(args) -> int:
+    from .build import PROFILE_DIR, build_profiles
+    from .data import neusight_dir
+
+    if neusight_dir() is None and args.data is None:
+        return _fail("the NeuSight GEMM measurements are not there "
+                     "(../shared/data/microbench/neusight-gemm); nothing to fit")
+    try:
+        build_profiles(args.out or PROFILE_DIR, regressor=args.regressor, seed=args.seed,
+                       validate=not args.no_validate, data_dir=args.data)
+    except FileNotFoundError as exc:
+        return _fail(str(exc))
+    return 0
+
+
+def register(subparsers) -> None:
+    k = subparsers.add_parser("kernels", help="GPU kernel models: predict, build profiles")
+    ksub = k.add_subparsers(dest="kernels_command", required=True)
+    p = ksub.add_parser("predict", help="predict kernel times for the shapes of a CSV")
+    p.add_argument("--device", required=True,
+                   help="GPU name as it reports itself (e.g. 'NVIDIA H100 80GB HBM3'), a "
+                        "bundled profile name, or a profile JSON path")
+    p.add_argument("--op", required=True, choices=GEMM_OPS + EMBEDDING_OPS)
+    p.add_argument("--in", dest="inp", required=True, metavar="SHAPES.csv",
+                   help="GEMM: columns B,M,N,K (B optional for mm/addmm); embedding_bag: "
+                        "rows,dim,batch,pooling[,distribution,alpha,backward]")
+    p.add_argument("--out", required=True, metavar="PRED.csv")
+    p.set_defaults(func=_cmd_predict)
+    b = ksub.add_parser("build-profiles", help="rebuild the bundled GPU profiles")
+    b.add_argument("--out", help="output folder (default: resources/profiles/gpu)")
+    b.add_argument("--regressor", choices=("gbm", "mlp"), default="gbm")
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--data", help="the neusight-gemm folder (default: ../shared/data/...)")
+    b.add_argument("--no-validate", action="store_true",
+                   help="skip the held-out and leave-one-GPU-out fits")
+    b.set_defaults(func=_cmd_build)

@@ -1,0 +1,81 @@
+"""Roofline with measured peaks and a small-size efficiency curve, for the kernels that
+have no learned model (elementwise, reductions, copies, concat, and GEMMs in dtypes the
+GEMM model does not cover).
+
+``time = floor + max(FLOPs / (peak x eff_c), bytes / (DRAM bw x eff_m(bytes)))`` with
+``eff_m(bytes) = bytes / (bytes + b_half)``: a kernel moving ``b_half`` bytes reaches half
+of the bandwidth (too few bytes in flight to hide DRAM latency; ``b_half`` = bandwidth x
+~1 us, about one wave of SMs each streaming a few KB).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..devices.roofline import kernel_cost
+from ..devices.specs import DeviceSpec
+from ..profiles import KERNEL_MODEL_TYPES
+from .peaks import MeasuredPeaks
+
+__all__ = ["MeasuredRooflineModel"]
+
+# Fraction of the measured FP32 peak that non-GEMM compute reaches (transcendentals,
+# reductions); GEMMs in other dtypes use the datasheet tensor peak x GEMM_EFFICIENCY.
+VECTOR_EFFICIENCY = 0.5
+GEMM_EFFICIENCY = 0.7
+
+
+class MeasuredRooflineModel:
+    """Every non-view op: FLOPs and bytes from :func:`predictors.devices.roofline.kernel_cost`,
+    time from measured peaks with the small-size curve."""
+
+    op_class = "other"
+    type_name = "gpu-roofline-measured"
+
+    def __init__(self, spec: DeviceSpec, peaks: MeasuredPeaks, *, floor_ms: float = 0.002,
+                 half_bytes: float | None = None):
+        self.spec = spec
+        self.peaks = peaks
+        self.floor_ms = float(floor_ms)
+        self.half_bytes = float(half_bytes if half_bytes is not None else peaks.dram_bw * 1e-6)
+
+    def time_ms(self, flops, nbytes, category="elementwise", dtype="float32") -> np.ndarray:
+        flops, nbytes = np.asarray(flops, dtype=float), np.asarray(nbytes, dtype=float)
+        if category == "gemm":
+            peak = (self.peaks.fp32_flops if dtype == "float32"
+                    else self.spec.flops(dtype) * GEMM_EFFICIENCY)
+        else:
+            peak = self.peaks.fp32_flops * VECTOR_EFFICIENCY
+        mem = (nbytes + self.half_bytes * (nbytes > 0)) / self.peaks.dram_bw
+        return self.floor_ms + 1e3 * np.maximum(flops / peak, mem)
+
+    def predict_ms(self, nodes: list[dict]) -> np.ndarray:
+        out = np.full(len(nodes), np.nan)
+        for i, node in enumerate(nodes):
+            try:
+                cost = kernel_cost(node, self.spec)
+            except (IndexError, KeyError, TypeError, ValueError):
+                continue
+            if cost.category == "view":
+                continue
+            dtype = (node.get("input_dtypes") or ["float32"])[0]
+            out[i] = self.time_ms(cost.flops, cost.bytes, cost.category, dtype)
+        return out
+
+    def to_json(self) -> tuple[dict, dict]:
+        return ({"type": self.type_name, "op_class": self.op_class,
+                 "spec": dataclasses.asdict(self.spec), "peaks": self.peaks.to_json(), "floor_ms": self.floor_ms,
+                 "half_bytes": self.half_bytes, "vector_efficiency": VECTOR_EFFICIENCY,
+                 "gemm_efficiency_other_dtypes": GEMM_EFFICIENCY}, {})
+
+    @classmethod
+    def from_json(cls, meta: dict, arrays: dict) -> "MeasuredRooflineModel":
+        names = {f.name for f in dataclasses.fields(DeviceSpec)}
+        spec = DeviceSpec(**{k: v for k, v in meta["spec"].items() if k in names})
+        peaks = MeasuredPeaks.from_json(meta["peaks"])
+        return cls(spec, peaks, floor_ms=meta.get("floor_ms", 0.002),
+                   half_bytes=meta.get("half_bytes"))
+
+
+KERNEL_MODEL_TYPES[MeasuredRooflineModel.type_name] = MeasuredRooflineModel

@@ -1,0 +1,107 @@
+"""Fit and validate the GEMM regressor on the public measurements.
+
+Error metric (as ml_perf_model's ``gmae``): GMAE = geometric mean over shapes of the
+absolute relative error ``|pred / actual - 1|``.  We also report MAPE (arithmetic mean of
+the same) and the median ratio ``pred / actual`` (bias).  Errors are on the measured
+latency: the predicted kernel time plus the GPU's measurement overhead (for an unseen GPU,
+the median overhead of the training GPUs).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .data import GemmMeasurements
+from .features import gemm_features, roofline_s
+from .regressors import fit_gbm, fit_mlp
+
+__all__ = ["TrainingSet", "training_set", "fit_regressor", "error_figures", "gmae",
+           "heldout_validation", "leave_one_gpu_out", "HYPERPARAMETERS"]
+
+# Chosen on the held-out split and leave-one-GPU-out (docs/gpu_profiles.md).
+HYPERPARAMETERS = {"gbm": {"max_iter": 150, "learning_rate": 0.15, "max_leaf_nodes": 31},
+                   "mlp": {"hidden": (128, 128, 128), "epochs": 30, "batch": 1024, "lr": 3e-3}}
+
+
+def gmae(pred: np.ndarray, actual: np.ndarray) -> float:
+    """Geometric mean of ``|pred / actual - 1|`` (zero errors count as 1e-6)."""
+    err = np.abs(np.asarray(pred) / np.asarray(actual) - 1.0)
+    return float(np.exp(np.mean(np.log(np.maximum(err, 1e-6)))))
+
+
+def error_figures(pred: np.ndarray, actual: np.ndarray) -> dict:
+    ratio = np.asarray(pred) / np.asarray(actual)
+    return {"n": int(len(ratio)), "gmae": round(gmae(pred, actual), 4),
+            "mape": round(float(np.mean(np.abs(ratio - 1))), 4),
+            "median_ratio": round(float(np.median(ratio)), 4)}
+
+
+@dataclass
+class TrainingSet:
+    """Features, targets and references of the measured GEMMs of several GPUs."""
+
+    X: np.ndarray
+    y: np.ndarray  # log(kernel / roofline)
+    roof_ms: np.ndarray
+    latency_ms: np.ndarray
+    overhead_ms: np.ndarray  # the GPU's measurement overhead, per row
+    gpu: np.ndarray  # index into names
+    names: list[str]
+
+
+def training_set(data: list[GemmMeasurements]) -> TrainingSet:
+    parts = []
+    for i, d in enumerate(data):
+        X = gemm_features(d.B, d.M, d.N, d.K, d.figures, shared_weight=True)
+        roof = roofline_s(d.B, d.M, d.N, d.K, d.figures, shared_weight=True) * 1e3
+        parts.append((X, np.log(d.kernel_ms() / roof), roof, d.latency_ms,
+                      np.full(len(roof), d.overhead_ms), np.full(len(roof), i)))
+    cols = [np.concatenate([p[j] for p in parts]) for j in range(6)]
+    return TrainingSet(*cols[:5], cols[5].astype(int), [d.name for d in data])
+
+
+def fit_regressor(kind: str, X: np.ndarray, y: np.ndarray, seed: int = 0):
+    hp = HYPERPARAMETERS[kind]
+    if kind == "gbm":
+        return fit_gbm(X, y, seed=seed, **hp)
+    return fit_mlp(X, y, seed=seed, **hp)
+
+
+def _latency(reg, ts: TrainingSet, rows: np.ndarray, overhead: np.ndarray) -> np.ndarray:
+    return np.exp(reg.predict(ts.X[rows])) * ts.roof_ms[rows] + overhead
+
+
+def heldout_validation(ts: TrainingSet, kind: str, *, fraction: float = 0.2,
+                       seed: int = 0) -> dict:
+    """Fit on a random (1 - fraction) of every GPU's shapes, score the rest per GPU."""
+    test = np.random.default_rng(seed).random(len(ts.y)) < fraction
+    t0 = time.perf_counter()
+    reg = fit_regressor(kind, ts.X[~test], ts.y[~test], seed)
+    out = {"split": f"random {fraction:.0%} of shapes per GPU held out (seed {seed})",
+           "fit_s": round(time.perf_counter() - t0, 1), "per_gpu": {}}
+    for g, name in enumerate(ts.names):
+        rows = np.flatnonzero(test & (ts.gpu == g))
+        out["per_gpu"][name] = error_figures(_latency(reg, ts, rows, ts.overhead_ms[rows]),
+                                             ts.latency_ms[rows])
+    rows = np.flatnonzero(test)
+    out["all"] = error_figures(_latency(reg, ts, rows, ts.overhead_ms[rows]),
+                               ts.latency_ms[rows])
+    return out
+
+
+def leave_one_gpu_out(ts: TrainingSet, kind: str, *, seed: int = 0) -> dict:
+    """For each GPU: fit on the others, predict all its shapes from its datasheet figures
+    (its measurement overhead taken as the others' median)."""
+    out = {}
+    for g, name in enumerate(ts.names):
+        train, rows = ts.gpu != g, np.flatnonzero(ts.gpu == g)
+        reg = fit_regressor(kind, ts.X[train], ts.y[train], seed)
+        others = np.median([ts.overhead_ms[ts.gpu == h][0] for h in range(len(ts.names))
+                            if h != g])
+        pred = _latency(reg, ts, rows, np.full(len(rows), others))
+        out[name] = error_figures(pred, ts.latency_ms[rows])
+        big = ts.latency_ms[rows] > 3 * (ts.overhead_ms[rows] + 0.004)
+        out[name]["long_shapes"] = error_figures(pred[big], ts.latency_ms[rows][big])
+    return out

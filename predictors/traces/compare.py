@@ -1,0 +1,93 @@
+"""A prediction beside a recording of the same scenario: iteration time, device active
+time, and the error per op class and per lane (headless; the GUI draws it)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..timeline import Timeline
+
+__all__ = ["Comparison", "compare_timelines", "recorded_iteration"]
+
+
+@dataclass
+class Comparison:
+    """The figures of a comparison; ``rows`` are sorted by the size of the difference."""
+
+    predicted_ms: float
+    recorded_ms: float
+    predicted_active_ms: float
+    recorded_active_ms: float
+    recorded_step: str
+    offset_us: float  # add to recorded times to align the chosen step with the prediction
+    rows: list[dict] = field(default_factory=list)
+
+    @property
+    def error_pct(self) -> float | None:
+        return _pct(self.predicted_ms, self.recorded_ms)
+
+    def to_json(self) -> dict:
+        return {"predicted_ms": self.predicted_ms, "recorded_ms": self.recorded_ms,
+                "error_pct": self.error_pct, "predicted_active_ms": self.predicted_active_ms,
+                "recorded_active_ms": self.recorded_active_ms,
+                "recorded_step": self.recorded_step, "rows": self.rows}
+
+
+def _pct(p: float, r: float) -> float | None:
+    """Relative error in percent; None where nothing was recorded (no finite error)."""
+    return 100.0 * (p - r) / r if r > 0 else (0.0 if p == 0 else None)
+
+
+def recorded_iteration(rec: Timeline, rank: int | None = None) -> tuple[str, float, float]:
+    """``(name, start_us, end_us)`` of the recorded iteration to compare with: the step of
+    median duration (the whole trace where there are no steps)."""
+    rank = rec.ranks[0] if rank is None and rec.ranks else rank
+    steps = sorted((s for s in rec.steps if s.rank == rank), key=lambda s: s.dur_us)
+    if steps:
+        s = steps[(len(steps) - 1) // 2]
+        return s.name, s.start_us, s.end_us
+    return "whole trace", rec.begin_us, rec.end_us
+
+
+def _device_lanes(tl: Timeline, rank: int) -> list[int]:
+    return tl.lanes_of(rank, "stream") or tl.lanes_of(rank, "cpu")
+
+
+def compare_timelines(pred: Timeline, rec: Timeline, rank: int = 0) -> Comparison:
+    """Compare rank ``rank`` of a predicted and a recorded Timeline over one iteration."""
+    rrank = rank if rank in rec.ranks else (rec.ranks[0] if rec.ranks else rank)
+    name, t0, t1 = recorded_iteration(rec, rrank)
+    p_ms = pred.span_ms(rank) if rank in pred.ranks else pred.span_ms()
+    r_ms = (t1 - t0) / 1e3
+    p_lanes, r_lanes = _device_lanes(pred, rank), _device_lanes(rec, rrank)
+    p_act = pred.busy_ms(p_lanes)
+    r_act = rec.busy_ms(r_lanes, t0, t1)
+    rows = [{"group": "iteration", "key": "iteration time", "predicted_ms": p_ms,
+             "recorded_ms": r_ms},
+            {"group": "iteration", "key": "device active", "predicted_ms": p_act,
+             "recorded_ms": r_act}]
+    pc, rc = pred.category_ms(p_lanes), rec.category_ms(r_lanes, t0, t1)
+    for cat in sorted(set(pc) | set(rc)):
+        if cat == "idle":
+            continue
+        rows.append({"group": "op class", "key": cat, "predicted_ms": pc.get(cat, 0.0),
+                     "recorded_ms": rc.get(cat, 0.0)})
+    # Lanes are matched by kind and position: main thread with main thread, first stream
+    # with first stream.
+    for kind in ("cpu", "stream"):
+        pl, rl = pred.lanes_of(rank, kind), rec.lanes_of(rrank, kind)
+        for j in range(max(len(pl), len(rl))):
+            p = pred.busy_ms([pl[j]]) if j < len(pl) else 0.0
+            r = rec.busy_ms([rl[j]], t0, t1) if j < len(rl) else 0.0
+            label = " ↔ ".join(x for x in (pred.lanes[pl[j]].name if j < len(pl) else "",
+                                            rec.lanes[rl[j]].name if j < len(rl) else "")
+                               if x)
+            rows.append({"group": "lane", "key": label, "predicted_ms": p, "recorded_ms": r})
+    for row in rows:
+        row["diff_ms"] = row["predicted_ms"] - row["recorded_ms"]
+        row["error_pct"] = _pct(row["predicted_ms"], row["recorded_ms"])
+    head, rest = rows[:2], rows[2:]
+    rest.sort(key=lambda r: -abs(r["diff_ms"]))
+    p0 = pred.begin_us if len(pred) else 0.0
+    return Comparison(p_ms, r_ms, p_act, r_act, name, p0 - t0, head + rest)

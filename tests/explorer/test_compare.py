@@ -1,0 +1,125 @@
+"""The Compare dock: a prediction above a recorded trace on a linked time axis, the table
+of differences, trace loading in a worker (menu, drag and drop), errors, export."""
+import json
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl
+from PySide6.QtGui import QDragEnterEvent, QDropEvent
+from PySide6.QtWidgets import QApplication
+
+from explorer.compare import CompareView, TraceLoader
+from predictors.predict import predict
+from predictors.scenario import load_scenario
+from predictors.traces import load_recording
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "sample_traces" / "small_dlrm_cpu1.pt.trace.json.gz"
+
+
+@pytest.fixture(scope="module")
+def cpu_prediction():
+    """The small DLRM predicted on the platform its sample trace was recorded on."""
+    doc = load_scenario(ROOT / "resources" / "scenarios" / "small_dlrm.json")
+    doc["platform"] = {"preset": "local-cpu", "threads": 1}
+    return predict(doc)
+
+
+def test_prediction_beside_own_cpu_recording(qtbot, cpu_prediction, tmp_path):
+    view = CompareView()
+    qtbot.addWidget(view)
+    view.resize(1500, 760)
+    view.show()
+    view.set_prediction(cpu_prediction)
+    view.set_recording(load_recording([SAMPLE]))
+    c = view.comparison
+    assert c is not None and c.recorded_step == "ProfilerStep#0"
+    assert c.recorded_ms == pytest.approx(18.192066)
+    assert c.predicted_ms == pytest.approx(cpu_prediction.iteration_ms)
+    groups = {r["group"] for r in c.rows}
+    assert groups == {"iteration", "op class", "lane"}
+    assert {r["key"] for r in c.rows if r["group"] == "op class"} >= {"gemm", "embedding"}
+    assert view.table.rowCount() == len(c.rows) - 2
+    # The recorded step is aligned with the prediction's start and the axes are linked.
+    assert view.recorded.timeline.begin_us >= -1.0
+    view.predicted.vb.setXRange(1.0, 3.0, padding=0)
+    x0, x1 = view.recorded.x_range()
+    assert (x0, x1) == pytest.approx((1.0, 3.0), abs=0.05)
+    assert "error" in view.figures.text()
+    view.grab().save(str(tmp_path / "compare.png"))
+    assert (tmp_path / "compare.png").stat().st_size > 10_000
+
+
+def test_loader_reports_progress_and_one_line_errors(qtbot, tmp_path):
+    loader = TraceLoader()
+    with qtbot.waitSignal(loader.sigFinished, timeout=30_000) as done:
+        loader.load([str(SAMPLE)])
+    assert len(done.args[0].timeline) > 1000
+    bad = tmp_path / "broken.json"
+    bad.write_text('{"traceEvents": [{"ph": "X", "ts": ')
+    with qtbot.waitSignal(loader.sigFailed, timeout=30_000) as failed:
+        loader.load([str(bad)])
+    assert failed.args[0].startswith("broken.json: ") and "\n" not in failed.args[0]
+    assert loader.shutdown()
+
+
+def test_loader_cancel(qtbot):
+    import threading
+    gate = threading.Event()
+
+    def slow_load(paths, progress=None, cancelled=None):
+        from predictors.traces import Cancelled
+        while not cancelled():
+            gate.wait(0.01)
+        raise Cancelled("stopped")
+
+    loader = TraceLoader(slow_load)
+    loader.load(["x.json"])
+    with qtbot.waitSignal(loader.sigCancelled, timeout=5_000):
+        loader.cancel()
+    assert loader.shutdown()
+
+
+def _drop(window, paths):
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
+    pos = QPointF(200, 200)
+    enter = QDragEnterEvent(pos.toPoint(), Qt.CopyAction, mime, Qt.LeftButton, Qt.NoModifier)
+    QApplication.sendEvent(window, enter)
+    assert enter.isAccepted()
+    drop = QDropEvent(pos, Qt.CopyAction, mime, Qt.LeftButton, Qt.NoModifier)
+    QApplication.sendEvent(window, drop)
+    return drop
+
+
+def test_main_window_import_drop_and_export(qtbot, tmp_path, cpu_prediction):
+    from explorer.app import MainWindow
+
+    settings = QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat)
+    w = MainWindow(predict_fn=lambda doc, progress=None, cancelled=None: cpu_prediction,
+                   settings=settings, debounce_ms=10)
+    qtbot.addWidget(w)
+    w.show()
+    qtbot.waitUntil(lambda: w.compare.view.prediction is not None, timeout=30_000)
+    texts = [a.text() for a in w.menuBar().actions()[0].menu().actions()]
+    assert "&Import Trace…" in texts and "Export &Recorded Chrome Trace…" in texts
+    with qtbot.waitSignal(w.compare.loader.sigFinished, timeout=30_000):
+        assert _drop(w, [SAMPLE]).isAccepted()
+    assert w.compare.view.comparison is not None
+    assert not w.compare.dock.isHidden()
+    out = w.compare.export_recorded(tmp_path / "recorded.json")
+    doc = json.loads(out.read_text())
+    assert any(e.get("name") == "ProfilerStep#0" for e in doc["traceEvents"])
+    # A broken file shows an error in the dock; the window stays usable.
+    bad = tmp_path / "bad.json"
+    bad.write_text("not json")
+    with qtbot.waitSignal(w.compare.loader.sigFailed, timeout=30_000):
+        _drop(w, [bad])
+    assert w.compare.view.error.isVisible()
+    assert "bad.json" in w.compare.view.error.text()
+    w.confirm_discard = lambda: True
+    w.close()

@@ -1,0 +1,162 @@
+"""GPU kernel models: regressor export, GEMM model, embedding L2 model, bundled profiles."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from predictors.devices.specs import GPU_SPECS
+from predictors.gpu import PROFILE_DIR, BUNDLED_GPUS, profile_for_device
+from predictors.gpu.build import profile_slug
+from predictors.gpu.data import neusight_dir
+from predictors.gpu.embedding_model import (EmbeddingLookupModel, embedding_bag_ms,
+                                            l2_hit_model)
+from predictors.gpu.features import FEATURE_NAMES, figures_from_spec, gemm_features
+from predictors.gpu.gemm_model import GemmKernelModel, gemm_dims
+from predictors.gpu.peaks import measured_peaks
+from predictors.gpu.regressors import MlpRegressor, TreeEnsemble, fit_gbm, fit_mlp
+from predictors.profiles import DeviceProfile, load_profile, save_profile
+
+needs_data = pytest.mark.skipif(neusight_dir() is None,
+                                reason="../shared/data/microbench/neusight-gemm is absent")
+H100 = GPU_SPECS["NVIDIA H100 80GB HBM3"]
+
+
+def _node(name, shapes, dtype="float32", out=None, out_nnz=None):
+    return {"name": f"aten::{name}", "input_shapes": shapes,
+            "input_dtypes": [dtype if len(s) != 1 or name in ("addmm",) else "int64"
+                             for s in shapes],
+            "input_nnz": [None] * len(shapes), "output_shapes": out or [],
+            "output_dtypes": [dtype] * len(out or []), "output_nnz": out_nnz or [None] * len(
+                out or [])}
+
+
+def test_tree_export_matches_sklearn():
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 5))
+    X[::17, 2] = np.nan  # missing values follow the learned direction
+    y = np.nan_to_num(X[:, 0] * 2 + np.sin(X[:, 1]) + X[:, 2])
+    sk = HistGradientBoostingRegressor(max_iter=30, random_state=0).fit(X, y)
+    ours = TreeEnsemble.from_sklearn(sk)
+    np.testing.assert_allclose(ours.predict(X), sk.predict(X), rtol=1e-9, atol=1e-9)
+    again = TreeEnsemble.from_arrays(ours.to_arrays())
+    np.testing.assert_array_equal(again.predict(X), ours.predict(X))
+
+
+def test_mlp_round_trip():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(256, 4))
+    mlp = fit_mlp(X, X[:, 0] - X[:, 1], hidden=(16,), epochs=5, batch=64)
+    again = MlpRegressor.from_arrays(mlp.to_arrays())
+    np.testing.assert_allclose(again.predict(X), mlp.predict(X), rtol=1e-5, atol=1e-6)
+
+
+def test_gemm_dims_of_aten_ops():
+    assert gemm_dims(_node("mm", [(64, 32), (32, 16)])) == (1, 64, 16, 32)
+    assert gemm_dims(_node("addmm", [(16,), (64, 32), (32, 16)])) == (1, 64, 16, 32)
+    assert gemm_dims(_node("bmm", [(8, 9, 16), (8, 16, 9)])) == (8, 9, 9, 16)
+    assert gemm_dims(_node("baddbmm", [(8, 9, 9), (8, 9, 16), (8, 16, 9)])) == (8, 9, 9, 16)
+    assert gemm_dims(_node("relu", [(8, 9)])) is None
+
+
+def _small_model(figs):
+    """A GEMM model fitted in a second on a synthetic efficiency law."""
+    rng = np.random.default_rng(0)
+    M, N, K = (np.exp(rng.uniform(3, 9, 600)) for _ in range(3))
+    X = gemm_features(np.ones(600), M, N, K, figs)
+    y = 0.3 + 2.0 * np.exp(-X[:, FEATURE_NAMES.index("log_waves_128x128")].clip(-5, 5))
+    return GemmKernelModel(figs, fit_gbm(X, y, max_iter=40))
+
+
+def test_gemm_model_predicts_ops_and_round_trips(tmp_path):
+    model = _small_model(figures_from_spec(H100))
+    nodes = [_node("mm", [(512, 1024), (1024, 256)]),
+             _node("addmm", [(256,), (512, 1024), (1024, 256)]),
+             _node("bmm", [(64, 32, 16), (64, 16, 32)]),
+             _node("baddbmm", [(64, 32, 32), (64, 32, 16), (64, 16, 32)]),
+             _node("relu", [(512, 256)]),
+             _node("mm", [(512, 1024), (1024, 256)], dtype="bfloat16")]
+    pred = model.predict_ms(nodes)
+    assert np.all(np.isfinite(pred[:4])) and np.all(pred[:4] > 0)
+    assert np.isnan(pred[4]) and np.isnan(pred[5])
+    profile = DeviceProfile(H100.name, "fitted", H100, kernel_models={"gemm": model})
+    back = load_profile(save_profile(profile, tmp_path / "h100.json"))
+    np.testing.assert_array_equal(back.kernel_models["gemm"].predict_ms(nodes), pred)
+
+
+def test_embedding_hit_rate_knows_the_distribution():
+    l2 = 40e6
+    uni = l2_hit_model(10_000_000, 128, 40960, {"kind": "uniform"}, l2)["hit_rate"]
+    z08 = l2_hit_model(10_000_000, 128, 40960, {"kind": "zipf", "alpha": 0.8}, l2)["hit_rate"]
+    z12 = l2_hit_model(10_000_000, 128, 40960, {"kind": "zipf", "alpha": 1.2}, l2)["hit_rate"]
+    assert uni < 0.01 < z08 < z12 < 1
+    small = l2_hit_model(1000, 128, 40960, None, l2)["hit_rate"]
+    assert small > 0.95  # the whole table fits: only compulsory misses
+    rates = [l2_hit_model(r, 64, 20000, {"kind": "zipf", "alpha": 1.0}, l2)["hit_rate"]
+             for r in (1e4, 1e5, 1e6, 1e7)]
+    assert rates == sorted(rates, reverse=True)
+    pk = measured_peaks(GPU_SPECS["NVIDIA A100-SXM4-40GB"])
+    fast = embedding_bag_ms(10_000_000, 128, 2048, 20, {"kind": "zipf", "alpha": 1.2}, pk)
+    slow = embedding_bag_ms(10_000_000, 128, 2048, 20, {"kind": "uniform"}, pk)
+    assert 0 < fast < slow
+
+
+def test_embedding_model_on_captured_ops(tmp_path):
+    model = EmbeddingLookupModel(measured_peaks(H100))
+    fwd = _node("_embedding_bag", [(100000, 16), (10240,), (512,)], out=[(512, 16)])
+    bwd = {"name": "aten::_embedding_bag_backward",
+           "input_shapes": [(512, 16), (10240,), (512,), (10240,), (512,), (0,)],
+           "input_dtypes": ["float32"] + ["int64"] * 5, "input_nnz": [None] * 6,
+           "output_shapes": [(100000, 16)], "output_dtypes": ["float32"],
+           "output_nnz": [10240]}
+    pred = model.predict_ms([fwd, bwd, _node("mm", [(4, 4), (4, 4)])])
+    assert np.all(np.isfinite(pred[:2])) and np.isnan(pred[2])
+    profile = DeviceProfile(H100.name, "datasheet", H100, kernel_models={"embedding": model})
+    back = load_profile(save_profile(profile, tmp_path / "p.json"))
+    np.testing.assert_array_equal(back.kernel_models["embedding"].predict_ms([fwd, bwd]),
+                                  pred[:2])
+
+
+@pytest.mark.parametrize("name", BUNDLED_GPUS)
+def test_bundled_profiles_load_and_predict(name):
+    path = PROFILE_DIR / f"{profile_slug(name)}.json"
+    assert path.is_file(), f"{path} missing: run python -m predictors kernels build-profiles"
+    profile = load_profile(path)
+    assert profile.name == name and profile.provenance.get("gemm")
+    assert set(profile.kernel_models) >= {"gemm", "embedding", "other"}
+    gemm = profile.kernel_models["gemm"]
+    sizes = 2.0 ** np.arange(8, 14)
+    ms = gemm.predict_shapes(1, sizes, sizes, sizes)
+    assert np.all(np.isfinite(ms)) and np.all(np.diff(ms) > 0)
+    # the largest square GEMM runs below the datasheet peak and above 30% of it
+    flops = 2 * sizes[-1] ** 3
+    achieved = flops / (ms[-1] / 1e3)
+    assert 0.3 * gemm.figures.peak_flops < achieved < gemm.figures.peak_flops
+    assert profile.validation.get("leave_one_gpu_out"), "validation figures missing"
+
+
+def test_unseen_gpu_from_datasheet_is_finite_and_monotone():
+    profile = profile_for_device("NVIDIA A100-SXM4-80GB")  # no bundled profile
+    assert profile.kind == "datasheet"
+    gemm = profile.kernel_models["gemm"]
+    for k in (64, 1024, 8192):
+        ms = gemm.predict_shapes(1, 2.0 ** np.arange(6, 14), 2048, k)
+        assert np.all(np.isfinite(ms)) and np.all(np.diff(ms) >= 0)
+    with pytest.raises(KeyError, match="unknown device"):
+        profile_for_device("NVIDIA GeForce 256")
+
+
+@needs_data
+def test_fit_on_a_subsample_generalizes_loosely():
+    from predictors.gpu.data import load_neusight
+    from predictors.gpu.train import gmae, training_set
+
+    ts = training_set(load_neusight())
+    rng = np.random.default_rng(0)
+    pick = rng.random(len(ts.y)) < 0.15
+    train = pick & (rng.random(len(ts.y)) < 0.8)
+    test = pick & ~train
+    reg = fit_gbm(ts.X[train], ts.y[train], max_iter=60, learning_rate=0.2)
+    pred = np.exp(reg.predict(ts.X[test])) * ts.roof_ms[test] + ts.overhead_ms[test]
+    assert gmae(pred, ts.latency_ms[test]) < 0.15

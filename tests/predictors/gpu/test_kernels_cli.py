@@ -1,0 +1,82 @@
+"""``python -m predictors kernels predict``: CSV in, CSV with pred_ms out, one-line errors."""
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+
+import pytest
+
+from paths import ROOT
+from predictors.cli import main
+
+
+def _write(path, header, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+    return path
+
+
+def _read(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_gemm_round_trip_by_reported_name(tmp_path):
+    src = _write(tmp_path / "s.csv", ["B", "M", "N", "K", "note"],
+                 [[1, 1024, 1024, 1024, "a"], [1, 4096, 4096, 4096, "b"]])
+    out = subprocess.run([sys.executable, "-m", "predictors", "kernels", "predict", "--device",
+                          "NVIDIA H100 80GB HBM3", "--op", "mm", "--in", str(src), "--out",
+                          str(tmp_path / "p.csv")], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    rows = _read(tmp_path / "p.csv")
+    assert [r["note"] for r in rows] == ["a", "b"]
+    small, big = (float(r["pred_ms"]) for r in rows)
+    assert 0 < small < big
+
+
+@pytest.mark.parametrize("op", ["bmm", "addmm", "baddbmm"])
+def test_other_gemm_ops(tmp_path, op):
+    src = _write(tmp_path / "s.csv", ["B", "M", "N", "K"], [[64, 128, 128, 64]])
+    assert main(["kernels", "predict", "--device", "Tesla V100-SXM2-32GB", "--op", op,
+                 "--in", str(src), "--out", str(tmp_path / "p.csv")]) == 0
+    assert float(_read(tmp_path / "p.csv")[0]["pred_ms"]) > 0
+
+
+def test_embedding_bag_with_distribution(tmp_path):
+    src = _write(tmp_path / "e.csv", ["rows", "dim", "batch", "pooling", "distribution",
+                                      "alpha", "backward"],
+                 [[10_000_000, 128, 2048, 20, "uniform", "", 0],
+                  [10_000_000, 128, 2048, 20, "zipf", 1.2, 0],
+                  [10_000_000, 128, 2048, 20, "uniform", "", 1]])
+    assert main(["kernels", "predict", "--device", "nvidia-a100-sxm4-40gb", "--op",
+                 "embedding_bag", "--in", str(src), "--out", str(tmp_path / "p.csv")]) == 0
+    uni, zipf, bwd = (float(r["pred_ms"]) for r in _read(tmp_path / "p.csv"))
+    assert 0 < zipf < uni and bwd > 0
+
+
+def test_errors_are_one_line(tmp_path, capsys):
+    good = _write(tmp_path / "g.csv", ["M", "N", "K"], [[8, 8, 8]])
+    assert main(["kernels", "predict", "--device", "NVIDIA GeForce 256", "--op", "mm",
+                 "--in", str(good), "--out", str(tmp_path / "o.csv")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --device: unknown device") and "\n" not in err
+    bad = _write(tmp_path / "b.csv", ["M", "N", "K"], [[8, "x", 8]])
+    assert main(["kernels", "predict", "--device", "NVIDIA H200", "--op", "mm",
+                 "--in", str(bad), "--out", str(tmp_path / "o.csv")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "line 2" in err and "'N'" in err and "\n" not in err
+    missing = _write(tmp_path / "m.csv", ["M", "K"], [[8, 8]])
+    assert main(["kernels", "predict", "--device", "NVIDIA H200", "--op", "bmm",
+                 "--in", str(missing), "--out", str(tmp_path / "o.csv")]) == 2
+    assert "missing column(s) N, B" in capsys.readouterr().err
+    assert main(["kernels", "predict", "--device", "NVIDIA H200", "--op", "mm",
+                 "--in", str(tmp_path / "nope.csv"), "--out", str(tmp_path / "o.csv")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["kernels", "predict", "--device", "NVIDIA H200", "--op", "conv2d",
+              "--in", str(good), "--out", str(tmp_path / "o.csv")])
+    assert exc.value.code == 2
