@@ -39,20 +39,24 @@ class _PredictThread(QThread):
     sigError = Signal(int, str, object)
     sigAborted = Signal(int)
 
-    def __init__(self, run_id: int, snapshot: dict, predict_fn: Callable, parent=None):
+    def __init__(self, run_id: int, snapshot: dict, predict_fn: Callable, parent=None,
+                 profile=None):
         super().__init__(parent)
         self.run_id = run_id
         self.snapshot = snapshot
         self.predict_fn = predict_fn
+        self.profile = profile
         self.cancel_event = threading.Event()
 
     def run(self) -> None:  # runs in the worker thread
         rid = self.run_id
+        # Only an explicit choice is passed, so predict functions without ``profile`` still work.
+        extra = {"profile": self.profile} if self.profile is not None else {}
         try:
             result = self.predict_fn(
                 self.snapshot,
                 progress=lambda f, stage: self.sigProgress.emit(rid, float(f), str(stage)),
-                cancelled=self.cancel_event.is_set)
+                cancelled=self.cancel_event.is_set, **extra)
         except Cancelled:
             self.sigAborted.emit(rid)
         except Exception as exc:  # every failure is reported, none kills the app
@@ -74,6 +78,7 @@ class PredictionController(QObject):
     document : object with ``snapshot() -> dict`` and a ``sigChanged`` signal, optional
     predict_fn : callable like :func:`predictors.predict.predict` (tests inject fakes)
     debounce_ms : delay after the last edit before a run starts
+    profile : what ``predict_fn`` gets as ``profile=`` (None: not passed, i.e. automatic)
 
     Signals
     -------
@@ -91,9 +96,10 @@ class PredictionController(QObject):
     sigCancelled = Signal()
 
     def __init__(self, document=None, predict_fn: Callable | None = None,
-                 debounce_ms: int = 400, parent: QObject | None = None):
+                 debounce_ms: int = 400, parent: QObject | None = None, profile=None):
         super().__init__(parent)
         self.predict_fn = predict_fn or predict
+        self.profile = profile
         self.document = None
         self.last_prediction = None
         self.last_error: BaseException | None = None
@@ -125,6 +131,16 @@ class PredictionController(QObject):
             if sig is not None:
                 sig.connect(self.schedule)
 
+    def set_profile(self, profile) -> None:
+        """Predict with ``profile`` from now on: None (the bundled profile of the platform's
+        device), ``"roofline"``, a profile name or path, or a ``DeviceProfile``.  A change
+        schedules a run when there is a document."""
+        if profile is self.profile or (isinstance(profile, str) and profile == self.profile):
+            return
+        self.profile = profile
+        if self.document is not None:
+            self.schedule()
+
     def schedule(self, *args) -> None:
         """(Re)start the debounce timer; the run starts when edits pause."""
         self._timer.start()
@@ -139,7 +155,7 @@ class PredictionController(QObject):
         snapshot = copy.deepcopy(snapshot)  # frozen: later edits never reach the worker
         self._abandon_current()
         self._run_id += 1
-        th = _PredictThread(self._run_id, snapshot, self.predict_fn)
+        th = _PredictThread(self._run_id, snapshot, self.predict_fn, profile=self.profile)
         th.sigProgress.connect(self._on_progress)
         th.sigDone.connect(self._on_done)
         th.sigError.connect(self._on_error)

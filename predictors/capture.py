@@ -86,7 +86,7 @@ class OpRecorder(TorchDispatchMode):
             output_shapes=out_shapes, output_dtypes=out_dtypes, output_nnz=out_nnz,
             scalars=[a for a in tree_flatten((args, kwargs))[0]
                      if isinstance(a, (int, float, bool)) and not isinstance(a, torch.Tensor)],
-            lookup=next((spec for t in ins if (spec := self._get(self.lookups, t))), None))
+            lookup=self._lookup_of(ins))
         for t in ins:
             src = self._get(self._producer, t)
             if src is not None and src != idx:
@@ -94,6 +94,20 @@ class OpRecorder(TorchDispatchMode):
         for t in outs:
             self._producer[id(t)] = (weakref.ref(t), idx)
         return out
+
+    def _lookup_of(self, ins) -> dict | None:
+        """The table an op reads: through its indices, or through a sparse gradient
+        that an embedding backward produced (the optimizer's sparse update)."""
+        for t in ins:
+            spec = self._get(self.lookups, t)
+            if spec is not None:
+                return spec
+        for t in ins:
+            if t.is_sparse:
+                src = self._get(self._producer, t)
+                if src is not None and self.graph.nodes[src].get("lookup"):
+                    return self.graph.nodes[src]["lookup"]
+        return None
 
     @contextmanager
     def in_phase(self, phase: str):

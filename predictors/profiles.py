@@ -62,13 +62,17 @@ class OverheadTable:
     source: str = ""
     step_s: float = 0.0  # per-iteration CPU time outside any op (Python loop, zero_grad)
 
-    def for_op(self, name: str, phase: str | None = None) -> OpOverheads:
-        """Overheads of ``name``; a ``"phase:name"`` entry (e.g. ``optimizer:aten::add_``)
-        wins over the plain name, which wins over the default."""
+    def for_op(self, name: str, phase: str | None = None,
+               previous: str | None = None) -> OpOverheads:
+        """Overheads of ``name``, most specific entry first: ``phase:name<previous`` (the
+        compute op before it on the thread), ``phase:name`` (e.g.
+        ``optimizer:aten::add_``), ``name``, then the default."""
         if phase is not None:
-            hit = self.per_op.get(f"{phase}:{name}")
-            if hit is not None:
-                return hit
+            keys = ([f"{phase}:{name}<{previous}"] if previous else []) + [f"{phase}:{name}"]
+            for key in keys:
+                hit = self.per_op.get(key)
+                if hit is not None:
+                    return hit
         return self.per_op.get(name, self.default)
 
     def to_json(self) -> dict:

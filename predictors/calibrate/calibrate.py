@@ -21,6 +21,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from ..devices.roofline import VIEW_OPS
 from ..devices.specs import local_cpu_spec
 from ..profiles import DeviceProfile, OpOverheads, OverheadTable
 from .features import MODEL_CLASSES, model_class
@@ -39,19 +40,24 @@ class CalibrationCancelled(Exception):
 def _overheads(steps) -> OverheadTable:
     """Median CPU gap before each op, per ``phase:name`` and per name; the views and the
     Python between compute ops are inside these gaps, so views themselves cost nothing."""
-    by_key, by_name, everything = defaultdict(list), defaultdict(list), []
+    by_ctx, by_key, by_name, everything = (defaultdict(list), defaultdict(list),
+                                           defaultdict(list), [])
     for step in steps:
-        for r in step.records[1:]:
-            node = r["node"]
-            by_key[f"{node['phase']}:{node['name']}"].append(r["gap_us"])
-            by_name[node["name"]].append(r["gap_us"])
-            everything.append(r["gap_us"])
+        for prev, r in zip(step.records, step.records[1:]):
+            node, gap = r["node"], r["gap_us"]
+            key = f"{node['phase']}:{node['name']}"
+            by_ctx[f"{key}<{prev['node']['name']}"].append(gap)
+            by_key[key].append(gap)
+            by_name[node["name"]].append(gap)
+            everything.append(gap)
 
     def entry(gaps):
         return OpOverheads(statistics.median(gaps) * 1e-6, 0.0, 0.0, 0.0, 0.0, len(gaps))
 
-    per_op = {k: entry(v) for k, v in by_key.items() if len(v) >= 3}
-    per_op.update({k: entry(v) for k, v in by_name.items() if len(v) >= 3})
+    # Views and metadata ops run inside the gaps measured before compute ops.
+    per_op = {f"aten::{name}": OpOverheads(0.0, 0.0, 0.0, 0.0, 0.0) for name in VIEW_OPS}
+    for table in (by_name, by_key, by_ctx):
+        per_op.update({k: entry(v) for k, v in table.items() if len(v) >= 3})
     default = entry(everything) if everything else OpOverheads(2e-6, 0, 0, 0, 0)
     tails = [s.tail_us for s in steps]
     return OverheadTable(default, per_op, 0.0, "measured: gaps between ops in profiled "
@@ -88,7 +94,7 @@ def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
         while left() > 0.55 * budget_s or i < 2:
             doc = makers[i % 2](rng, threads)
             tick(f"profiling {doc['name']}")
-            step = profile_step(doc, seed=i)
+            step = profile_step(doc, seed=i, per_event_us=per_event)
             steps.append(step)
             for r in step.records:
                 cls = model_class(r["node"])
@@ -103,7 +109,7 @@ def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
             j += 1
             if j % 10 == 0:
                 tick(f"microbenchmarks ({kind})")
-            us = run_case(fn, node["name"], per_event)
+            us = run_case(fn)
             if us == us:
                 samples[model_class(node)].append((node, us / 1e3))
     finally:

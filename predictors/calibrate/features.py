@@ -87,8 +87,10 @@ def featurize(node: dict, cls: str, device: DeviceSpec, names: list[str]) -> np.
     cost = kernel_cost(node, device)
     out_numel = sum(math.prod(s) if s else 1 for s in node["output_shapes"])
     in0 = math.prod(node["input_shapes"][0]) if node["input_shapes"] else 1
+    # ``isolated``: a microbenchmark sample (warm caches) rather than an op measured
+    # inside a training step; predictions are always in context (0).
     base = [_log(cost.flops), _log(cost.bytes), _log(out_numel), _log(in0),
-            _log(cost.seconds * 1e9)]
+            _log(cost.seconds * 1e9), float(bool(node.get("isolated")))]
     if cls == "gemm":
         b, m, n, k = _gemm_dims(node)
         extra = [_log(b), _log(m), _log(n), _log(k), _log(_gemm_flops(
@@ -112,7 +114,10 @@ def featurize(node: dict, cls: str, device: DeviceSpec, names: list[str]) -> np.
     elif cls == "sparse_update":
         shape, nnz = next((s, n) for s, n in zip(node["input_shapes"], node["input_nnz"])
                           if n is not None)
-        extra = [_log(nnz), _log(math.prod(shape[1:])), _log(shape[0])]
+        lookup = node.get("lookup") or {}
+        uf = unique_fraction(shape[0], nnz, lookup.get("distribution"))
+        extra = [_log(nnz), _log(math.prod(shape[1:])), _log(shape[0]), uf,
+                 _log(uf * nnz), _log(lookup.get("pooling", 1))]
     else:
         extra = [_log(len(node["input_shapes"])), float(node["name"].endswith("_"))]
     onehot = [float(node["name"] == n) for n in names]

@@ -64,8 +64,14 @@ def _descendants(e) -> int:
     return sum(1 + _descendants(c) for c in e.cpu_children)
 
 
-def profile_step(doc: dict, warmup: int = 2, timed: int = 3, seed: int = 0) -> StepProfile:
-    """Measure ``doc`` on the CPU: unprofiled step time, then one profiled step."""
+def profile_step(doc: dict, warmup: int = 2, timed: int = 3, seed: int = 0,
+                 per_event_us: float | None = None) -> StepProfile:
+    """Measure ``doc`` on the CPU: unprofiled step time, then one profiled step.
+
+    ``per_event_us`` is the profiler's cost per recorded event (see
+    :func:`~predictors.calibrate.microbench.profiler_overhead_us`); without it, it is
+    estimated from this step alone, which is noisier.
+    """
     platform = resolve_platform(doc["platform"])
     old = torch.get_num_threads()
     torch.set_num_threads(platform.threads)
@@ -90,7 +96,8 @@ def profile_step(doc: dict, warmup: int = 2, timed: int = 3, seed: int = 0) -> S
                     key=lambda e: (e.time_range.start, -e.time_range.end))
     step_us = statistics.median(samples)
     # Spread the profiler's own cost evenly over the events it recorded.
-    per_event = max(0.0, (profiled - step_us) / max(1, len(events)))
+    per_event = (per_event_us if per_event_us is not None
+                 else max(0.0, (profiled - step_us) / max(1, len(events))))
 
     graph = capture_training_step(build_workload(doc))
     nodes = [graph.nodes[i] for i in sorted(graph.nodes)]

@@ -79,11 +79,13 @@ def cost_op_graph(graph: nx.DiGraph, platform: Platform,
             for j, ms in zip(picked, pred):
                 if ms == ms:  # NaN: the model does not cover this op
                     seconds[j], models[j] = float(ms) / 1e3, f"{model.op_class} model"
-    ops = []
+    ops, previous = [], None
     for i, node, cost, sec, model in zip(order, nodes, costs, seconds, models):
         ops.append(CostedOp(i, node["name"], cost.category, node["thread"], node["phase"],
                             node["block"] or node["grad_fn"], shape_detail(node), sec,
                             cost.flops, cost.bytes, model,
                             tuple(sorted(graph.predecessors(i))),
-                            overheads.for_op(node["name"], node["phase"])))
+                            overheads.for_op(node["name"], node["phase"], previous)))
+        if cost.category != "view":
+            previous = node["name"]
     return CostedGraph(ops, device, overheads, platform)

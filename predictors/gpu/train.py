@@ -70,7 +70,8 @@ def fit_regressor(kind: str, X: np.ndarray, y: np.ndarray, seed: int = 0):
 
 
 def _latency(reg, ts: TrainingSet, rows: np.ndarray, overhead: np.ndarray) -> np.ndarray:
-    return np.exp(reg.predict(ts.X[rows])) * ts.roof_ms[rows] + overhead
+    # as GemmKernelModel.predict_shapes: never faster than the datasheet roofline
+    return np.maximum(np.exp(reg.predict(ts.X[rows])), 1.0) * ts.roof_ms[rows] + overhead
 
 
 def heldout_validation(ts: TrainingSet, kind: str, *, fraction: float = 0.2,

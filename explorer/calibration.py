@@ -1,0 +1,284 @@
+"""Run ▸ Calibrate This Device…: measures the local CPU in a worker thread with progress and
+cancel, and saves the profile.
+
+``calibrate_cpu`` imports torch, so it is imported in the worker, never on the GUI thread.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Callable
+
+from PySide6.QtCore import QObject, QStandardPaths, Qt, QThread, QTimer, Signal
+from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFileDialog, QFormLayout,
+                               QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton,
+                               QSpinBox, QVBoxLayout, QWidget)
+
+from .widgets import ErrorBar
+
+__all__ = ["CalibrationRunner", "CalibrationDialog", "default_profile_path"]
+
+
+def default_profile_path(threads: int) -> Path:
+    """``<AppDataLocation>/profiles/local-cpu-<threads>t.json``."""
+    base = QStandardPaths.writableLocation(QStandardPaths.AppDataLocation) or \
+        os.path.join(os.path.expanduser("~"), ".ml-dse")
+    return Path(base) / "profiles" / f"local-cpu-{threads}t.json"
+
+
+def _real_calibrate(**kwargs):
+    from predictors.calibrate.calibrate import calibrate_cpu
+    return calibrate_cpu(**kwargs)
+
+
+def _real_save(profile, path):
+    from predictors.profiles import save_profile
+    return save_profile(profile, path)
+
+
+class _CalibrateThread(QThread):
+    sigProgress = Signal(float, str)
+    sigDone = Signal(str, object)
+    sigError = Signal(str)
+    sigAborted = Signal()
+
+    def __init__(self, calibrate_fn: Callable, save_fn: Callable, threads: int,
+                 budget_s: float, path: Path, parent=None):
+        super().__init__(parent)
+        self.calibrate_fn, self.save_fn = calibrate_fn, save_fn
+        self.threads, self.budget_s, self.path = threads, budget_s, path
+        self.cancel_event = threading.Event()
+
+    def run(self) -> None:  # the worker thread
+        try:
+            profile = self.calibrate_fn(
+                threads=self.threads, budget_s=self.budget_s,
+                progress=lambda f, stage: self.sigProgress.emit(float(f), str(stage)),
+                cancelled=self.cancel_event.is_set)
+            if self.cancel_event.is_set():
+                self.sigAborted.emit()
+                return
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            path = self.save_fn(profile, self.path)
+        except Exception as exc:  # reported, never fatal
+            if self.cancel_event.is_set() or type(exc).__name__ == "CalibrationCancelled":
+                self.sigAborted.emit()
+                return
+            traceback.print_exc()
+            self.sigError.emit(f"Calibration failed: {type(exc).__name__}: {exc}")
+        else:
+            self.sigDone.emit(str(path), profile)
+
+
+class CalibrationRunner(QObject):
+    """One calibration at a time in a ``QThread``.
+
+    Parameters
+    ----------
+    calibrate_fn : like :func:`predictors.calibrate.calibrate.calibrate_cpu` (tests: fakes)
+    save_fn : like :func:`predictors.profiles.save_profile`
+
+    Signals: ``sigStarted()``, ``sigProgress(float, str)``, ``sigFinished(str path,
+    object profile)``, ``sigFailed(str)``, ``sigCancelled()``.
+    """
+
+    sigStarted = Signal()
+    sigProgress = Signal(float, str)
+    sigFinished = Signal(str, object)
+    sigFailed = Signal(str)
+    sigCancelled = Signal()
+
+    def __init__(self, calibrate_fn: Callable | None = None, save_fn: Callable | None = None,
+                 parent: QObject | None = None):
+        super().__init__(parent)
+        self.calibrate_fn = calibrate_fn or _real_calibrate
+        self.save_fn = save_fn or _real_save
+        self._thread: _CalibrateThread | None = None
+
+    def start(self, threads: int, budget_s: float, path) -> None:
+        if self.is_running():
+            raise RuntimeError("a calibration is already running")
+        th = _CalibrateThread(self.calibrate_fn, self.save_fn, int(threads), float(budget_s),
+                              Path(path))
+        th.sigProgress.connect(self.sigProgress)
+        th.sigDone.connect(self.sigFinished)
+        th.sigError.connect(self.sigFailed)
+        th.sigAborted.connect(self.sigCancelled)
+        th.finished.connect(self._on_thread_finished)
+        self._thread = th
+        self.sigStarted.emit()
+        th.start()
+
+    def is_running(self) -> bool:
+        return self._thread is not None and self._thread.isRunning()
+
+    def cancel(self) -> None:
+        if self._thread is not None:
+            self._thread.cancel_event.set()
+
+    def shutdown(self, timeout_ms: int = 15000) -> bool:
+        """Cancel and join the worker; True if it ended."""
+        th = self._thread
+        if th is None:
+            return True
+        th.cancel_event.set()
+        ok = th.wait(timeout_ms)
+        if ok:
+            self._thread = None
+            th.deleteLater()
+        return ok
+
+    def _on_thread_finished(self) -> None:
+        th = self.sender()
+        if th is self._thread:
+            self._thread = None
+        if isinstance(th, _CalibrateThread):
+            th.deleteLater()
+
+
+class CalibrationDialog(QDialog):
+    """Asks for threads, budget and output file, then runs the calibration with progress.
+
+    ``sigProfileSaved(str)`` carries the written profile's path; ``sigFailed(str)`` the error.
+    """
+
+    sigProfileSaved = Signal(str)
+    sigFailed = Signal(str)
+
+    def __init__(self, runner: CalibrationRunner, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setWindowTitle("Calibrate This Device")
+        self.setMinimumWidth(520)
+        self.runner = runner
+        self.threads = QSpinBox(self)
+        self.threads.setRange(1, max(1, os.cpu_count() or 1))
+        self.threads.setValue(1)
+        self.threads.setToolTip("Intra-op threads to measure with (match the scenario's)")
+        self.budget = QSpinBox(self)
+        self.budget.setRange(30, 7200)
+        self.budget.setSingleStep(30)
+        self.budget.setValue(600)
+        self.budget.setSuffix(" s")
+        self.budget.setToolTip("Time to spend measuring; longer budgets give better models")
+        self.path_edit = QLineEdit(str(default_profile_path(1)), self)
+        self._path_edited = False
+        browse = QPushButton("Browse…", self)
+        path_row = QHBoxLayout()
+        path_row.addWidget(self.path_edit, 1)
+        path_row.addWidget(browse)
+        form = QFormLayout()
+        form.addRow("Threads", self.threads)
+        form.addRow("Budget", self.budget)
+        form.addRow("Save to", path_row)
+        note = QLabel("Runs microbenchmarks and profiled training steps on this CPU. Keep the "
+                      "machine otherwise idle while it runs.", self)
+        note.setWordWrap(True)
+        note.setStyleSheet("color: #556;")
+        self.error = ErrorBar(self)
+        self.stage = QLabel("", self)
+        self.progress = QProgressBar(self)
+        self.progress.setRange(0, 1000)
+        self.progress.setFormat("%p%")
+        self.buttons = QDialogButtonBox(self)
+        self.start_button = self.buttons.addButton("Start", QDialogButtonBox.AcceptRole)
+        self.start_button.setDefault(True)
+        self.cancel_button = self.buttons.addButton(QDialogButtonBox.Cancel)
+        box = QVBoxLayout(self)
+        box.addWidget(note)
+        box.addLayout(form)
+        box.addWidget(self.error)
+        box.addWidget(self.stage)
+        box.addWidget(self.progress)
+        box.addWidget(self.buttons)
+        self._t0 = 0.0
+        self._set_running(False)
+        self.progress.hide()
+
+        browse.clicked.connect(self._browse)
+        self.threads.valueChanged.connect(self._on_threads)
+        self.path_edit.textEdited.connect(lambda _t: setattr(self, "_path_edited", True))
+        self.start_button.clicked.connect(self.start)
+        self.cancel_button.clicked.connect(self.cancel)
+        r = self.runner
+        r.sigProgress.connect(self._on_progress)
+        r.sigFinished.connect(self._on_finished)
+        r.sigFailed.connect(self._on_failed)
+        r.sigCancelled.connect(self._on_cancelled)
+
+    # --- actions ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        path = self.path_edit.text().strip()
+        if not path:
+            self.error.show_error("Choose a file to save the profile to.")
+            return
+        if not path.endswith(".json"):
+            path += ".json"
+            self.path_edit.setText(path)
+        self.error.clear()
+        self._t0 = time.monotonic()
+        self._set_running(True)
+        self.progress.show()
+        self.progress.setValue(0)
+        self.stage.setText("Starting…")
+        self.runner.start(self.threads.value(), self.budget.value(), path)
+
+    def cancel(self) -> None:
+        """Cancel the running calibration, or close the dialog when none runs."""
+        if self.runner.is_running():
+            self.runner.cancel()
+            self.cancel_button.setEnabled(False)
+            self.stage.setText("Cancelling…")
+        else:
+            self.reject()
+
+    def reject(self) -> None:
+        if self.runner.is_running():  # Escape or the close button: cancel first
+            self.runner.cancel()
+            self.runner.shutdown()
+        super().reject()
+
+    # --- feedback -----------------------------------------------------------------------
+
+    def _set_running(self, running: bool) -> None:
+        for w in (self.threads, self.budget, self.path_edit, self.start_button):
+            w.setEnabled(not running)
+        self.cancel_button.setEnabled(True)
+
+    def _on_progress(self, fraction: float, stage: str) -> None:
+        self.progress.setValue(int(1000 * max(0.0, min(1.0, fraction))))
+        elapsed = time.monotonic() - self._t0
+        self.stage.setText(f"{stage}… ({int(elapsed) // 60}:{int(elapsed) % 60:02d} of "
+                           f"~{self.budget.value() // 60}:{self.budget.value() % 60:02d})")
+
+    def _on_finished(self, path: str, profile) -> None:
+        self._set_running(False)
+        self.progress.setValue(1000)
+        self.stage.setText(f"Saved {path}")
+        self.sigProfileSaved.emit(path)
+        QTimer.singleShot(0, self.accept)
+
+    def _on_failed(self, message: str) -> None:
+        self._set_running(False)
+        self.stage.setText("Calibration failed")
+        self.error.show_error(message)
+        self.sigFailed.emit(message)
+
+    def _on_cancelled(self) -> None:
+        self._set_running(False)
+        self.progress.hide()
+        self.stage.setText("Calibration cancelled; nothing was saved.")
+
+    def _on_threads(self, threads: int) -> None:
+        if not self._path_edited:
+            self.path_edit.setText(str(default_profile_path(threads)))
+
+    def _browse(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save Profile As", self.path_edit.text(),
+                                              "Device profiles (*.json)")
+        if path:
+            self.path_edit.setText(path)
+            self._path_edited = True

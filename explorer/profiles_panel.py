@@ -1,0 +1,536 @@
+"""The Profiles tab: the device profiles the predictor can use, what each one is made of and
+how well it validates, and which one predictions use.
+
+The choice is a view setting (kept in ``QSettings``, never in the scenario): ``None`` for the
+bundled profile of the platform's device, ``"roofline"`` for datasheet figures only, or the
+path of a profile file.
+"""
+from __future__ import annotations
+
+import html
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QGroupBox,
+                               QHBoxLayout, QHeaderView, QLabel, QPushButton, QSplitter,
+                               QTableWidget, QTableWidgetItem, QTreeWidget, QTreeWidgetItem,
+                               QVBoxLayout, QWidget)
+
+from predictors.profiles import PROFILE_FORMAT, bundled_profiles
+
+__all__ = ["ProfileInfo", "ProfilesPanel", "read_profile_info", "KIND_LABELS", "AUTOMATIC",
+           "ROOFLINE"]
+
+AUTOMATIC = "auto"  # settings value of the automatic choice (predict gets profile=None)
+ROOFLINE = "roofline"
+KIND_LABELS = {"measured": "measured here", "fitted": "fitted from public data",
+               "datasheet": "datasheet only"}
+# (text, background) of each kind's badge
+KIND_COLORS = {"measured": ("#1b5e20", "#e3f4e4"), "fitted": ("#0d47a1", "#e3edfb"),
+               "datasheet": ("#5d4037", "#f3ede8")}
+_SETTINGS_CHOICE = "profiles/choice"
+_SETTINGS_ADDED = "profiles/added"
+
+
+@dataclass
+class ProfileInfo:
+    """What the panel shows of one profile file (read without loading its models)."""
+
+    path: Path
+    name: str = ""
+    kind: str = ""
+    device: str = ""
+    device_kind: str = ""
+    provenance: dict = field(default_factory=dict)
+    validation: dict = field(default_factory=dict)
+    kernel_models: list[str] = field(default_factory=list)
+    bundled: bool = False
+    error: str | None = None
+
+    @property
+    def kind_label(self) -> str:
+        return KIND_LABELS.get(self.kind, self.kind or "unknown")
+
+    @property
+    def title(self) -> str:
+        return self.name or self.path.stem
+
+
+def read_profile_info(path: str | os.PathLike, bundled: bool = False) -> ProfileInfo:
+    """Read the JSON part of a profile; a file that cannot be read comes back with ``error``."""
+    path = Path(path)
+    info = ProfileInfo(path, bundled=bundled)
+    try:
+        doc = json.loads(path.read_text())
+        if not isinstance(doc, dict) or doc.get("format") != PROFILE_FORMAT:
+            raise ValueError(f"not a device profile (format is not {PROFILE_FORMAT!r})")
+        device = doc.get("device") or {}
+        info.name, info.kind = str(doc.get("name", "")), str(doc.get("kind", ""))
+        info.device, info.device_kind = str(device.get("name", "")), str(device.get("kind", ""))
+        info.provenance = doc.get("provenance") or {}
+        info.validation = doc.get("validation") or {}
+        info.kernel_models = sorted(doc.get("kernel_models") or {})
+    except (OSError, ValueError, AttributeError) as exc:
+        info.error = f"{path.name}: {exc}"
+    return info
+
+
+def _percent(value) -> str:
+    if isinstance(value, (int, float)) and math.isfinite(value):
+        return f"{100 * value:.1f}"
+    return "–"
+
+
+def _format_value(key: str, value) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, float):
+        if key.lower().endswith(("gmae", "mape")) and abs(value) < 100:
+            return f"{100 * value:.1f} %"
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _fill_tree(parent: QTreeWidgetItem, value) -> None:
+    """Key/value rows of any JSON value; lists of records are labelled by their name."""
+    items = (value.items() if isinstance(value, dict) else
+             ((next((str(v[k]) for k in ("name", "scenario", "device", "op") if
+                     isinstance(v, dict) and k in v), f"[{i}]"), v)
+              for i, v in enumerate(value)))
+    for key, v in items:
+        child = QTreeWidgetItem(parent, [str(key)])
+        if isinstance(v, (dict, list)) and v:
+            if isinstance(v, list) and all(not isinstance(x, (dict, list)) for x in v):
+                child.setText(1, ", ".join(_format_value(str(key), x) for x in v))
+            else:
+                _fill_tree(child, v)
+        else:
+            child.setText(1, _format_value(str(key), v))
+        child.setToolTip(1, child.text(1))
+
+
+def _kv_tree(columns=("key", "value")) -> QTreeWidget:
+    tree = QTreeWidget()
+    tree.setHeaderLabels(list(columns))
+    tree.setAlternatingRowColors(True)
+    tree.setUniformRowHeights(True)
+    tree.header().setSectionResizeMode(0, QHeaderView.ResizeToContents)
+    tree.header().setStretchLastSection(True)
+    return tree
+
+
+class ProfileDetails(QWidget):
+    """Header, validation figures per op class, other figures and provenance of a profile."""
+
+    CLASS_COLUMNS = ("op class", "samples", "held out", "chosen", "GMAE %", "MAPE %",
+                     "other model GMAE %")
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.header = QLabel(self)
+        self.header.setTextFormat(Qt.RichText)
+        self.header.setWordWrap(True)
+        self.header.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.warning = QLabel(self)
+        self.warning.setWordWrap(True)
+        self.warning.setStyleSheet("background: #fff4e0; color: #7a4a00; border: 1px solid "
+                                   "#f0d49c; padding: 4px 8px;")
+        self.warning.hide()
+        self.classes = QTableWidget(0, len(self.CLASS_COLUMNS), self)
+        self.classes.setHorizontalHeaderLabels(list(self.CLASS_COLUMNS))
+        self.classes.verticalHeader().hide()
+        self.classes.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.classes.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.classes.setAlternatingRowColors(True)
+        hh = self.classes.horizontalHeader()
+        hh.setSectionResizeMode(QHeaderView.ResizeToContents)
+        hh.setStretchLastSection(True)
+        self.no_classes = QLabel("No per-op-class validation in this profile.", self)
+        self.no_classes.setStyleSheet("color: #667;")
+        self.other = _kv_tree(("figure", "value"))
+        self.provenance = _kv_tree()
+        validation = QGroupBox("Validation (held-out shapes)", self)
+        vbox = QVBoxLayout(validation)
+        vbox.addWidget(self.classes)
+        vbox.addWidget(self.no_classes)
+        self.other_label = QLabel("Other figures", self)
+        self.other_label.setStyleSheet("color: #445; font-weight: 600;")
+        vbox.addWidget(self.other_label)
+        vbox.addWidget(self.other)
+        prov = QGroupBox("Provenance", self)
+        QVBoxLayout(prov).addWidget(self.provenance)
+        split = QSplitter(Qt.Vertical, self)
+        split.addWidget(validation)
+        split.addWidget(prov)
+        split.setChildrenCollapsible(False)
+        split.setSizes([300, 220])
+        box = QVBoxLayout(self)
+        box.setContentsMargins(0, 0, 0, 0)
+        box.addWidget(self.header)
+        box.addWidget(self.warning)
+        box.addWidget(split, 1)
+        self.show_info(None)
+
+    def show_info(self, info: ProfileInfo | None, warning: str = "") -> None:
+        self.classes.setRowCount(0)
+        self.other.clear()
+        self.provenance.clear()
+        self.warning.setVisible(bool(warning))
+        self.warning.setText(warning)
+        if info is None:
+            self.header.setText("<p style='color:#667'>Select a profile to see where it comes "
+                                "from and how well it validates.</p>")
+            self._show_other(False)
+            self.no_classes.show()
+            self.classes.hide()
+            return
+        fg, bg = KIND_COLORS.get(info.kind, ("#333", "#eee"))
+        models = ", ".join(info.kernel_models) or "none (roofline)"
+        self.header.setText(
+            f"<div style='font-size:15px; font-weight:600'>{html.escape(info.title)} "
+            f"<span style='background:{bg}; color:{fg}; font-size:12px; font-weight:500'>"
+            f"&nbsp;{html.escape(info.kind_label)}&nbsp;</span></div>"
+            f"<div style='color:#445'>device: {html.escape(info.device or '?')}"
+            f" · learned kernel models: {html.escape(models)}</div>"
+            f"<div style='color:#778'>{'bundled · ' if info.bundled else ''}"
+            f"{html.escape(str(info.path))}</div>")
+        if info.error:
+            self.warning.setText(info.error)
+            self.warning.show()
+        classes = info.validation.get("classes")
+        classes = classes if isinstance(classes, dict) else {}
+        self._fill_classes(classes)
+        other = {k: v for k, v in info.validation.items() if k != "classes"}
+        if other:
+            _fill_tree(self.other.invisibleRootItem(), other)
+            self.other.expandToDepth(1)
+        self._show_other(bool(other))
+        _fill_tree(self.provenance.invisibleRootItem(), info.provenance)
+        self.provenance.expandToDepth(0)
+
+    def _show_other(self, visible: bool) -> None:
+        self.other.setVisible(visible)
+        self.other_label.setVisible(visible)
+
+    def _fill_classes(self, classes: dict) -> None:
+        self.classes.setVisible(bool(classes))
+        self.no_classes.setVisible(not classes)
+        self.classes.setRowCount(len(classes))
+        for row, (name, m) in enumerate(sorted(classes.items())):
+            m = m if isinstance(m, dict) else {}
+            chosen = str(m.get("chosen", ""))
+            best = m.get(chosen) if isinstance(m.get(chosen), dict) else {}
+            others = [f"{k} {_percent(v.get('gmae'))}" for k, v in m.items()
+                      if k != chosen and isinstance(v, dict) and "gmae" in v]
+            cells = [name, m.get("samples", ""), m.get("held_out", ""), chosen,
+                     _percent(best.get("gmae")), _percent(best.get("mape")), ", ".join(others)]
+            for col, value in enumerate(cells):
+                item = QTableWidgetItem(str(value))
+                if col in (1, 2, 4, 5):
+                    item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+                self.classes.setItem(row, col, item)
+        rows = min(len(classes), 8)
+        self.classes.setMinimumHeight(self.classes.horizontalHeader().height() + 4 +
+                                      rows * self.classes.verticalHeader().defaultSectionSize())
+
+
+class ProfilesPanel(QWidget):
+    """Lists bundled and added profiles, shows the selected one, and holds the choice of
+    profile for predictions.
+
+    Parameters
+    ----------
+    settings : where the choice and the added profiles persist
+
+    Signals
+    -------
+    sigChoiceChanged(object)   what ``predict`` gets as ``profile``: None, "roofline" or a path
+    sigError(str)              a profile file that could not be read
+    sigCalibrateRequested()    the user asked to calibrate this device
+    """
+
+    sigChoiceChanged = Signal(object)
+    sigError = Signal(str)
+    sigCalibrateRequested = Signal()
+
+    def __init__(self, settings: QSettings, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.settings = settings
+        self.infos: list[ProfileInfo] = []
+        self.platform: dict | None = None
+        self.choice_combo = QComboBox(self)
+        self.choice_combo.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.choice_combo.setMinimumContentsLength(24)
+        self.resolved = QLabel(self)
+        self.resolved.setWordWrap(True)
+        self.resolved.setStyleSheet("color: #445;")
+        self.tree = QTreeWidget(self)
+        self.tree.setHeaderLabels(["profile", "kind"])
+        self.tree.setRootIsDecorated(False)
+        self.tree.setUniformRowHeights(True)
+        self.tree.header().setSectionResizeMode(0, QHeaderView.Stretch)
+        self.tree.header().setSectionResizeMode(1, QHeaderView.ResizeToContents)
+        self.add_button = QPushButton("Add Profile…", self)
+        self.add_button.setToolTip("Add a device profile file (JSON) to this list")
+        self.remove_button = QPushButton("Remove", self)
+        self.remove_button.setToolTip("Remove an added profile from this list (the file stays)")
+        self.use_button = QPushButton("Use for Predictions", self)
+        self.calibrate_button = QPushButton("Calibrate This Device…", self)
+        self.details = ProfileDetails(self)
+
+        choose = QGroupBox("Predictions use", self)
+        cbox = QVBoxLayout(choose)
+        cbox.addWidget(self.choice_combo)
+        cbox.addWidget(self.resolved)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.add_button)
+        buttons.addWidget(self.remove_button)
+        buttons.addStretch(1)
+        left = QWidget(self)
+        lbox = QVBoxLayout(left)
+        lbox.setContentsMargins(0, 0, 0, 0)
+        lbox.addWidget(choose)
+        lbox.addWidget(QLabel("<b>Profiles</b>", self))
+        lbox.addWidget(self.tree, 1)
+        lbox.addLayout(buttons)
+        lbox.addWidget(self.use_button)
+        lbox.addWidget(self.calibrate_button)
+        split = QSplitter(Qt.Horizontal, self)
+        split.addWidget(left)
+        split.addWidget(self.details)
+        split.setChildrenCollapsible(False)
+        split.setStretchFactor(1, 1)
+        split.setSizes([330, 700])
+        box = QVBoxLayout(self)
+        box.setContentsMargins(10, 10, 10, 10)
+        box.addWidget(split)
+
+        self.tree.currentItemChanged.connect(self._on_selected)
+        self.choice_combo.activated.connect(self._on_choice_activated)
+        self.add_button.clicked.connect(self.add_dialog)
+        self.remove_button.clicked.connect(self.remove_selected)
+        self.use_button.clicked.connect(self._use_selected)
+        self.calibrate_button.clicked.connect(self.sigCalibrateRequested)
+        self._choice = self._stored_choice()
+        self.reload()
+
+    # --- the list -----------------------------------------------------------------------
+
+    def added_paths(self) -> list[str]:
+        value = self.settings.value(_SETTINGS_ADDED, [])
+        if isinstance(value, str):
+            value = [value]
+        return [str(v) for v in (value or [])]
+
+    def reload(self) -> None:
+        """Re-read the bundled profiles and the added ones."""
+        current = self.selected()
+        bundled = [read_profile_info(p, bundled=True) for p in bundled_profiles()]
+        seen = {str(i.path.resolve()) for i in bundled}
+        added = [read_profile_info(p) for p in self.added_paths()
+                 if str(Path(p).resolve()) not in seen and Path(p).exists()]
+        self.infos = bundled + added
+        self.tree.clear()
+        for info in self.infos:
+            item = QTreeWidgetItem(self.tree, [info.title, info.kind_label])
+            item.setData(0, Qt.UserRole, str(info.path))
+            item.setToolTip(0, f"{info.device}\n{info.path}")
+            fg, bg = KIND_COLORS.get(info.kind, ("#333", "#eee"))
+            item.setForeground(1, QBrush(QColor(fg)))
+            item.setBackground(1, QBrush(QColor(bg)))
+            if info.error:
+                item.setForeground(0, QBrush(QColor("#a4161a")))
+                item.setToolTip(0, info.error)
+            if not info.bundled:
+                font = QFont(item.font(0))
+                font.setItalic(True)
+                item.setFont(0, font)
+        if not self.infos:
+            self.tree.addTopLevelItem(QTreeWidgetItem(["(no profiles yet)", ""]))
+        self._fill_choices()
+        if current is not None:
+            self.select_profile(current.path)
+        elif self.infos:
+            self.select_profile(self.infos[0].path)
+        self._update_buttons()
+
+    def info_for(self, path) -> ProfileInfo | None:
+        key = str(Path(path).resolve())
+        return next((i for i in self.infos if str(i.path.resolve()) == key), None)
+
+    def selected(self) -> ProfileInfo | None:
+        item = self.tree.currentItem()
+        path = item.data(0, Qt.UserRole) if item is not None else None
+        return self.info_for(path) if path else None
+
+    def select_profile(self, path) -> bool:
+        key = str(Path(path).resolve())
+        for i in range(self.tree.topLevelItemCount()):
+            item = self.tree.topLevelItem(i)
+            data = item.data(0, Qt.UserRole)
+            if data and str(Path(data).resolve()) == key:
+                self.tree.setCurrentItem(item)
+                return True
+        return False
+
+    def add_profile(self, path, select: bool = True) -> ProfileInfo | None:
+        """Add a profile file to the list (remembered); None, with ``sigError``, if it
+        cannot be read."""
+        path = Path(path).resolve()
+        info = read_profile_info(path)
+        if info.error:
+            self.sigError.emit(f"Could not add the profile: {info.error}")
+            return None
+        if self.info_for(path) is None:
+            self.settings.setValue(_SETTINGS_ADDED, self.added_paths() + [str(path)])
+        self.reload()
+        if select:
+            self.select_profile(path)
+        return self.info_for(path)
+
+    def add_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Add Device Profile", "",
+                                              "Device profiles (*.json);;All files (*)")
+        if path:
+            self.add_profile(path)
+
+    def remove_selected(self) -> None:
+        info = self.selected()
+        if info is None or info.bundled:
+            return
+        key = str(info.path.resolve())
+        self.settings.setValue(_SETTINGS_ADDED, [p for p in self.added_paths()
+                                                 if str(Path(p).resolve()) != key])
+        if self._choice == str(info.path):
+            self.set_choice(None)
+        self.reload()
+
+    # --- the choice ---------------------------------------------------------------------
+
+    def _stored_choice(self):
+        value = str(self.settings.value(_SETTINGS_CHOICE, AUTOMATIC) or AUTOMATIC)
+        if value == AUTOMATIC:
+            return None
+        if value != ROOFLINE and not Path(value).exists():
+            return None  # the file went away: fall back to the automatic choice
+        return value
+
+    def choice(self):
+        """What predictions use: None (automatic), ``"roofline"`` or a profile path."""
+        return self._choice
+
+    def set_choice(self, choice) -> None:
+        """Choose None, ``"roofline"`` or a profile path (added to the list if new)."""
+        if choice not in (None, ROOFLINE):
+            choice = str(Path(choice).resolve())
+            if self.info_for(choice) is None and self.add_profile(choice, False) is None:
+                return
+        self.settings.setValue(_SETTINGS_CHOICE, choice or AUTOMATIC)
+        changed = choice != self._choice
+        self._choice = choice
+        self._fill_choices()
+        if changed:
+            self.sigChoiceChanged.emit(choice)
+
+    def set_platform(self, platform: dict | None) -> None:
+        """Follow the scenario's platform (the automatic choice depends on it)."""
+        self.platform = platform
+        self._update_resolved()
+        self._on_selected(self.tree.currentItem())
+
+    def automatic_info(self) -> ProfileInfo | None:
+        """The bundled profile that the automatic choice picks for the current platform."""
+        if not self.platform:
+            return None
+        try:
+            from predictors.devices.platforms import resolve_platform
+            from predictors.profiles import default_profile
+            p = resolve_platform(self.platform)
+            prof = default_profile(p.device, "cpu" if p.device == "cpu" else "gpu", p.threads)
+        except Exception:  # an invalid platform: the scenario's error bar says why
+            return None
+        if prof is None:
+            return None
+        return next((i for i in self.infos if i.bundled and i.name == prof.name), None) or \
+            ProfileInfo(Path(prof.name), prof.name, prof.kind, prof.device.name, bundled=True)
+
+    def choice_text(self) -> str:
+        """The profile in use, in words, for the status area."""
+        if self._choice == ROOFLINE:
+            return "datasheet roofline"
+        if self._choice is None:
+            info = self.automatic_info()
+            return (f"{info.title} ({info.kind_label})" if info else
+                    "datasheet roofline (automatic: none bundled)")
+        info = self.info_for(self._choice)
+        return f"{info.title} ({info.kind_label})" if info else Path(self._choice).stem
+
+    def _fill_choices(self) -> None:
+        combo = self.choice_combo
+        combo.blockSignals(True)
+        combo.clear()
+        combo.addItem("Automatic (bundled profile for the platform's device)", AUTOMATIC)
+        combo.addItem("Datasheet roofline", ROOFLINE)
+        if self.infos:
+            combo.insertSeparator(combo.count())
+        for info in self.infos:
+            if not info.error:
+                combo.addItem(f"{info.title} — {info.kind_label}", str(info.path))
+        index = combo.findData(self._choice or AUTOMATIC)
+        combo.setCurrentIndex(max(0, index))
+        combo.blockSignals(False)
+        self._update_resolved()
+
+    def _update_resolved(self) -> None:
+        text = "→ " + self.choice_text()
+        if self._choice is None and self.platform:
+            text += f"  (for {self._device_words()})"
+        self.resolved.setText(text)
+
+    def _device_words(self) -> str:
+        try:
+            from predictors.devices.platforms import resolve_platform
+            p = resolve_platform(self.platform)
+        except Exception:
+            return "this platform"
+        return f"local CPU, {p.threads} thread(s)" if p.device == "cpu" else p.device
+
+    def _on_choice_activated(self, index: int) -> None:
+        data = self.choice_combo.itemData(index)
+        self.set_choice(None if data == AUTOMATIC else data)
+
+    def _use_selected(self) -> None:
+        info = self.selected()
+        if info is not None and not info.error:
+            self.set_choice(str(info.path))
+
+    def _on_selected(self, item, previous=None) -> None:
+        info = self.selected()
+        self.details.show_info(info, self._mismatch(info))
+        self._update_buttons()
+
+    def _mismatch(self, info: ProfileInfo | None) -> str:
+        """A warning when a profile describes another kind of device than the platform's."""
+        if info is None or info.error or not self.platform:
+            return ""
+        try:
+            from predictors.devices.platforms import resolve_platform
+            p = resolve_platform(self.platform)
+        except Exception:
+            return ""
+        if (p.device == "cpu") == (info.device_kind == "cpu") and \
+                (p.device == "cpu" or p.device == info.device):
+            return ""
+        return (f"This profile describes {info.device or 'another device'}; the platform's "
+                f"device is {self._device_words()}. Predictions with it use its device figures.")
+
+    def _update_buttons(self) -> None:
+        info = self.selected()
+        self.remove_button.setEnabled(info is not None and not info.bundled)
+        self.use_button.setEnabled(info is not None and not info.error
+                                   and self._choice != str(info.path))
