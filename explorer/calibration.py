@@ -12,7 +12,7 @@ import traceback
 from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import QObject, QStandardPaths, Qt, QThread, QTimer, Signal
+from PySide6.QtCore import QObject, QStandardPaths, QThread, QTimer, Signal
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFileDialog, QFormLayout,
                                QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton,
                                QSpinBox, QVBoxLayout, QWidget)

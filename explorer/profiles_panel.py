@@ -14,11 +14,12 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtCore import QRect, QSettings, QSize, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QGroupBox,
-                               QHBoxLayout, QHeaderView, QLabel, QPushButton, QSplitter,
-                               QTableWidget, QTableWidgetItem, QTreeWidget, QTreeWidgetItem,
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QFrame,
+                               QGridLayout, QGroupBox, QHeaderView, QLabel, QPushButton,
+                               QScrollArea, QSplitter, QStyledItemDelegate, QTableWidget,
+                               QTableWidgetItem, QTreeWidget, QTreeWidgetItem,
                                QVBoxLayout, QWidget)
 
 from predictors.profiles import PROFILE_FORMAT, bundled_profiles
@@ -30,6 +31,8 @@ AUTOMATIC = "auto"  # settings value of the automatic choice (predict gets profi
 ROOFLINE = "roofline"
 KIND_LABELS = {"measured": "measured here", "fitted": "fitted from public data",
                "datasheet": "datasheet only"}
+KIND_SHORT = {"measured": "measured here", "fitted": "fitted (public)",
+              "datasheet": "datasheet only"}  # the list column; tooltips say it in full
 # (text, background) of each kind's badge
 KIND_COLORS = {"measured": ("#1b5e20", "#e3f4e4"), "fitted": ("#0d47a1", "#e3edfb"),
                "datasheet": ("#5d4037", "#f3ede8")}
@@ -96,39 +99,69 @@ def _format_value(key: str, value) -> str:
     return str(value)
 
 
-def _fill_tree(parent: QTreeWidgetItem, value) -> None:
-    """Key/value rows of any JSON value; lists of records are labelled by their name."""
+def _is_scalar(v) -> bool:
+    return not isinstance(v, (dict, list))
+
+
+def _fill_tree(parent: QTreeWidgetItem, value, depth: int = 0) -> None:
+    """Key/value rows of any JSON value.  Lists of records are labelled by their name; a
+    small record of plain figures also reads as one line (``n 1350 · gmae 3.2 %``)."""
     items = (value.items() if isinstance(value, dict) else
              ((next((str(v[k]) for k in ("name", "scenario", "device", "op") if
                      isinstance(v, dict) and k in v), f"[{i}]"), v)
               for i, v in enumerate(value)))
     for key, v in items:
-        child = QTreeWidgetItem(parent, [str(key)])
+        key = str(key)
+        child = QTreeWidgetItem(parent, [key])
         if isinstance(v, (dict, list)) and v:
-            if isinstance(v, list) and all(not isinstance(x, (dict, list)) for x in v):
-                child.setText(1, ", ".join(_format_value(str(key), x) for x in v))
+            if isinstance(v, list) and all(_is_scalar(x) for x in v):
+                child.setText(1, ", ".join(_format_value(key, x) for x in v))
             else:
-                _fill_tree(child, v)
+                if isinstance(v, dict) and len(v) <= 6 and all(_is_scalar(x) for x in v.values()):
+                    child.setText(1, " · ".join(f"{k} {_format_value(str(k), x)}"
+                                                for k, x in v.items()))
+                _fill_tree(child, v, depth + 1)
+                child.setExpanded(not child.text(1) and depth < 2)
         else:
-            child.setText(1, _format_value(str(key), v))
+            child.setText(1, _format_value(key, v))
         child.setToolTip(1, child.text(1))
+
+
+class _WrappingDelegate(QStyledItemDelegate):
+    """Rows as tall as their wrapped value (QTreeView does not grow wrapped rows itself)."""
+
+    def __init__(self, tree: QTreeWidget):
+        super().__init__(tree)
+        self.tree = tree
+
+    def sizeHint(self, option, index):
+        hint = super().sizeHint(option, index)
+        if index.column() != 1:
+            return hint
+        width = max(40, self.tree.header().sectionSize(1) - 8)
+        rect = option.fontMetrics.boundingRect(QRect(0, 0, width, 100000), Qt.TextWordWrap,
+                                               str(index.data() or ""))
+        return QSize(hint.width(), max(hint.height(), rect.height() + 4))
 
 
 def _kv_tree(columns=("key", "value")) -> QTreeWidget:
     tree = QTreeWidget()
+    tree.setMinimumHeight(60)
     tree.setHeaderLabels(list(columns))
     tree.setAlternatingRowColors(True)
-    tree.setUniformRowHeights(True)
+    tree.setWordWrap(True)  # provenance values are often sentences
+    tree.setUniformRowHeights(False)
+    tree.setItemDelegate(_WrappingDelegate(tree))
     tree.header().setSectionResizeMode(0, QHeaderView.ResizeToContents)
     tree.header().setStretchLastSection(True)
+    tree.header().sectionResized.connect(lambda *a: tree.doItemsLayout())
     return tree
 
 
 class ProfileDetails(QWidget):
     """Header, validation figures per op class, other figures and provenance of a profile."""
 
-    CLASS_COLUMNS = ("op class", "samples", "held out", "chosen", "GMAE %", "MAPE %",
-                     "other model GMAE %")
+    CLASS_COLUMNS = ("op class", "samples", "held out", "model", "GMAE %", "MAPE %")
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -144,9 +177,11 @@ class ProfileDetails(QWidget):
         self.classes = QTableWidget(0, len(self.CLASS_COLUMNS), self)
         self.classes.setHorizontalHeaderLabels(list(self.CLASS_COLUMNS))
         self.classes.verticalHeader().hide()
+        self.classes.verticalHeader().setDefaultSectionSize(22)
         self.classes.setEditTriggers(QAbstractItemView.NoEditTriggers)
         self.classes.setSelectionBehavior(QAbstractItemView.SelectRows)
         self.classes.setAlternatingRowColors(True)
+        self.classes.setVerticalScrollMode(QAbstractItemView.ScrollPerPixel)
         hh = self.classes.horizontalHeader()
         hh.setSectionResizeMode(QHeaderView.ResizeToContents)
         hh.setStretchLastSection(True)
@@ -156,6 +191,7 @@ class ProfileDetails(QWidget):
         self.provenance = _kv_tree()
         validation = QGroupBox("Validation (held-out shapes)", self)
         vbox = QVBoxLayout(validation)
+        vbox.setContentsMargins(6, 4, 6, 6)
         vbox.addWidget(self.classes)
         vbox.addWidget(self.no_classes)
         self.other_label = QLabel("Other figures", self)
@@ -163,12 +199,15 @@ class ProfileDetails(QWidget):
         vbox.addWidget(self.other_label)
         vbox.addWidget(self.other)
         prov = QGroupBox("Provenance", self)
-        QVBoxLayout(prov).addWidget(self.provenance)
+        pbox = QVBoxLayout(prov)
+        pbox.setContentsMargins(6, 4, 6, 6)
+        pbox.addWidget(self.provenance)
         split = QSplitter(Qt.Vertical, self)
         split.addWidget(validation)
         split.addWidget(prov)
         split.setChildrenCollapsible(False)
-        split.setSizes([300, 220])
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 2)
         box = QVBoxLayout(self)
         box.setContentsMargins(0, 0, 0, 0)
         box.addWidget(self.header)
@@ -208,10 +247,8 @@ class ProfileDetails(QWidget):
         other = {k: v for k, v in info.validation.items() if k != "classes"}
         if other:
             _fill_tree(self.other.invisibleRootItem(), other)
-            self.other.expandToDepth(1)
         self._show_other(bool(other))
         _fill_tree(self.provenance.invisibleRootItem(), info.provenance)
-        self.provenance.expandToDepth(0)
 
     def _show_other(self, visible: bool) -> None:
         self.other.setVisible(visible)
@@ -225,18 +262,31 @@ class ProfileDetails(QWidget):
             m = m if isinstance(m, dict) else {}
             chosen = str(m.get("chosen", ""))
             best = m.get(chosen) if isinstance(m.get(chosen), dict) else {}
-            others = [f"{k} {_percent(v.get('gmae'))}" for k, v in m.items()
-                      if k != chosen and isinstance(v, dict) and "gmae" in v]
             cells = [name, m.get("samples", ""), m.get("held_out", ""), chosen,
-                     _percent(best.get("gmae")), _percent(best.get("mape")), ", ".join(others)]
+                     _percent(best.get("gmae")), _percent(best.get("mape"))]
+            tip = (f"{name}: {m.get('samples', '?')} samples, {m.get('held_out', '?')} held "
+                   f"out; model used: {chosen or '?'}" +
+                   "".join(f"\n{k}: GMAE {_percent(v.get('gmae'))} %, MAPE "
+                           f"{_percent(v.get('mape'))} %" for k, v in m.items()
+                           if isinstance(v, dict) and "gmae" in v))
             for col, value in enumerate(cells):
                 item = QTableWidgetItem(str(value))
+                item.setToolTip(tip)
                 if col in (1, 2, 4, 5):
                     item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
                 self.classes.setItem(row, col, item)
-        rows = min(len(classes), 8)
-        self.classes.setMinimumHeight(self.classes.horizontalHeader().height() + 4 +
-                                      rows * self.classes.verticalHeader().defaultSectionSize())
+        self.classes.horizontalHeaderItem(4).setToolTip(
+            "Geometric mean of |predicted / measured - 1| on held-out shapes")
+        self.classes.horizontalHeaderItem(5).setToolTip("Mean of |predicted / measured - 1|")
+        self.classes.horizontalHeaderItem(3).setToolTip("The model the profile uses (mlp or "
+                                                        "gbm); hover a row for both")
+        # As tall as its rows (up to 6), so the figures below keep their room.
+        rows = min(len(classes), 6)
+        height = (self.classes.horizontalHeader().sizeHint().height()
+                  + 2 * self.classes.frameWidth()
+                  + rows * self.classes.verticalHeader().defaultSectionSize())
+        self.classes.setMinimumHeight(min(height, 90))
+        self.classes.setMaximumHeight(height)
 
 
 class ProfilesPanel(QWidget):
@@ -273,24 +323,30 @@ class ProfilesPanel(QWidget):
         self.tree.setHeaderLabels(["profile", "kind"])
         self.tree.setRootIsDecorated(False)
         self.tree.setUniformRowHeights(True)
+        self.tree.setTextElideMode(Qt.ElideMiddle)  # "NVIDIA A1…-40GB" tells GPUs apart
         self.tree.header().setSectionResizeMode(0, QHeaderView.Stretch)
         self.tree.header().setSectionResizeMode(1, QHeaderView.ResizeToContents)
         self.add_button = QPushButton("Add Profile…", self)
         self.add_button.setToolTip("Add a device profile file (JSON) to this list")
         self.remove_button = QPushButton("Remove", self)
         self.remove_button.setToolTip("Remove an added profile from this list (the file stays)")
-        self.use_button = QPushButton("Use for Predictions", self)
-        self.calibrate_button = QPushButton("Calibrate This Device…", self)
+        self.use_button = QPushButton("Use This Profile", self)
+        self.calibrate_button = QPushButton("Calibrate…", self)
         self.details = ProfileDetails(self)
 
         choose = QGroupBox("Predictions use", self)
         cbox = QVBoxLayout(choose)
         cbox.addWidget(self.choice_combo)
         cbox.addWidget(self.resolved)
-        buttons = QHBoxLayout()
-        buttons.addWidget(self.add_button)
-        buttons.addWidget(self.remove_button)
-        buttons.addStretch(1)
+        self.use_button.setToolTip("Predict with the selected profile")
+        self.calibrate_button.setToolTip("Measure this CPU and make a profile of it")
+        self.tree.setMinimumHeight(70)
+        buttons = QGridLayout()
+        buttons.setSpacing(4)
+        buttons.addWidget(self.add_button, 0, 0)
+        buttons.addWidget(self.remove_button, 0, 1)
+        buttons.addWidget(self.use_button, 1, 0)
+        buttons.addWidget(self.calibrate_button, 1, 1)
         left = QWidget(self)
         lbox = QVBoxLayout(left)
         lbox.setContentsMargins(0, 0, 0, 0)
@@ -298,14 +354,18 @@ class ProfilesPanel(QWidget):
         lbox.addWidget(QLabel("<b>Profiles</b>", self))
         lbox.addWidget(self.tree, 1)
         lbox.addLayout(buttons)
-        lbox.addWidget(self.use_button)
-        lbox.addWidget(self.calibrate_button)
         split = QSplitter(Qt.Horizontal, self)
+        # Scrolls instead of forcing its minimum height on the window (1280x800 must fit).
+        scroll = QScrollArea(self)
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.NoFrame)
+        scroll.setWidget(self.details)
         split.addWidget(left)
-        split.addWidget(self.details)
+        split.addWidget(scroll)
         split.setChildrenCollapsible(False)
         split.setStretchFactor(1, 1)
-        split.setSizes([330, 700])
+        left.setMinimumWidth(240)
+        split.setSizes([250, 700])
         box = QVBoxLayout(self)
         box.setContentsMargins(10, 10, 10, 10)
         box.addWidget(split)
@@ -337,7 +397,9 @@ class ProfilesPanel(QWidget):
         self.infos = bundled + added
         self.tree.clear()
         for info in self.infos:
-            item = QTreeWidgetItem(self.tree, [info.title, info.kind_label])
+            item = QTreeWidgetItem(self.tree, [info.title, KIND_SHORT.get(info.kind,
+                                                                          info.kind_label)])
+            item.setToolTip(1, info.kind_label)
             item.setData(0, Qt.UserRole, str(info.path))
             item.setToolTip(0, f"{info.device}\n{info.path}")
             fg, bg = KIND_COLORS.get(info.kind, ("#333", "#eee"))
@@ -487,9 +549,15 @@ class ProfilesPanel(QWidget):
         self._update_resolved()
 
     def _update_resolved(self) -> None:
-        text = "→ " + self.choice_text()
-        if self._choice is None and self.platform:
-            text += f"  (for {self._device_words()})"
+        if self._choice is None:
+            text = f"→ {self.choice_text()}"
+            if self.platform:
+                text += f" for {self._device_words()}"
+        elif self._choice == ROOFLINE:
+            text = "Peak FLOP/s and bandwidth from datasheets; no learned kernel models."
+        else:
+            info = self.info_for(self._choice)
+            text = f"device: {info.device}" if info else self._choice
         self.resolved.setText(text)
 
     def _device_words(self) -> str:

@@ -76,6 +76,8 @@ class SummaryPanel(QWidget):
         self.active = _Figure("device active")
         self.ops = _Figure("ops")
         self.where = _Figure("platform")
+        # The device name can be long; wrapping keeps the dock (and the window) narrow.
+        self.where.caption.setWordWrap(True)
         figures = QHBoxLayout()
         figures.setSpacing(8)
         for f in (self.iteration, self.active, self.ops, self.where):

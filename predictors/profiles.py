@@ -106,7 +106,8 @@ class KernelModel(Protocol):
 # type name -> class with a ``from_json(meta, arrays)`` classmethod; model modules register
 # themselves on import, and :func:`load_profile` imports the modules listed here first.
 KERNEL_MODEL_TYPES: dict[str, type] = {}
-KERNEL_MODEL_MODULES = ["predictors.calibrate.models"]
+KERNEL_MODEL_MODULES = ["predictors.calibrate.models", "predictors.gpu.gemm_model",
+                        "predictors.gpu.embedding_model", "predictors.gpu.roofline_model"]
 
 
 @dataclass

@@ -90,14 +90,16 @@ def test_bundled_and_added_profiles_with_kinds_provenance_and_validation(qtbot, 
     qtbot.addWidget(panel)
     panel.resize(1000, 600)
     kinds = [panel.tree.topLevelItem(i).text(1) for i in range(panel.tree.topLevelItemCount())]
-    assert kinds == ["fitted from public data", "datasheet only"]
+    assert kinds == ["fitted (public)", "datasheet only"]
+    assert panel.tree.topLevelItem(0).toolTip(1) == "fitted from public data"
 
     # A GPU profile's unknown validation keys show as a key/value tree.
     panel.select_profile(gpu)
     d = panel.details
     assert d.classes.isHidden() and not d.other.isHidden()
     rows = tree_texts(d.other)
-    assert ("gmae", "8.3 %") in rows and ("dlrm-v100-8x", "") in rows
+    assert ("A100", "gmae 8.3 %") in rows and ("gmae", "8.3 %") in rows
+    assert ("dlrm-v100-8x", "name dlrm-v100-8x · iteration_error 0.071") in rows
     assert ("data", "neusight-gemm, datasheet") in tree_texts(d.provenance)
     assert "fitted from public data" in d.header.text()
 
@@ -162,6 +164,7 @@ def make_window(qtbot, tmp_path):
 
     def make(**kwargs):
         w = MainWindow(None, settings=settings_in(tmp_path), debounce_ms=20, **kwargs)
+        w.confirm_discard = lambda: True  # never a modal "save changes?" in a test
         qtbot.addWidget(w)
         w.resize(1280, 800)
         w.show()
@@ -170,7 +173,6 @@ def make_window(qtbot, tmp_path):
 
     yield make
     for w in windows:
-        w.confirm_discard = lambda: True
         w.close()
         assert not any(t.isRunning() for t in list(w.controller._threads))
         assert not w.profiles.runner.is_running()
@@ -215,18 +217,21 @@ class FakeCalibration:
     def __init__(self, steps=15, error=None):
         self.steps, self.error = steps, error
         self.threads = []
-        self.started = threading.Event()
+        self.started, self.ended = threading.Event(), threading.Event()
 
     def __call__(self, threads=1, budget_s=600.0, progress=None, cancelled=None):
         self.threads.append(threading.current_thread())
         self.started.set()
-        for k in range(self.steps):
-            if cancelled():
-                raise RuntimeError("CalibrationCancelled stand-in")
-            progress(k / self.steps, f"microbenchmarks ({k})")
-            time.sleep(0.01)
-        if self.error is not None:
-            raise self.error
+        try:
+            for k in range(self.steps):
+                if cancelled():
+                    raise RuntimeError("CalibrationCancelled stand-in")
+                progress(k / self.steps, f"microbenchmarks ({k})")
+                time.sleep(0.01)
+            if self.error is not None:
+                raise self.error
+        finally:
+            self.ended.set()
         return DeviceProfile(f"local CPU, {threads} thread", "measured", cpu_spec(threads),
                              provenance=dict(CPU_PROVENANCE, threads=threads,
                                              budget_s=budget_s),
@@ -277,7 +282,7 @@ def test_cancel_stops_the_calibration_and_saves_nothing(make_window, qtbot, tmp_
         dialog.cancel_button.click()
     assert time.monotonic() - t0 < 3
     qtbot.waitUntil(lambda: not w.profiles.runner.is_running(), timeout=3_000)
-    assert not fake.threads[0].is_alive() or fake.threads[0].join(2) is None
+    assert fake.ended.is_set()
     assert not out.exists()
     assert "cancelled" in dialog.stage.text() and dialog.start_button.isEnabled()
     assert not w.canvas_error.isVisible()
