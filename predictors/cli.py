@@ -139,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("scenario")
     m.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
     m.add_argument("--iters", type=int, default=20, help="timed iterations (default 20)")
-    m.add_argument("--warmup", type=int, default=3, help="untimed iterations first")
+    m.add_argument("--warmup", type=int, default=5, help="untimed iterations first")
     m.add_argument("--threads", type=int, help="CPU threads (default: the scenario's)")
     m.add_argument("--trace", metavar="OUT.json[.gz]",
                    help="also record one step with torch.profiler (Kineto JSON)")

@@ -13,10 +13,14 @@ from .workload import build_workload, training_step
 __all__ = ["measure"]
 
 
-def measure(doc: dict, device: str = "cpu", iters: int = 20, warmup: int = 3,
+def measure(doc: dict, device: str = "cpu", iters: int = 20, warmup: int = 5,
             trace: str | os.PathLike | None = None, seed: int = 0,
             fast_init: bool = False) -> dict:
     """Time ``iters`` training steps of a validated scenario on ``device``.
+
+    ``warmup`` untimed steps come first: besides one-time set-up, glibc only raises its
+    mmap threshold after large blocks are freed, so early steps pay page faults that a
+    long training run does not.
 
     The scenario's platform ``threads`` sets torch's intra-op threads on the CPU.  With
     ``trace``, one more step is recorded with torch.profiler (Kineto JSON, gzipped when

@@ -21,6 +21,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from . import CalibrationCancelled
 from ..devices.roofline import VIEW_OPS
 from ..devices.specs import local_cpu_spec
 from ..profiles import DeviceProfile, OpOverheads, OverheadTable
@@ -31,10 +32,6 @@ from .profiling import profile_step
 from .samples import random_dlrm, random_transformer
 
 __all__ = ["calibrate_cpu", "CalibrationCancelled"]
-
-
-class CalibrationCancelled(Exception):
-    pass
 
 
 def _overheads(steps) -> OverheadTable:

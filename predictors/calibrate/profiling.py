@@ -64,9 +64,12 @@ def _descendants(e) -> int:
     return sum(1 + _descendants(c) for c in e.cpu_children)
 
 
-def profile_step(doc: dict, warmup: int = 2, timed: int = 3, seed: int = 0,
+def profile_step(doc: dict, warmup: int = 5, timed: int = 3, seed: int = 0,
                  per_event_us: float | None = None) -> StepProfile:
     """Measure ``doc`` on the CPU: unprofiled step time, then one profiled step.
+
+    Several warm-up steps first: glibc raises its mmap threshold only after large blocks
+    are freed, so the first steps pay page faults for every large activation.
 
     ``per_event_us`` is the profiler's cost per recorded event (see
     :func:`~predictors.calibrate.microbench.profiler_overhead_us`); without it, it is

@@ -32,8 +32,8 @@ def validate_cpu(profile: DeviceProfile, n: int = 10, seed: int = 1000, iters: i
         for i, doc in enumerate(random_scenarios(n, seed, kinds=(kind,), threads=threads)):
             if progress is not None:
                 progress(len(rows) / (n * len(kinds)), doc["name"])
-            first = measure(doc, iters=iters, warmup=2, fast_init=True)
-            second = measure(doc, iters=iters, warmup=1, fast_init=True)
+            first = measure(doc, iters=iters, warmup=5, fast_init=True)
+            second = measure(doc, iters=iters, warmup=5, fast_init=True)
             measured = min(first["iteration_ms"], second["iteration_ms"])
             predicted = predict(doc, profile=profile).iteration_ms
             rows.append({"kind": kind, "scenario": doc["name"], "measured_ms": measured,
