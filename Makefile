@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-full lint-imports clean
+.PHONY: run test test-full validate clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,3 +26,7 @@ test-full: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache
+
+# Accuracy on this machine's CPU: random scenarios measured and predicted (a few minutes).
+validate: $(STAMP)
+	$(PY) -m predictors validate --device cpu --n 10

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from torch.profiler import ProfilerActivity, profile
 
+from predictors.calibrate.profiling import comparable_events
 from predictors.devices.roofline import classify
 from predictors.workload import build_workload
 
@@ -13,12 +14,8 @@ def compute_ops(names: list[str]) -> list[str]:
 
 
 def profiled_compute_ops(doc: dict, captured: set[str]) -> list[str]:
-    """Run one training step of ``doc`` on the CPU under the profiler.
-
-    The profiler nests ops (``aten::linear`` > ``aten::addmm`` > ``aten::copy_``).  An op
-    is comparable with a dispatch-level capture when it computes and no ancestor of it
-    is an op the capture also knows (that ancestor accounts for it).
-    """
+    """Run one training step of ``doc`` on the CPU under the profiler and return the
+    recorded ops that a dispatch-level capture also sees, in order."""
     workload = build_workload(doc, device="cpu")
     batch = workload.make_batch(seed=0)
     optimizer = workload.optimizer()
@@ -29,19 +26,4 @@ def profiled_compute_ops(doc: dict, captured: set[str]) -> list[str]:
         optimizer.step()
     events = sorted((e for e in prof.events() if e.name.startswith("aten::")),
                     key=lambda e: (e.time_range.start, -e.time_range.end))
-
-    def covered(e) -> bool:
-        p = e.cpu_parent
-        while p is not None:
-            if p.name in captured:
-                return True
-            p = p.cpu_parent
-        return False
-
-    def wraps_captured(e) -> bool:
-        return any(c.name in captured or wraps_captured(c) for c in e.cpu_children)
-
-    # Composite wrappers (aten::linear, aten::layer_norm) decompose before dispatch: the
-    # capture sees their parts, so a wrapper counts only when the capture knows its name.
-    return [e.name for e in events if classify(e.name) != "view" and not covered(e)
-            and (e.name in captured or not wraps_captured(e))]
+    return [e.name for e in comparable_events(events, captured)]
