@@ -112,13 +112,18 @@ def _cmd_validate(args) -> int:
 
 
 def _cmd_validate_scenario(args) -> int:
-    from .scenario import load_scenario
+    from .scenario import ScenarioError, load_scenario
     from .workload import build_workload
 
+    bad = 0
     for path in args.scenario:
-        build_workload(load_scenario(path))
-        print(f"{path}: ok")
-    return 0
+        try:
+            build_workload(load_scenario(path))
+            print(f"{path}: ok")
+        except ScenarioError as exc:
+            bad += 1
+            print(f"error: {exc if exc.source else f'{path}: {exc}'}", file=sys.stderr)
+    return 2 if bad else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -180,7 +185,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except ScenarioError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        # Wiring errors found while building the model carry no file name: add it.
+        source = getattr(args, "scenario", None)
+        prefix = f"{source}: " if not exc.source and isinstance(source, str) else ""
+        print(f"error: {prefix}{exc}", file=sys.stderr)
         return 2
     except (OSError, ProfileError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -158,13 +158,28 @@ def save_profile(profile: DeviceProfile, path: str | os.PathLike) -> Path:
 
 
 def load_profile(path: str | os.PathLike) -> DeviceProfile:
-    """Read a profile written by :func:`save_profile` (no pickle is ever loaded)."""
+    """Read a profile written by :func:`save_profile` (no pickle is ever loaded).
+
+    Any problem raises :class:`ProfileError` naming the file.
+    """
     path = Path(path)
+    try:
+        return _load_profile(path)
+    except ProfileError:
+        raise
+    except OSError as exc:
+        raise ProfileError(f"{path}: cannot read {exc.filename or 'a file'}: "
+                           f"{exc.strerror or exc}") from None
+    except (AttributeError, TypeError, KeyError, ValueError) as exc:
+        raise ProfileError(f"{path}: malformed profile ({type(exc).__name__}: {exc})") from None
+
+
+def _load_profile(path: Path) -> DeviceProfile:
     try:
         doc = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise ProfileError(f"{path}: cannot read the profile: {exc}") from None
-    if doc.get("format") != PROFILE_FORMAT:
+    if not isinstance(doc, dict) or doc.get("format") != PROFILE_FORMAT:
         raise ProfileError(f"{path}: format: expected {PROFILE_FORMAT!r}")
     if doc.get("version") != PROFILE_VERSION:
         raise ProfileError(f"{path}: version: expected {PROFILE_VERSION}, "

@@ -98,7 +98,7 @@ def _validate_model(model, issues: list[Issue]) -> dict:
         if nid in kinds:
             issues.append(Issue(f"{where}.id", f"duplicate block id {nid!r}", nid))
             continue
-        if kind not in BLOCK_KINDS:
+        if not isinstance(kind, str) or kind not in BLOCK_KINDS:
             issues.append(Issue(f"{where}.kind", f"unknown block kind {kind!r} (known: "
                                                  f"{', '.join(BLOCK_KINDS)})", nid))
             kinds[nid] = None
@@ -118,7 +118,7 @@ def _validate_model(model, issues: list[Issue]) -> dict:
         src, dst = edge.get("source"), edge.get("target")
         bad = False
         for key, end in (("source", src), ("target", dst)):
-            if end not in kinds:
+            if not isinstance(end, str) or end not in kinds:
                 issues.append(Issue(f"{where}.{key}", f"no block with id {end!r}"))
                 bad = True
         if bad:
@@ -159,7 +159,7 @@ def _validate_platform(platform, issues: list[Issue]) -> dict:
         return {"preset": "local-cpu"}
     if "preset" in platform:
         out = {"preset": platform["preset"]}
-        if platform["preset"] not in PLATFORM_PRESETS:
+        if not isinstance(platform["preset"], str) or platform["preset"] not in PLATFORM_PRESETS:
             issues.append(Issue("platform.preset", f"unknown preset {platform['preset']!r} "
                                                    f"(known: {', '.join(PLATFORM_PRESETS)})"))
         if "threads" in platform:
@@ -178,12 +178,21 @@ def _validate_platform(platform, issues: list[Issue]) -> dict:
             issues.append(Issue(f"platform.nodes[{i}].kind", f"expected one of "
                                 f"{list(PLATFORM_NODE_KINDS)}, got {node!r}"))
             continue
-        ids.add(node.get("id"))
-    for i, edge in enumerate(platform.get("edges", [])):
+        if not isinstance(node.get("id"), str) or not node["id"]:
+            issues.append(Issue(f"platform.nodes[{i}].id", f"expected a non-empty string, "
+                                                           f"got {node.get('id')!r}"))
+            continue
+        ids.add(node["id"])
+    edges = platform.get("edges", [])
+    if not isinstance(edges, list):
+        issues.append(Issue("platform.edges", f"expected a list of links, got {edges!r}"))
+        edges = []
+    for i, edge in enumerate(edges):
         for key in ("source", "target"):
             if not isinstance(edge, dict) or edge.get(key) not in ids:
                 issues.append(Issue(f"platform.edges[{i}].{key}", "no device with that id"))
-        if isinstance(edge, dict) and edge.get("kind") not in LINK_KINDS:
+        kind = edge.get("kind") if isinstance(edge, dict) else None
+        if isinstance(edge, dict) and (not isinstance(kind, str) or kind not in LINK_KINDS):
             issues.append(Issue(f"platform.edges[{i}].kind", f"unknown link kind "
                                 f"{edge.get('kind')!r} (known: {', '.join(LINK_KINDS)})"))
     return copy.deepcopy(platform)
@@ -214,6 +223,20 @@ def _validate_training(training, issues: list[Issue]) -> dict:
     return out
 
 
+def _validate_parallelism(parallelism, issues: list[Issue]) -> dict:
+    if parallelism is None:
+        return {"embedding_sharding": "auto"}
+    if not isinstance(parallelism, dict):
+        issues.append(Issue("parallelism", f"expected an object, got {parallelism!r}"))
+        return {"embedding_sharding": "auto"}
+    sharding = parallelism.get("embedding_sharding", "auto")
+    if sharding != "auto" and not isinstance(sharding, dict):
+        issues.append(Issue("parallelism.embedding_sharding",
+                            f"expected 'auto' or an object mapping tables to ranks, "
+                            f"got {sharding!r}"))
+    return copy.deepcopy(parallelism)
+
+
 def validate_scenario(doc, source: str = "") -> dict:
     """Validate and normalize a scenario document; raise :class:`ScenarioError`."""
     issues: list[Issue] = []
@@ -233,9 +256,12 @@ def validate_scenario(doc, source: str = "") -> dict:
         "model": _validate_model(doc.get("model"), issues),
         "platform": _validate_platform(doc.get("platform", {"preset": "local-cpu"}), issues),
         "training": _validate_training(doc.get("training"), issues),
-        "parallelism": copy.deepcopy(doc.get("parallelism", {"embedding_sharding": "auto"})),
+        "parallelism": _validate_parallelism(doc.get("parallelism"), issues),
         "layout": copy.deepcopy(doc.get("layout", {})),
     }
+    if not isinstance(out["layout"], dict):
+        issues.append(Issue("layout", f"expected an object of canvas positions, "
+                                      f"got {out['layout']!r}"))
     if issues:
         raise ScenarioError(issues, source)
     return out
@@ -248,6 +274,9 @@ def load_scenario(path: str | os.PathLike) -> dict:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ScenarioError([Issue("(file)", exc.strerror or str(exc))], str(path)) from None
+    except UnicodeDecodeError as exc:
+        raise ScenarioError([Issue("(file)", f"not UTF-8 text (byte {exc.start})")],
+                            str(path)) from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:

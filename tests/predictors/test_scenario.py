@@ -140,3 +140,28 @@ def test_wiring_errors_name_the_block(doc):
     issue = info.value.issues[0]
     assert issue.field == "model.nodes[3]" and issue.node_id == "interaction"
     assert "equal widths" in issue.message
+
+
+@pytest.mark.parametrize("mutate,field", [
+    (lambda d: d["model"]["nodes"][1].update(kind=["mlp"]), "model.nodes[1].kind"),
+    (lambda d: d["model"]["edges"][0].update(source=["x"]), "model.edges[0].source"),
+    (lambda d: d.update(platform={"preset": [1]}), "platform.preset"),
+    (lambda d: d.update(platform={"nodes": [{"kind": "gpu", "id": ["a"]}]}),
+     "platform.nodes[0].id"),
+    (lambda d: d.update(platform={"nodes": [{"kind": "gpu", "id": "a"}], "edges": 5}),
+     "platform.edges"),
+    (lambda d: d.update(parallelism=5), "parallelism"),
+    (lambda d: d.update(parallelism={"embedding_sharding": "bogus"}),
+     "parallelism.embedding_sharding"),
+    (lambda d: d.update(layout=5), "layout"),
+])
+def test_wrong_types_are_reported_not_raised(doc, mutate, field):
+    mutate(doc)
+    assert any(e.startswith(field + ":") for e in errors_of(doc))
+
+
+def test_non_utf8_file(tmp_path):
+    bad = tmp_path / "binary.json"
+    bad.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(ScenarioError, match="not UTF-8"):
+        load_scenario(bad)

@@ -81,3 +81,20 @@ def test_predict_uses_a_given_profile(quick_profile):
     assert any(n.startswith("profile: local CPU") for n in out.notes)
     roof = predict(doc, profile="roofline")
     assert roof.profile == "roofline" and roof.iteration_ms != out.iteration_ms
+
+
+def test_malformed_profiles_raise_profile_error(tmp_path, quick_profile):
+    from predictors.profiles import ProfileError
+
+    _, path = quick_profile
+    cases = {"list.json": "[1]", "types.json": json.dumps(
+        {"format": "ml-dse/device-profile", "version": 1, "name": "x", "kind": "measured",
+         "device": 5, "kernel_models": 5})}
+    for name, text in cases.items():
+        (tmp_path / name).write_text(text)
+        with pytest.raises(ProfileError, match=name):
+            load_profile(tmp_path / name)
+    copy = tmp_path / "moved.json"
+    copy.write_text(path.read_text())  # its .npz stayed behind
+    with pytest.raises(ProfileError, match=r"moved.json: cannot read .*\.npz"):
+        load_profile(copy)
