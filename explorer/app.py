@@ -8,7 +8,7 @@ from pathlib import Path
 from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox,
-                               QTabWidget, QVBoxLayout, QWidget)
+                               QTabWidget, QWidget)
 
 from predictors.devices.platforms import PLATFORM_PRESETS
 from predictors.scenario import ScenarioError, load_scenario, save_scenario
@@ -24,7 +24,7 @@ from .prediction import PredictionController
 from .profiles_install import install_profiles
 from .summary import SummaryPanel
 from .timeline.gantt import GanttWidget
-from .widgets import ErrorBar, PlatformPage, PredictionProgress
+from .widgets import ErrorBar, PlatformPage, PredictionProgress, stacked
 
 __all__ = ["MainWindow", "ErrorBar", "PlatformPage", "DEFAULT_SCENARIO", "APP_NAME"]
 
@@ -87,13 +87,7 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.view, "Model")
         self.tabs.addTab(self.platform_page, "Platform")
         self.canvas_error = ErrorBar()
-        central = QWidget()
-        box = QVBoxLayout(central)
-        box.setContentsMargins(0, 0, 0, 0)
-        box.setSpacing(0)
-        box.addWidget(self.canvas_error)
-        box.addWidget(self.tabs, 1)
-        self.setCentralWidget(central)
+        self.setCentralWidget(stacked(self.canvas_error, self.tabs))
 
     def _dock(self, title: str, name: str, widget: QWidget, area) -> QDockWidget:
         dock = QDockWidget(title, self)
@@ -107,12 +101,7 @@ class MainWindow(QMainWindow):
         self.inspector = Inspector(self.editor)
         self.gantt = GanttWidget()
         self.timeline_error = ErrorBar()
-        timeline_box = QWidget()
-        box = QVBoxLayout(timeline_box)
-        box.setContentsMargins(0, 0, 0, 0)
-        box.setSpacing(0)
-        box.addWidget(self.timeline_error)
-        box.addWidget(self.gantt, 1)
+        timeline_box = stacked(self.timeline_error, self.gantt)
         self.summary = SummaryPanel()
         self.palette_dock = self._dock("Palette", "paletteDock", self.palette,
                                        Qt.LeftDockWidgetArea)

@@ -5,9 +5,10 @@ import html
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPixmap, QIcon
-from PySide6.QtWidgets import (QAbstractItemView, QFrame, QHBoxLayout, QHeaderView, QLabel,
-                               QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QTableWidgetItem, QVBoxLayout,
+                               QWidget)
 
+from .widgets import read_only_table
 from .timeline.colors import CATEGORY_COLORS, CATEGORY_LABELS
 
 __all__ = ["SummaryPanel", "device_active_fraction"]
@@ -87,17 +88,7 @@ class SummaryPanel(QWidget):
         self.notes.setObjectName("summaryNotes")
         self.notes.setWordWrap(True)
         self.notes.setTextFormat(Qt.RichText)
-        self.table = QTableWidget(0, len(self.COLUMNS), self)
-        self.table.setHorizontalHeaderLabels(self.COLUMNS)
-        self.table.verticalHeader().setVisible(False)
-        self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.table.setAlternatingRowColors(True)
-        self.table.setShowGrid(False)
-        header = self.table.horizontalHeader()
-        header.setSectionResizeMode(0, QHeaderView.Stretch)
-        for c in range(1, len(self.COLUMNS)):
-            header.setSectionResizeMode(c, QHeaderView.ResizeToContents)
+        self.table = read_only_table(list(self.COLUMNS), self)
         box = QVBoxLayout(self)
         box.setContentsMargins(6, 6, 6, 6)
         box.addLayout(figures)

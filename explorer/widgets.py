@@ -5,14 +5,43 @@ from __future__ import annotations
 import html
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QComboBox, QFormLayout, QHBoxLayout, QLabel, QProgressBar,
-                               QPushButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFormLayout, QHBoxLayout,
+                               QHeaderView, QLabel, QProgressBar, QPushButton, QTableWidget,
+                               QVBoxLayout, QWidget)
 
 from predictors.devices.platforms import PLATFORM_PRESETS
 
 from .document.editor import DocumentEditor
 
-__all__ = ["ErrorBar", "PlatformPage", "PredictionProgress"]
+__all__ = ["ErrorBar", "PlatformPage", "PredictionProgress", "read_only_table",
+           "stacked"]
+
+
+def read_only_table(columns: list[str], parent: QWidget | None = None) -> QTableWidget:
+    """A figures table: read-only rows, first column stretched, the rest fit to content."""
+    table = QTableWidget(0, len(columns), parent)
+    table.setHorizontalHeaderLabels(columns)
+    table.verticalHeader().setVisible(False)
+    table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+    table.setSelectionBehavior(QAbstractItemView.SelectRows)
+    table.setAlternatingRowColors(True)
+    table.setShowGrid(False)
+    header = table.horizontalHeader()
+    header.setSectionResizeMode(0, QHeaderView.Stretch)
+    for c in range(1, len(columns)):
+        header.setSectionResizeMode(c, QHeaderView.ResizeToContents)
+    return table
+
+
+def stacked(top: QWidget, main: QWidget, parent: QWidget | None = None) -> QWidget:
+    """``top`` (a caption or an error bar) above ``main``, without margins."""
+    pane = QWidget(parent)
+    box = QVBoxLayout(pane)
+    box.setContentsMargins(0, 0, 0, 0)
+    box.setSpacing(0)
+    box.addWidget(top)
+    box.addWidget(main, 1)
+    return pane
 
 
 class ErrorBar(QLabel):

@@ -7,15 +7,14 @@ import os
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QFont
-from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel,
-                               QProgressBar, QPushButton, QSplitter, QTableWidget,
+from PySide6.QtWidgets import (QHBoxLayout, QLabel, QProgressBar, QPushButton, QSplitter,
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
 from predictors.traces.compare import Comparison, compare_timelines
 
 from ..timeline.colors import CATEGORY_COLORS, CATEGORY_LABELS
 from ..timeline.gantt import GanttWidget
-from ..widgets import ErrorBar
+from ..widgets import ErrorBar, read_only_table, stacked
 
 __all__ = ["CompareView"]
 
@@ -84,26 +83,9 @@ class CompareView(QWidget):
         stack = QSplitter(Qt.Vertical, self)
         for cap, gantt in ((self.predicted_caption, self.predicted),
                            (self.recorded_caption, self.recorded)):
-            pane = QWidget(stack)
-            box = QVBoxLayout(pane)
-            box.setContentsMargins(0, 0, 0, 0)
-            box.setSpacing(0)
-            box.addWidget(cap)
-            box.addWidget(gantt, 1)
-            stack.addWidget(pane)
+            stack.addWidget(stacked(cap, gantt, stack))
 
-        self.table = QTableWidget(0, 5, self)
-        self.table.setHorizontalHeaderLabels(["Where", "Predicted", "Recorded", "Δ",
-                                              "Error"])
-        self.table.verticalHeader().setVisible(False)
-        self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.table.setAlternatingRowColors(True)
-        self.table.setShowGrid(False)
-        hh = self.table.horizontalHeader()
-        hh.setSectionResizeMode(0, QHeaderView.Stretch)
-        for c in range(1, 5):
-            hh.setSectionResizeMode(c, QHeaderView.ResizeToContents)
+        self.table = read_only_table(["Where", "Predicted", "Recorded", "Δ", "Error"], self)
         self.table_caption = self._caption("Largest differences", "#888")
         side = QWidget(self)
         sbox = QVBoxLayout(side)

@@ -8,6 +8,7 @@ on DLRM and transformer models), which gives measured durations for captured sha
 """
 from __future__ import annotations
 
+import bisect
 import difflib
 import statistics
 import time
@@ -116,7 +117,6 @@ def profile_step(doc: dict, warmup: int = 5, timed: int = 3, seed: int = 0,
              for k in range(block.size)]
     result.unaligned = len(compute) - len(pairs)
     prev_end = None
-    import bisect
     for a, b in pairs:
         e = recorded[b]
         start, end = e.time_range.start, e.time_range.end

@@ -103,6 +103,18 @@ def _assign_ranks(traces: list[KinetoTrace]) -> None:
             t.rank = r
 
 
+def _merge_table(local: list[str], merged: list[str], index: dict[str, int]) -> np.ndarray:
+    """Append ``local``'s new strings to ``merged``; return local id -> merged id."""
+    out = np.empty(len(local), np.int32)
+    for i, text in enumerate(local):
+        j = index.get(text)
+        if j is None:
+            j = index[text] = len(merged)
+            merged.append(text)
+        out[i] = j
+    return out
+
+
 def build_timeline(traces: Sequence[KinetoTrace], ops: Sequence[CpuOps] | None = None,
                    title: str = "") -> tuple[Timeline, float]:
     """The Timeline of ranks ``traces`` and its time origin in the files' clock (us)."""
@@ -121,20 +133,8 @@ def build_timeline(traces: Sequence[KinetoTrace], ops: Sequence[CpuOps] | None =
         r = tr.rank
         shift = tr.base_us - base
         # Name and detail tables are merged through per-file maps.
-        nmap = np.empty(len(tr.names), np.int32)
-        for i, n in enumerate(tr.names):
-            j = name_index.get(n)
-            if j is None:
-                j = name_index[n] = len(names)
-                names.append(n)
-            nmap[i] = j
-        dmap = np.empty(len(tr.details), np.int32)
-        for i, d in enumerate(tr.details):
-            j = detail_index.get(d)
-            if j is None:
-                j = detail_index[d] = len(details)
-                details.append(d)
-            dmap[i] = j
+        nmap = _merge_table(tr.names, names, name_index)
+        dmap = _merge_table(tr.details, details, detail_index)
         # Category per event: by name for kernels, by kind otherwise.
         cat = np.full(len(tr), _CAT["other"], np.int16)
         kind = tr.kind
