@@ -59,8 +59,12 @@ class ReplayResult:
 class _Rank:
     """The replay inputs of one rank, prepared once."""
 
-    def __init__(self, tr: KinetoTrace, op: CpuOps, stats: TraceStats):
+    def __init__(self, tr: KinetoTrace, op: CpuOps, stats: TraceStats,
+                 durations: np.ndarray | None = None):
         self.tr, self.op = tr, op
+        # Device-event durations to replay with: recorded, or modeled where given.
+        self.dur = (tr.dur if durations is None
+                    else np.where(np.isnan(durations), tr.dur, durations))
         steps = tr.steps()
         if steps:
             self.steps = [(n, s, d) for n, s, d in steps]
@@ -236,7 +240,7 @@ class _Rank:
                 ready[q] = s
                 e = max(s, coll_start[q][0]) + coll_start[q][1]
             else:
-                e = s + float(tr.dur[k])
+                e = s + float(self.dur[k])
             free[stream] = e
             end_of[k] = e
             if events is not None:
@@ -259,7 +263,8 @@ class _Rank:
 
 
 def replay(rec: Recording, stats: TraceStats | None = None,
-           max_iterations: int = 64) -> ReplayResult:
+           max_iterations: int = 64,
+           durations: list[np.ndarray] | None = None) -> ReplayResult:
     """Replay ``rec`` (all its ranks) and compare with the recorded steps.
 
     Parameters
@@ -267,9 +272,13 @@ def replay(rec: Recording, stats: TraceStats | None = None,
     rec : the recording (see :func:`~predictors.traces.recording.load_recording`)
     stats : overheads to replay with (default: measured from ``rec`` itself)
     max_iterations : passes of the rank-synchronization fixed point
+    durations : per rank, a duration (us) per event of its trace that replaces the
+        recorded one for device events (NaN: keep the recording); this is how modeled
+        kernels are replayed (:mod:`predictors.gpu.trace_validation`)
     """
     stats = stats or overhead_stats(rec.traces, rec.ops)
-    ranks = [_Rank(t, o, stats) for t, o in zip(rec.traces, rec.ops)]
+    durations = durations or [None] * len(rec.traces)
+    ranks = [_Rank(t, o, stats, d) for t, o, d in zip(rec.traces, rec.ops, durations)]
     lat = stats.launch_latency_us
     n_coll = min((len(r.comm) for r in ranks), default=0)
     notes = []
@@ -277,7 +286,7 @@ def replay(rec: Recording, stats: TraceStats | None = None,
         notes.append("ranks recorded different numbers of collectives; the first "
                      f"{n_coll} are synchronized")
     # Transfer time of collective q: its shortest recorded duration over the ranks.
-    pure = np.array([min(float(r.tr.dur[r.comm[q]]) for r in ranks) for q in range(n_coll)])
+    pure = np.array([min(float(r.dur[r.comm[q]]) for r in ranks) for q in range(n_coll)])
     sync = len(ranks) > 1
     gbase = min(r.tr.base_us for r in ranks)
     off = [r.tr.base_us - gbase for r in ranks]  # each file's clock -> the common one
@@ -286,7 +295,7 @@ def replay(rec: Recording, stats: TraceStats | None = None,
 
     def bounds_of(j, r):
         return [(lb[q] - off[j] if (sync and q < n_coll) else -np.inf,
-                 pure[q] if (sync and q < n_coll) else float(r.tr.dur[r.comm[q]]))
+                 pure[q] if (sync and q < n_coll) else float(r.dur[r.comm[q]]))
                 for q in range(len(r.comm))]
 
     for iterations in range(1, max_iterations + 1):
