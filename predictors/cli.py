@@ -19,7 +19,13 @@ def _cmd_predict(args) -> int:
     doc = load_scenario(args.scenario)
     if args.platform:
         doc["platform"] = {"preset": args.platform}
-    result = predict(doc, profile=None if args.profile in (None, "default") else args.profile)
+    overheads = None
+    if args.overheads_from:
+        overheads = _trace_overheads(args.overheads_from, doc)
+        if isinstance(overheads, int):
+            return overheads
+    result = predict(doc, profile=None if args.profile in (None, "default") else args.profile,
+                     overheads=overheads)
     if args.chrome_trace:
         result.timeline.save_chrome_trace(args.chrome_trace)
     if args.json:
@@ -38,6 +44,35 @@ def _cmd_predict(args) -> int:
     for note in result.notes:
         print(f"  note: {note}")
     return 0
+
+
+def _trace_overheads(files: list[str], doc: dict):
+    """T1-T5 measured from the user's recorded GPU trace(s), or an exit code."""
+    from .devices.platforms import resolve_platform
+    from .gpu.overheads import trace_overheads
+    from .scenario import validate_scenario
+    from .traces.kineto import TraceError
+    from .traces.recording import load_recording
+
+    if resolve_platform(validate_scenario(doc)["platform"]).device == "cpu":
+        print("error: --overheads-from: trace overheads apply to GPU platforms; on the CPU "
+              "run `python -m predictors calibrate`", file=sys.stderr)
+        return 2
+    try:
+        rec = load_recording(files)
+    except TraceError as exc:
+        print(f"error: --overheads-from: {exc}", file=sys.stderr)
+        return 2
+    if not any(tr.device_name for tr in rec.traces):
+        print(f"error: --overheads-from: {', '.join(files)}: records no GPU (a CPU-only "
+              "trace's op times include the kernels)", file=sys.stderr)
+        return 2
+    table, _, info = trace_overheads([rec])
+    if not info["ops"]:
+        print(f"error: --overheads-from: {', '.join(files)}: no CPU ops recorded",
+              file=sys.stderr)
+        return 2
+    return table
 
 
 def _cmd_measure(args) -> int:
@@ -136,6 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", help="device profile name or path; 'roofline' for datasheet "
                                       "figures only (default: the device's bundled profile)")
     p.add_argument("--platform", help="override the scenario's platform preset")
+    p.add_argument("--overheads-from", nargs="+", metavar="TRACE",
+                   help="CPU overheads (T1-T5) measured from your own recorded GPU trace(s) "
+                        "instead of the profile's pooled ones")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--chrome-trace", metavar="OUT.json",
                    help="also write the predicted timeline as a Chrome trace (Perfetto)")

@@ -38,14 +38,16 @@ class Prediction:
                 "notes": self.notes, "elapsed_s": round(self.elapsed_s, 4)}
 
 
-def predict(scenario: dict, *, profile=None,
+def predict(scenario: dict, *, profile=None, overheads=None,
             progress: Callable[[float, str], None] | None = None,
             cancelled: Callable[[], bool] | None = None) -> Prediction:
     """Predict one training iteration of ``scenario`` (a scenario document).
 
     ``profile`` is a :class:`~predictors.profiles.DeviceProfile`, a profile name or path,
     ``"roofline"`` (datasheet figures only) or None: the bundled profile of the platform's
-    device when there is one.  ``progress(fraction, stage)`` is called between stages;
+    device when there is one.  ``overheads`` (an
+    :class:`~predictors.profiles.OverheadTable`, e.g. measured from the user's own trace
+    by :func:`predictors.gpu.overheads.trace_overheads`) replaces the profile's.  ``progress(fraction, stage)`` is called between stages;
     ``cancelled()`` is polled and, when it returns True, :class:`Cancelled` is raised.
     Invalid scenarios raise :class:`predictors.scenario.ScenarioError`.
     """
@@ -80,7 +82,7 @@ def predict(scenario: dict, *, profile=None,
     step(0.3, "capturing the training step")
     graph = capture_training_step(workload)
     step(0.6, "costing kernels")
-    costed = cost_op_graph(graph, platform, profile)
+    costed = cost_op_graph(graph, platform, profile, overheads)
     step(0.8, "simulating")
     timeline = simulate_rank(costed, rank=0, title=doc["name"] or "prediction",
                              cancelled=cancelled)
@@ -91,6 +93,8 @@ def predict(scenario: dict, *, profile=None,
                  "device_idle_ms": max(0.0, iteration_ms - active_ms)}]
     notes = [f"profile: {profile.name} ({profile.kind})" if profile is not None
              else "profile: datasheet roofline (no calibrated profile for this device)"]
+    if overheads is not None:
+        notes.append(f"overheads: {overheads.source}")
     if platform.ranks > 1:
         notes.append(f"{platform.name} has {platform.ranks} ranks; this version simulates "
                      f"rank 0 with the whole model and no collectives")

@@ -8,10 +8,10 @@ import networkx as nx
 from ..profiles import DeviceProfile, OpOverheads, OverheadTable
 from .overheads import default_overheads
 from .platforms import Platform
-from .roofline import kernel_cost
+from .roofline import KernelCost, kernel_cost
 from .specs import DeviceSpec, device_spec
 
-__all__ = ["CostedOp", "CostedGraph", "cost_op_graph", "shape_detail"]
+__all__ = ["CostedOp", "CostedGraph", "cost_op_graph", "kernel_seconds", "shape_detail"]
 
 
 @dataclass(frozen=True)
@@ -54,31 +54,41 @@ def shape_detail(node: dict) -> str:
     return f"{ins} -> {outs}" if outs else ins
 
 
-def cost_op_graph(graph: nx.DiGraph, platform: Platform,
-                  profile: DeviceProfile | None = None) -> CostedGraph:
-    """Attach a kernel cost and CPU overheads to every op of ``graph``.
-
-    A ``profile`` supplies the device figures, learned kernel models (per op class) and
-    per-op overheads; whatever it lacks falls back to the roofline and the defaults.
-    """
-    device = profile.device if profile is not None else device_spec(platform.device,
-                                                                      platform.threads)
-    overheads = (profile.overheads if profile is not None and profile.overheads
-                 else default_overheads(device.kind))
-    order = sorted(graph.nodes)
-    nodes = [graph.nodes[i] for i in order]
+def kernel_seconds(nodes: list[dict], device: DeviceSpec,
+                   profile: DeviceProfile | None = None
+                   ) -> tuple[list[KernelCost], list[float], list[str]]:
+    """The kernel time of each op node: the profile's learned model for the op classes it
+    covers, else the roofline.  Returns ``(roofline costs, seconds, model names)``."""
     costs = [kernel_cost(node, device) for node in nodes]
     seconds = [c.seconds for c in costs]
     models = [c.model for c in costs]
     if profile is not None:
-        for op_class, model in profile.kernel_models.items():
-            picked = [j for j, c in enumerate(costs) if c.category != "view"]
-            if not picked:
-                continue
+        picked = [j for j, c in enumerate(costs) if c.category != "view"]
+        for model in profile.kernel_models.values() if picked else ():
             pred = model.predict_ms([nodes[j] for j in picked])
             for j, ms in zip(picked, pred):
                 if ms == ms:  # NaN: the model does not cover this op
                     seconds[j], models[j] = float(ms) / 1e3, f"{model.op_class} model"
+    return costs, seconds, models
+
+
+def cost_op_graph(graph: nx.DiGraph, platform: Platform,
+                  profile: DeviceProfile | None = None,
+                  overheads: OverheadTable | None = None) -> CostedGraph:
+    """Attach a kernel cost and CPU overheads to every op of ``graph``.
+
+    A ``profile`` supplies the device figures, learned kernel models (per op class) and
+    per-op overheads; whatever it lacks falls back to the roofline and the defaults.
+    ``overheads`` replaces the profile's (e.g. measured from the user's own trace).
+    """
+    device = profile.device if profile is not None else device_spec(platform.device,
+                                                                      platform.threads)
+    if overheads is None:
+        overheads = (profile.overheads if profile is not None and profile.overheads
+                     else default_overheads(device.kind))
+    order = sorted(graph.nodes)
+    nodes = [graph.nodes[i] for i in order]
+    costs, seconds, models = kernel_seconds(nodes, device, profile)
     ops, previous = [], None
     for i, node, cost, sec, model in zip(order, nodes, costs, seconds, models):
         ops.append(CostedOp(i, node["name"], cost.category, node["thread"], node["phase"],

@@ -56,6 +56,13 @@ GPU_SPECS: dict[str, DeviceSpec] = {s.name: s for s in [
                memory_bytes=16 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
                source="NVIDIA V100 datasheet; Volta architecture whitepaper",
                clock_mhz=1530, cores_per_sm=64),
+    # V100 DGXS 32GB (DGX Station): the SXM2 part's clocks and memory.
+    DeviceSpec("Tesla V100-DGXS-32GB", "gpu",
+               {"float32": 15.7 * _T, "float16": 125 * _T, "bfloat16": 15.7 * _T},
+               vector_flops=15.7 * _T, mem_bw=900 * _GB, l2_bytes=6e6, sms=80,
+               memory_bytes=32 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
+               source="NVIDIA V100 datasheet (SXM2 figures); DGX Station datasheet",
+               clock_mhz=1530, cores_per_sm=64),
     # V100 PCIe: datasheet 14 TFLOPS FP32, 112 TFLOPS tensor, 900 GB/s; 1370 MHz boost.
     DeviceSpec("Tesla V100-PCIE-32GB", "gpu",
                {"float32": 14.0 * _T, "float16": 112 * _T, "bfloat16": 14.0 * _T},
@@ -70,6 +77,13 @@ GPU_SPECS: dict[str, DeviceSpec] = {s.name: s for s in [
                vector_flops=19.5 * _T, mem_bw=1555 * _GB, l2_bytes=40e6, sms=108,
                memory_bytes=40 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
                source="NVIDIA A100 datasheet; Ampere GA100 whitepaper",
+               clock_mhz=1410, cores_per_sm=64),
+    # PG509-200: the board name some A100 40GB SXM4 modules report (HTA's A100 traces).
+    DeviceSpec("NVIDIA A100-PG509-200", "gpu",
+               {"float32": 19.5 * _T, "float16": 312 * _T, "bfloat16": 312 * _T},
+               vector_flops=19.5 * _T, mem_bw=1555 * _GB, l2_bytes=40e6, sms=108,
+               memory_bytes=40 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
+               source="NVIDIA A100 datasheet (SXM4 40GB); Ampere GA100 whitepaper",
                clock_mhz=1410, cores_per_sm=64),
     # A100 SXM4 80GB: datasheet 2,039 GB/s HBM2e, compute as the 40 GB part.
     DeviceSpec("NVIDIA A100-SXM4-80GB", "gpu",
@@ -116,6 +130,15 @@ GPU_SPECS: dict[str, DeviceSpec] = {s.name: s for s in [
                clock_mhz=1980, cores_per_sm=128),
     # Older and inference GPUs that the public GEMM measurements cover (NeuSight's
     # device_configs: datasheet bandwidth and L2, FP32 peak = SMs x lanes x 2 x boost).
+    # GeForce RTX 2080 Ti: Turing whitepaper: 68 SMs x 64 FP32 lanes, 1545 MHz boost
+    # (13.4 TFLOPS), 616 GB/s GDDR6, 5.5 MB L2, 11 GB; FP16 tensor with FP32 accumulate
+    # runs at half the FP16-accumulate 107.6 TFLOPS on GeForce parts.
+    DeviceSpec("NVIDIA GeForce RTX 2080 Ti", "gpu",
+               {"float32": 13.45 * _T, "float16": 53.8 * _T, "bfloat16": 13.45 * _T},
+               vector_flops=13.45 * _T, mem_bw=616 * _GB, l2_bytes=5.5e6, sms=68,
+               memory_bytes=11 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
+               source="NVIDIA Turing architecture whitepaper (TU102, RTX 2080 Ti)",
+               clock_mhz=1545, cores_per_sm=64),
     DeviceSpec("Tesla T4", "gpu",
                {"float32": 8.141 * _T, "float16": 65 * _T, "bfloat16": 8.141 * _T},
                vector_flops=8.141 * _T, mem_bw=320 * _GB, l2_bytes=4e6, sms=40,

@@ -19,12 +19,13 @@ from .embedding_model import EmbeddingLookupModel
 from .features import figures_from_spec
 from .gemm_model import GemmKernelModel
 from .peaks import measured_peaks
+from .public_traces import TRACES_DIR
 from .roofline_model import MeasuredRooflineModel
 from .train import (HYPERPARAMETERS, fit_regressor, heldout_validation, leave_one_gpu_out,
                     training_set)
 
 __all__ = ["BUNDLED_GPUS", "PROFILE_DIR", "build_profiles", "profile_slug", "find_gpu_spec",
-           "profile_for_device", "datasheet_profile"]
+           "profile_for_device", "datasheet_profile", "attach_trace_overheads"]
 
 PROFILE_DIR = Path(__file__).resolve().parents[2] / "resources" / "profiles" / "gpu"
 BUNDLED_GPUS = ("Tesla V100-SXM2-32GB", "Tesla V100-PCIE-32GB", "NVIDIA A100-SXM4-40GB",
@@ -74,8 +75,8 @@ def _provenance(spec: DeviceSpec, trained_on: list[str], gemm_info: dict, kind: 
         "embedding": "HiPC 2022 L2 hit-rate traffic model on the peaks above (not fitted; "
                      "no public embedding measurements in ../shared/data)",
         "other_kernels": "roofline with the peaks above and a small-size efficiency curve",
-        "overheads": "none in this profile: the default GPU overheads apply until trace-"
-                     "derived T1-T5 and launch maps are added",
+        "overheads": "none in this profile: the default GPU overheads apply (run "
+                     "`kernels build-profiles --overheads-only` with ../shared/data present)",
         "built_by": "python -m predictors kernels build-profiles",
     }
 
@@ -129,7 +130,47 @@ def build_profiles(out_dir: str | Path = PROFILE_DIR, *, regressor: str = "gbm",
                                 validation=val)
         paths.append(save_profile(profile, out_dir / f"{profile_slug(spec.name)}.json"))
         log(f"wrote {paths[-1]}")
+    if TRACES_DIR.is_dir():
+        attach_trace_overheads(paths, log=log)
     return paths
+
+
+def attach_trace_overheads(paths: list[Path], traces_dir: Path = TRACES_DIR,
+                           log=print) -> dict:
+    """Measure T1-T5 and launch maps on every public GPU recording, pool them, and store
+    them in the profiles at ``paths`` with a leave-one-job-out check of the pooling."""
+    from ..traces.recording import load_recording
+    from .overheads import overhead_check, trace_overheads
+    from .public_traces import discover_jobs
+
+    t0 = time.perf_counter()
+    jobs = {name: load_recording(files) for name, files, _ in discover_jobs(traces_dir)}
+    if not jobs:
+        raise FileNotFoundError(f"no recorded GPU traces under {traces_dir}")
+    table, lmap, info = trace_overheads(list(jobs.values()))
+    check = overhead_check(jobs)
+    log(f"overheads: {info['ops']} leaf ops of {len(jobs)} jobs, {info['op_names']} op "
+        f"entries ({time.perf_counter() - t0:.0f} s); leave-one-job-out dispatch time: "
+        + ", ".join(f"{k.split('/')[0]} {v['error_pct']:+.0f}%" for k, v in check.items()
+                    if v["error_pct"] is not None))
+    for path in paths:
+        profile = load_profile(path)
+        profile.overheads, profile.launch_map = table, lmap
+        profile.provenance["overheads"] = (
+            f"{table.source}; T1-T5 per leaf aten op (predictors/gpu/overheads.py). Hosts "
+            "and profiler settings differ: see validation.overheads for how well the pool "
+            "predicts a job it did not see")
+        profile.validation["overheads"] = {
+            "metric": "leave one job out: the CPU dispatch time of a recorded job's leaf "
+                      "ops predicted from the other jobs' pooled overheads",
+            "jobs": {k: {"ops": v["ops"], "recorded_ms": round(v["recorded_ms"], 3),
+                         "predicted_ms": round(v["predicted_ms"], 3),
+                         "error_pct": None if v["error_pct"] is None
+                         else round(v["error_pct"], 1)} for k, v in check.items()},
+            "files": info["files"]}
+        save_profile(profile, path)
+        log(f"overheads added to {path}")
+    return check
 
 
 def datasheet_profile(spec: DeviceSpec, template: DeviceProfile) -> DeviceProfile:

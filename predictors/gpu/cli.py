@@ -1,7 +1,9 @@
-"""``python -m predictors kernels predict | build-profiles``: GPU kernel models on CSVs."""
+"""``python -m predictors kernels predict | build-profiles | validate-traces``: GPU kernel
+models on CSVs, rebuilt from public data, and checked against real recorded traces."""
 from __future__ import annotations
 
 import csv
+import json
 import sys
 from pathlib import Path
 
@@ -119,8 +121,18 @@ def _cmd_predict(args) -> int:
 
 
 def _cmd_build(args) -> int:
-    from .build import PROFILE_DIR, build_profiles
+    from .build import PROFILE_DIR, attach_trace_overheads, build_profiles
     from .data import neusight_dir
+
+    if args.overheads_only:
+        paths = sorted(Path(args.out or PROFILE_DIR).glob("*.json"))
+        if not paths:
+            return _fail(f"no profiles in {args.out or PROFILE_DIR} to add overheads to")
+        try:
+            attach_trace_overheads(paths)
+        except FileNotFoundError as exc:
+            return _fail(str(exc))
+        return 0
 
     if neusight_dir() is None and args.data is None:
         return _fail("the NeuSight GEMM measurements are not there "
@@ -133,8 +145,58 @@ def _cmd_build(args) -> int:
     return 0
 
 
+def print_validation(v) -> None:
+    """The human-readable report of one :class:`~.trace_validation.TraceValidation`."""
+    print(f"{v.job}: {v.ranks} rank(s) of {v.device}, profile {v.profile}")
+    print(f"  iteration      recorded {v.recorded_ms:10.3f} ms   replayed with recorded "
+          f"kernels {v.replay_recorded_ms:10.3f} ms   with modeled kernels "
+          f"{v.replay_modeled_ms:10.3f} ms ({v.iteration_error_pct:+.1f}%)")
+    print(f"  device active  recorded {v.active_recorded_ms:10.3f} ms   modeled "
+          f"{v.active_modeled_ms:10.3f} ms ({v.active_error_pct:+.1f}%) per step")
+    cov = ", ".join(f"{k} {x:.1f}%" for k, x in v.coverage.items())
+    print(f"  device time    {cov}")
+    if v.kernel_gmae is not None:
+        print(f"  per-op kernel GMAE {100 * v.kernel_gmae:.1f}% over {v.kernels_compared} ops "
+              "with recorded shapes")
+    for cls, row in v.per_class.items():
+        print(f"    {cls:<12} {row['ops']:6d} ops  recorded {row['recorded_ms']:9.3f} ms  "
+              f"modeled {row['predicted_ms']:9.3f} ms  GMAE {row['gmae_pct']:5.1f}%")
+    for note in v.notes:
+        print(f"  note: {note}")
+
+
+def _cmd_validate_traces(args) -> int:
+    from ..profiles import ProfileError
+    from ..traces.kineto import TraceError
+    from ..traces.recording import load_recording
+    from .build import profile_for_device
+    from .trace_validation import validate_recording
+
+    try:
+        rec = load_recording(args.files)
+    except TraceError as exc:
+        return _fail(str(exc))
+    name = args.device or rec.traces[0].device_name
+    if not name:
+        return _fail(f"{rec.traces[0].file}: the trace names no GPU; give --device")
+    try:
+        profile = profile_for_device(name)
+    except (KeyError, ProfileError) as exc:
+        return _fail(f"--device: {exc.args[0] if isinstance(exc, KeyError) else exc}")
+    try:
+        result = validate_recording(rec, profile, et_paths=args.et)
+    except TraceError as exc:
+        return _fail(str(exc))
+    if args.json:
+        print(json.dumps(result.to_json()))
+    else:
+        print_validation(result)
+    return 0
+
+
 def register(subparsers) -> None:
-    k = subparsers.add_parser("kernels", help="GPU kernel models: predict, build profiles")
+    k = subparsers.add_parser("kernels", help="GPU kernel models: predict, build profiles, "
+                                             "validate against traces")
     ksub = k.add_subparsers(dest="kernels_command", required=True)
     p = ksub.add_parser("predict", help="predict kernel times for the shapes of a CSV")
     p.add_argument("--device", required=True,
@@ -153,4 +215,17 @@ def register(subparsers) -> None:
     b.add_argument("--data", help="the neusight-gemm folder (default: ../shared/data/...)")
     b.add_argument("--no-validate", action="store_true",
                    help="skip the held-out and leave-one-GPU-out fits")
+    b.add_argument("--overheads-only", action="store_true",
+                   help="only re-measure T1-T5 and launch maps from the public GPU traces "
+                        "into the existing profiles")
     b.set_defaults(func=_cmd_build)
+    v = ksub.add_parser("validate-traces",
+                        help="replay recorded GPU traces with modeled kernels and compare "
+                             "with the recording")
+    v.add_argument("files", nargs="+", metavar="FILE",
+                   help="Kineto traces (several files: the ranks of one job)")
+    v.add_argument("--et", nargs="+", metavar="ET.json",
+                   help="the job's execution traces (collective sizes for old traces)")
+    v.add_argument("--device", help="profile to use (default: the GPU the trace names)")
+    v.add_argument("--json", action="store_true", help="print one JSON object")
+    v.set_defaults(func=_cmd_validate_traces)

@@ -1,0 +1,218 @@
+"""CPU overheads of GPU training, measured per aten op from real recorded traces and
+pooled into the table that GPU profiles store (the papers' T1-T5, per op name).
+
+The simulator walks *captured* ops: the aten ops that reach the dispatcher, one CPU
+interval each.  In a recording those are the leaf ``cpu_op`` events (ops that enclose no
+other op), so the overheads are measured on leaves:
+
+- T1: the gap since the previous leaf op of the same thread ended.  It holds the time of
+  the wrappers around the op (``aten::linear`` around ``aten::addmm``, the autograd
+  engine between backward ops, Python between modules).  Gaps longer than
+  :data:`MAX_GAP_US` are left out: the CPU was waiting (data loading, a synchronization)
+  rather than dispatching (and leaves running longer than that without a launch work on
+  CPU tensors: they are left out too);
+- T2: op start to its first runtime call; T3: the end of its last runtime call to the
+  op's end; T4: the mean kernel-launch call duration; T5: the whole CPU time of a leaf that
+  launches nothing.  Ops that block in a synchronizing call are left out of T3, and any
+  sample over :data:`MAX_GAP_US` is a wait or a one-off (autotuning, an allocation), not
+  per-op dispatch, and is left out.
+
+Backward ops (those on a thread other than the one running the steps, or under the
+autograd engine) also get ``backward:<name>`` entries.  The launch map lists the kernels
+each op name launched most often.
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import numpy as np
+
+from ..profiles import OpOverheads, OverheadTable
+from ..traces.kineto import Kind, KinetoTrace
+from ..traces.ops import CpuOps, runtime_flags
+from ..traces.recording import Recording
+
+__all__ = ["trace_overheads", "overhead_check", "innermost_ops", "MAX_GAP_US", "MIN_SAMPLES"]
+
+MAX_GAP_US = 1000.0
+MIN_SAMPLES = 3  # entries with fewer samples fall back to the name or the pooled default
+
+
+class _Acc:
+    """T1-T5 samples (us) of one key."""
+
+    __slots__ = ("samples",)
+
+    def __init__(self):
+        self.samples: tuple[list[float], ...] = ([], [], [], [], [])
+
+    def add(self, values) -> None:
+        for col, v in zip(self.samples, values):
+            if v is not None and v == v and v <= MAX_GAP_US:
+                col.append(v)
+
+    def count(self) -> int:
+        return max(len(c) for c in self.samples)
+
+
+
+def innermost_ops(tr: KinetoTrace, ops: CpuOps) -> np.ndarray:
+    """Per event, the innermost ``cpu_op`` of its thread that encloses it (-1: none).
+
+    Computed for runtime calls (the launches); other events get -1."""
+    out = np.full(len(tr), -1, np.int64)
+    cpu = np.flatnonzero(tr.kind == Kind.CPU_OP)
+    rt = np.flatnonzero(tr.kind == Kind.RUNTIME)
+    if not len(cpu) or not len(rt):
+        return out
+    ev = np.concatenate([cpu, rt])
+    is_op = np.concatenate([np.ones(len(cpu), bool), np.zeros(len(rt), bool)])
+    # Per thread by start; an op sorts before a call starting at the same time.
+    order = np.lexsort((~is_op, -tr.dur[ev], tr.ts[ev], tr.thread[ev]))
+    ev, is_op = ev[order], is_op[order]
+    ts, end, thr = tr.ts[ev], tr.ts[ev] + tr.dur[ev], tr.thread[ev]
+    stack: list[tuple[float, int]] = []
+    current = -1
+    for i in range(len(ev)):
+        if thr[i] != current:
+            stack, current = [], thr[i]
+        t = ts[i]
+        while stack and stack[-1][0] < t:
+            stack.pop()
+        if is_op[i]:
+            stack.append((end[i], int(ev[i])))
+        elif stack:
+            out[ev[i]] = stack[-1][1]
+    return out
+
+
+def _leaf_samples(tr, op):
+    """Yield ``(name, backward, (t1, t2, t3, t4, t5), (duration, launches, blocked),
+    launched kernel names)`` per leaf op of one trace (times in us)."""
+    leaf = np.flatnonzero(op.leaf & (tr.kind == Kind.CPU_OP))
+    if not len(leaf):
+        return
+    _, sync = runtime_flags(tr)
+    kernel_launch = np.array(["launch" in n.lower() for n in tr.names], bool)
+    inner = innermost_ops(tr, op)
+    rt = np.flatnonzero((tr.kind == Kind.RUNTIME) & (inner >= 0))
+    calls: dict[int, list[int]] = defaultdict(list)
+    for c in rt[np.argsort(tr.ts[rt], kind="stable")].tolist():
+        calls[int(inner[c])].append(c)
+    kernels: dict[int, list[str]] = defaultdict(list)
+    dev = np.flatnonzero(op.launcher >= 0)
+    for k in dev[np.argsort(tr.ts[dev], kind="stable")].tolist():
+        holder = int(inner[op.launcher[k]])
+        if holder >= 0:
+            kernels[holder].append(tr.names[tr.name_id[k]])
+    is_step = np.array([n.startswith("ProfilerStep") for n in tr.names], bool)
+    step_threads = {int(t) for t in tr.thread[is_step[tr.name_id]]}
+    engine = np.array(["autograd::engine" in n for n in tr.names], bool)
+    bwd_spans = np.flatnonzero((tr.kind == Kind.CPU_OP) & engine[tr.name_id])
+    bwd_threads = {int(t) for t in tr.thread[bwd_spans]}
+    leaf = leaf[np.lexsort((tr.ts[leaf], tr.thread[leaf]))]
+    prev_end, prev_thread = None, None
+    for i in leaf.tolist():
+        thread = int(tr.thread[i])
+        start, end = float(tr.ts[i]), float(tr.ts[i] + tr.dur[i])
+        t1 = None
+        if prev_thread == thread:
+            gap = start - prev_end
+            t1 = gap if 0.0 <= gap <= MAX_GAP_US else None
+        prev_end, prev_thread = end, thread
+        cs = calls.get(i, [])
+        name = tr.names[tr.name_id[i]]
+        backward = (thread in bwd_threads and thread not in step_threads) or \
+            name.endswith("Backward0")
+        if not cs:
+            # A leaf that runs for milliseconds without launching works on CPU tensors
+            # (data preparation): not dispatch overhead.
+            t5 = end - start if end - start <= MAX_GAP_US else None
+            yield name, backward, (t1, None, None, None, t5), (end - start, 0, t5 is None), []
+            continue
+        first, last = cs[0], cs[-1]
+        t2 = float(tr.ts[first]) - start
+        blocked = any(sync[tr.name_id[c]] for c in cs)
+        t3 = None if blocked else end - float(tr.ts[last] + tr.dur[last])
+        # T4: kernel launches only (a cudaMemcpyAsync from pageable memory is a copy).
+        lds = [float(tr.dur[c]) for c in cs if kernel_launch[tr.name_id[c]]]
+        t4 = float(np.mean(lds)) if lds else None
+        yield (name, backward, (t1, max(t2, 0.0), None if t3 is None else max(t3, 0.0), t4, None),
+               (end - start, len(lds), blocked), kernels.get(i, []))
+
+
+def _pool(jobs: list[dict[str, _Acc]], key: str, fallback: OpOverheads | None) -> OpOverheads:
+    """Each job's mean (the simulator adds these up, so means, with the waits left out as
+    described above), then the median over the jobs that have samples: every recorded job
+    counts once, however many ops it holds (hosts and profiler settings differ)."""
+    vals, n = [], 0
+    fb = ((fallback.t1, fallback.t2, fallback.t3, fallback.t4, fallback.t5)
+          if fallback is not None else (0.0,) * 5)
+    for kind in range(5):
+        meds = [float(np.mean(j[key].samples[kind])) for j in jobs
+                if key in j and j[key].samples[kind]]
+        vals.append(float(np.median(meds)) * 1e-6 if meds else fb[kind])
+    n = sum(j[key].count() for j in jobs if key in j)
+    return OpOverheads(*vals, n=n)
+
+
+def trace_overheads(recordings: list[Recording]) -> tuple[OverheadTable, dict, dict]:
+    """Pool leaf-op overheads over ``recordings`` (each one job), every job weighing the
+    same (see :func:`_pool`).
+
+    Returns ``(table, launch map, info)``; ``info`` says how many ops of which devices and
+    files went in."""
+    jobs: list[dict[str, _Acc]] = []
+    launches: dict[str, Counter] = defaultdict(Counter)
+    files, devices, n_ops = [], Counter(), 0
+    for rec in recordings:
+        per: dict[str, _Acc] = defaultdict(_Acc)
+        for tr, op in zip(rec.traces, rec.ops):
+            files.append(tr.file)
+            count = 0
+            for name, backward, t, _, kernels in _leaf_samples(tr, op):
+                per[name].add(t)
+                if backward:
+                    per[f"backward:{name}"].add(t)
+                per[""].add(t)  # every op: the pooled default
+                if kernels:
+                    launches[name][tuple(kernels)] += 1
+                count += 1
+            n_ops += count
+            devices[tr.device_name or "CPU"] += count
+        jobs.append(per)
+    default = _pool(jobs, "", None)
+    keys = {k for j in jobs for k, acc in j.items() if k and acc.count() >= MIN_SAMPLES}
+    table = {k: _pool(jobs, k, default) for k in sorted(keys)}
+    src = (f"measured from {len(recordings)} recorded GPU job(s), {len(files)} file(s) "
+           f"({', '.join(sorted(devices))}): per aten op, the median over jobs of each "
+           "job's mean")
+    lmap = {k: list(v.most_common(1)[0][0]) for k, v in launches.items()}
+    info = {"files": files, "ops": n_ops, "ops_per_device": dict(devices),
+            "op_names": len(table)}
+    return OverheadTable(default, table, 0.0, src), lmap, info
+
+
+def overhead_check(jobs: dict[str, Recording]) -> dict[str, dict]:
+    """Leave one job out: pool the overheads of the other jobs and predict this job's CPU
+    dispatch time, the sum over its leaf ops of T1 + (T2 + launches x T4 + T3, or T5),
+    against the recorded sum of their T1 gaps and durations.  Ops that block in a
+    synchronizing call or run longer than :data:`MAX_GAP_US` are left out on both sides
+    (their time is a wait)."""
+    out = {}
+    for name, rec in jobs.items():
+        table, _, _ = trace_overheads([r for k, r in jobs.items() if k != name])
+        recorded = predicted = 0.0
+        ops = 0
+        for tr, op in zip(rec.traces, rec.ops):
+            for nm, backward, t, (dur, launches, blocked), _ in _leaf_samples(tr, op):
+                if blocked or t[0] is None or dur > MAX_GAP_US:
+                    continue  # waits, not dispatch (as in the pool)
+                o = table.for_op(nm, "backward" if backward else None)
+                cpu = (o.t2 + launches * o.t4 + o.t3) if launches else o.t5
+                predicted += (o.t1 + cpu) * 1e6
+                recorded += t[0] + dur
+                ops += 1
+        out[name] = {"ops": ops, "recorded_ms": recorded / 1e3, "predicted_ms": predicted / 1e3,
+                     "error_pct": 100.0 * (predicted / recorded - 1.0) if recorded else None}
+    return out
