@@ -40,18 +40,22 @@ class _PredictThread(QThread):
     sigAborted = Signal(int)
 
     def __init__(self, run_id: int, snapshot: dict, predict_fn: Callable, parent=None,
-                 profile=None):
+                 profile=None, overheads=None):
         super().__init__(parent)
         self.run_id = run_id
         self.snapshot = snapshot
         self.predict_fn = predict_fn
         self.profile = profile
+        self.overheads = overheads
         self.cancel_event = threading.Event()
 
     def run(self) -> None:  # runs in the worker thread
         rid = self.run_id
-        # Only an explicit choice is passed, so predict functions without ``profile`` still work.
+        # Only explicit choices are passed, so predict functions without ``profile`` or
+        # ``overheads`` keywords still work.
         extra = {"profile": self.profile} if self.profile is not None else {}
+        if self.overheads is not None:
+            extra["overheads"] = self.overheads
         try:
             result = self.predict_fn(
                 self.snapshot,
@@ -79,6 +83,8 @@ class PredictionController(QObject):
     predict_fn : callable like :func:`predictors.predict.predict` (tests inject fakes)
     debounce_ms : delay after the last edit before a run starts
     profile : what ``predict_fn`` gets as ``profile=`` (None: not passed, i.e. automatic)
+    overheads : what ``predict_fn`` gets as ``overheads=``, an
+        :class:`~predictors.profiles.OverheadTable` (None: not passed, the profile's)
 
     Signals
     -------
@@ -96,10 +102,12 @@ class PredictionController(QObject):
     sigCancelled = Signal()
 
     def __init__(self, document=None, predict_fn: Callable | None = None,
-                 debounce_ms: int = 400, parent: QObject | None = None, profile=None):
+                 debounce_ms: int = 400, parent: QObject | None = None, profile=None,
+                 overheads=None):
         super().__init__(parent)
         self.predict_fn = predict_fn or predict
         self.profile = profile
+        self.overheads = overheads
         self.document = None
         self.last_prediction = None
         self.last_error: BaseException | None = None
@@ -141,6 +149,17 @@ class PredictionController(QObject):
         if self.document is not None:
             self.schedule()
 
+    def set_overheads(self, overheads) -> None:
+        """Predict with these CPU overheads (an :class:`~predictors.profiles.OverheadTable`,
+        e.g. measured from the user's trace) instead of the profile's; None goes back to
+        the profile's.  A change schedules a run when there is a document.  A session
+        setting, like the profile: never part of the scenario."""
+        if overheads is self.overheads:
+            return
+        self.overheads = overheads
+        if self.document is not None:
+            self.schedule()
+
     def schedule(self, *args) -> None:
         """(Re)start the debounce timer; the run starts when edits pause."""
         self._timer.start()
@@ -155,7 +174,8 @@ class PredictionController(QObject):
         snapshot = copy.deepcopy(snapshot)  # frozen: later edits never reach the worker
         self._abandon_current()
         self._run_id += 1
-        th = _PredictThread(self._run_id, snapshot, self.predict_fn, profile=self.profile)
+        th = _PredictThread(self._run_id, snapshot, self.predict_fn, profile=self.profile,
+                            overheads=self.overheads)
         th.sigProgress.connect(self._on_progress)
         th.sigDone.connect(self._on_done)
         th.sigError.connect(self._on_error)

@@ -1,5 +1,7 @@
 """Wires device profiles into the main window: the Profiles tab beside Platform, the profile
-in use at the top right, Run ▸ Calibrate This Device…, and the prediction's ``profile=``."""
+in use at the top right, Run ▸ Calibrate This Device…, and the prediction's ``profile=`` and
+``overheads=`` (CPU overheads measured from the user's recorded GPU trace, GPU platforms
+only)."""
 from __future__ import annotations
 
 from PySide6.QtCore import QObject, Qt
@@ -33,12 +35,15 @@ class ProfilesController(QObject):
         self.label.setStyleSheet("#profileLabel { color: #234; background: #eef2f7; border: 1px "
                                  "solid #d5dce5; border-radius: 3px; padding: 1px 8px; "
                                  "margin: 2px 6px; }")
-        self.label.setToolTip("The device profile predictions use (Profiles tab to change)")
+        self.label.setToolTip("The device profile predictions use, and whether the CPU "
+                              "overheads come from your recorded trace (Profiles tab to "
+                              "change)")
         window.menuBar().setCornerWidget(self.label, Qt.TopRightCorner)
         self._build_actions()
         self._connect()
         self.panel.set_platform(window.editor.document.platform())
         window.controller.set_profile(self.panel.choice())
+        window.controller.set_overheads(self.panel.overheads())
         self._update_label()
 
     def _build_actions(self) -> None:
@@ -60,6 +65,8 @@ class ProfilesController(QObject):
         p.sigChoiceChanged.connect(self._on_choice)
         p.sigError.connect(self._on_error)
         p.sigCalibrateRequested.connect(self.calibrate_dialog)
+        p.sigOverheadsChanged.connect(self._on_overheads)
+        p.sigOverheadsFailed.connect(self._on_overheads_failed)
         doc = w.editor.document
         doc.sigPlatformChanged.connect(self._on_platform)
         doc.sigReset.connect(self._on_platform)
@@ -90,8 +97,32 @@ class ProfilesController(QObject):
         self.window.statusBar().showMessage(f"Predictions now use: {self.panel.choice_text()}",
                                             5000)
 
+    def _on_overheads(self, measured) -> None:
+        self.window.controller.set_overheads(self.panel.overheads())
+        self._update_label()
+        if measured is None:
+            text = "Predictions now use the profile's CPU overheads"
+        elif self.panel.platform_has_gpu():
+            text = f"Predictions now use CPU overheads {self.panel.overheads_text()}"
+        else:
+            text = (f"CPU overheads {self.panel.overheads_text()}: used on GPU platforms; "
+                    "the local CPU keeps its calibrated profile's")
+        self.window.statusBar().showMessage(text, 6000)
+
+    def _on_overheads_failed(self, message: str) -> None:
+        # The panel shows it beside its buttons; the status bar says it wherever one looks.
+        self.window.statusBar().showMessage(f"Could not use the trace: {message}", 10000)
+
     def _on_platform(self, *args) -> None:
         self.panel.set_platform(self.window.editor.document.platform())
+        # The trace's overheads apply to GPU platforms only.
+        applied = self.panel.overheads()
+        if (applied is None) != (self.window.controller.overheads is None):
+            self.window.statusBar().showMessage(
+                f"CPU overheads {self.panel.overheads_text()}: "
+                + ("used on this GPU platform" if applied is not None else
+                   "not used on the local CPU (its calibrated profile's apply)"), 6000)
+        self.window.controller.set_overheads(applied)
         self._update_label()
 
     def _on_calibrated(self, path: str) -> None:
@@ -117,16 +148,22 @@ class ProfilesController(QObject):
             text = "datasheet roofline"
         else:
             text = self.panel.choice_text()
-        self.label.setText(f"profile: {text}")
+        self.label.setText(f"profile: {text}{self._overheads_words()}")
 
     def _update_label(self) -> None:
-        self.label.setText(f"profile: {self.panel.choice_text()}")
+        self.label.setText(f"profile: {self.panel.choice_text()}{self._overheads_words()}")
+
+    def _overheads_words(self) -> str:
+        if self.panel.overheads() is None:
+            return ""
+        return " · overheads: your trace"
 
     def shutdown(self) -> bool:
         """Cancel a running calibration and join its thread (the window is closing)."""
         if self.dialog is not None:
             self.dialog.hide()
-        return self.runner.shutdown()
+        loaded = self.panel.shutdown()
+        return self.runner.shutdown() and loaded
 
 
 def install_profiles(window, calibrate_fn=None) -> ProfilesController:

@@ -4,6 +4,12 @@ how well it validates, and which one predictions use.
 The choice is a view setting (kept in ``QSettings``, never in the scenario): ``None`` for the
 bundled profile of the platform's device, ``"roofline"`` for datasheet figures only, or the
 path of a profile file.
+
+The CPU overheads (T1-T5 per op) come from that profile, or, for this session, from a GPU
+trace the user recorded on their own host (``predict`` then gets ``overheads=``): the trace
+is read and measured in a worker thread (:class:`~explorer.compare.loader.TraceLoader` with
+:func:`measure_trace_overheads`).  Like the profile, it is a session setting, never part of
+the scenario; it applies to GPU platforms only.
 """
 from __future__ import annotations
 
@@ -11,21 +17,26 @@ import html
 import json
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Callable
 
 from PySide6.QtCore import QRect, QSettings, QSize, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QFrame,
-                               QGridLayout, QGroupBox, QHeaderView, QLabel, QPushButton,
-                               QScrollArea, QSplitter, QStyledItemDelegate, QTableWidget,
-                               QTableWidgetItem, QTreeWidget, QTreeWidgetItem,
-                               QVBoxLayout, QWidget)
+                               QGridLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel,
+                               QProgressBar, QPushButton, QScrollArea, QSplitter,
+                               QStyledItemDelegate, QTableWidget, QTableWidgetItem,
+                               QToolButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
+                               QWidget)
 
-from predictors.profiles import PROFILE_FORMAT, bundled_profiles
+from predictors.profiles import PROFILE_FORMAT, OverheadTable, bundled_profiles
+from predictors.traces import Cancelled, TraceError
+
+from .compare.loader import TraceLoader
 
 __all__ = ["ProfileInfo", "ProfilesPanel", "read_profile_info", "KIND_LABELS", "AUTOMATIC",
-           "ROOFLINE"]
+           "ROOFLINE", "TraceOverheads", "measure_trace_overheads", "TRACE_FILTER"]
 
 AUTOMATIC = "auto"  # settings value of the automatic choice (predict gets profile=None)
 ROOFLINE = "roofline"
@@ -38,6 +49,67 @@ KIND_COLORS = {"measured": ("#1b5e20", "#e3f4e4"), "fitted": ("#0d47a1", "#e3edf
                "datasheet": ("#5d4037", "#f3ede8")}
 _SETTINGS_CHOICE = "profiles/choice"
 _SETTINGS_ADDED = "profiles/added"
+TRACE_FILTER = "Kineto traces (*.json *.json.gz);;All files (*)"
+_ERROR_STYLE = "color: #a4161a;"
+_NOTE_STYLE = "color: #7a4a00;"
+
+
+@dataclass
+class TraceOverheads:
+    """CPU overheads measured from the user's recorded trace (the ranks of one job)."""
+
+    table: OverheadTable
+    paths: list[str]
+    ops: int
+    devices: list[str]
+
+    @property
+    def files_text(self) -> str:
+        """The files in a few words: one name, or the first and how many more."""
+        names = [os.path.basename(p) for p in self.paths]
+        if len(names) == 1:
+            return _shorten(names[0])
+        return f"{_shorten(names[0])} and {len(names) - 1} more rank file(s)"
+
+
+def _shorten(name: str, width: int = 40) -> str:
+    """``name`` with its middle elided so that it fits ``width`` characters."""
+    if len(name) <= width:
+        return name
+    keep = width - 1
+    return f"{name[:keep - keep // 2]}…{name[-(keep // 2):]}"
+
+
+def measure_trace_overheads(paths, progress: Callable[[float, str], None] | None = None,
+                            cancelled: Callable[[], bool] | None = None) -> TraceOverheads:
+    """Read recorded GPU trace(s) (the ranks of one job) and measure T1-T5 per op.
+
+    Runs in a worker thread.  Raises :class:`~predictors.traces.TraceError` with one line for
+    a file that cannot be read, a CPU-only trace (its op times include the kernels) or a
+    trace without CPU ops; :class:`~predictors.traces.Cancelled` when ``cancelled()``."""
+    from predictors.gpu.overheads import trace_overheads
+    from predictors.traces.recording import load_recording
+
+    paths = [os.fspath(p) for p in paths]
+    rec = load_recording(paths, progress=progress, cancelled=cancelled)
+    names = ", ".join(os.path.basename(p) for p in paths)
+    if not any(tr.device_name for tr in rec.traces):
+        raise TraceError(f"{names}: records no GPU: a CPU-only trace's op times include "
+                         "the kernels (on the CPU, calibrate this device instead)")
+    if cancelled is not None and cancelled():
+        raise Cancelled("measuring overheads")
+    if progress is not None:
+        progress(0.96, "measuring CPU overheads per op")
+    table, _, info = trace_overheads([rec])
+    if not info["ops"]:
+        raise TraceError(f"{names}: no CPU ops recorded")
+    devices = sorted({tr.device_name for tr in rec.traces if tr.device_name})
+    result = TraceOverheads(table, paths, int(info["ops"]), devices)
+    # The prediction's note reads "overheads: <source>": name the files, not only the count.
+    source = (f"measured from {result.files_text} ({result.ops:,} ops on "
+              f"{', '.join(devices)})")
+    result.table = replace(table, source=source)
+    return result
 
 
 @dataclass
@@ -54,6 +126,8 @@ class ProfileInfo:
     kernel_models: list[str] = field(default_factory=list)
     bundled: bool = False
     error: str | None = None
+    overheads_source: str = ""  # where the profile's T1-T5 table comes from
+    overhead_ops: int = 0  # its per-op entries
 
     @property
     def kind_label(self) -> str:
@@ -78,6 +152,10 @@ def read_profile_info(path: str | os.PathLike, bundled: bool = False) -> Profile
         info.provenance = doc.get("provenance") or {}
         info.validation = doc.get("validation") or {}
         info.kernel_models = sorted(doc.get("kernel_models") or {})
+        overheads = doc.get("overheads")
+        if isinstance(overheads, dict):
+            info.overheads_source = str(overheads.get("source") or "")
+            info.overhead_ops = len(overheads.get("per_op") or {})
     except (OSError, ValueError, AttributeError) as exc:
         info.error = f"{path.name}: {exc}"
     return info
@@ -293,26 +371,38 @@ class ProfilesPanel(QWidget):
     """Lists bundled and added profiles, shows the selected one, and holds the choice of
     profile for predictions.
 
+    Also holds the CPU overheads' source: the profile's table, or one measured from a
+    recorded GPU trace (for this session only; GPU platforms only).
+
     Parameters
     ----------
     settings : where the choice and the added profiles persist
+    measure_fn : reads trace files and measures their overheads, like
+        :func:`measure_trace_overheads` (tests inject fakes)
 
     Signals
     -------
     sigChoiceChanged(object)   what ``predict`` gets as ``profile``: None, "roofline" or a path
     sigError(str)              a profile file that could not be read
     sigCalibrateRequested()    the user asked to calibrate this device
+    sigOverheadsChanged(object)  the trace's :class:`TraceOverheads`, or None (profile's)
+    sigOverheadsFailed(str)    a trace that could not be used, in one line
     """
 
     sigChoiceChanged = Signal(object)
     sigError = Signal(str)
     sigCalibrateRequested = Signal()
+    sigOverheadsChanged = Signal(object)
+    sigOverheadsFailed = Signal(str)
 
-    def __init__(self, settings: QSettings, parent: QWidget | None = None):
+    def __init__(self, settings: QSettings, parent: QWidget | None = None,
+                 measure_fn: Callable | None = None):
         super().__init__(parent)
         self.settings = settings
         self.infos: list[ProfileInfo] = []
         self.platform: dict | None = None
+        self._trace: TraceOverheads | None = None
+        self.loader = TraceLoader(measure_fn or measure_trace_overheads, self)
         self.choice_combo = QComboBox(self)
         self.choice_combo.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
         self.choice_combo.setMinimumContentsLength(24)
@@ -338,6 +428,8 @@ class ProfilesPanel(QWidget):
         cbox = QVBoxLayout(choose)
         cbox.addWidget(self.choice_combo)
         cbox.addWidget(self.resolved)
+        cbox.addStretch(1)
+        overheads = self._build_overheads(self)
         self.use_button.setToolTip("Predict with the selected profile")
         self.calibrate_button.setToolTip("Measure this CPU and make a profile of it")
         self.tree.setMinimumHeight(70)
@@ -350,7 +442,6 @@ class ProfilesPanel(QWidget):
         left = QWidget(self)
         lbox = QVBoxLayout(left)
         lbox.setContentsMargins(0, 0, 0, 0)
-        lbox.addWidget(choose)
         lbox.addWidget(QLabel("<b>Profiles</b>", self))
         lbox.addWidget(self.tree, 1)
         lbox.addLayout(buttons)
@@ -364,11 +455,17 @@ class ProfilesPanel(QWidget):
         split.addWidget(scroll)
         split.setChildrenCollapsible(False)
         split.setStretchFactor(1, 1)
-        left.setMinimumWidth(240)
-        split.setSizes([250, 700])
+        left.setMinimumWidth(260)
+        split.setSizes([290, 660])
+        # The session's choices across the top: they hold for every profile in the list.
+        top = QHBoxLayout()
+        top.setSpacing(8)
+        top.addWidget(choose, 2)
+        top.addWidget(overheads, 3)
         box = QVBoxLayout(self)
         box.setContentsMargins(10, 10, 10, 10)
-        box.addWidget(split)
+        box.addLayout(top)
+        box.addWidget(split, 1)
 
         self.tree.currentItemChanged.connect(self._on_selected)
         self.choice_combo.activated.connect(self._on_choice_activated)
@@ -376,8 +473,75 @@ class ProfilesPanel(QWidget):
         self.remove_button.clicked.connect(self.remove_selected)
         self.use_button.clicked.connect(self._use_selected)
         self.calibrate_button.clicked.connect(self.sigCalibrateRequested)
+        self.trace_button.clicked.connect(self.overheads_dialog)
+        self.profile_overheads_button.clicked.connect(self.clear_overheads)
+        self.overheads_cancel.clicked.connect(self.loader.cancel)
+        self.loader.sigStarted.connect(self._on_load_started)
+        self.loader.sigProgress.connect(self._on_load_progress)
+        self.loader.sigFinished.connect(self._on_load_finished)
+        self.loader.sigFailed.connect(self._on_load_failed)
+        self.loader.sigCancelled.connect(self._on_load_cancelled)
         self._choice = self._stored_choice()
         self.reload()
+
+    def _build_overheads(self, parent: QWidget) -> QGroupBox:
+        """The "CPU overheads" choice: where they come from, the trace and profile buttons,
+        progress of a trace being read, and the last error."""
+        group = QGroupBox("CPU overheads (T1–T5 per op)", parent)
+        group.setToolTip(
+            "The CPU time around each op: the gap before it, dispatch, kernel launches.\n"
+            "Per-op dispatch costs differ up to ~5x between hosts, so a GPU profile's pooled\n"
+            "table is a middle estimate; a trace recorded on your own host makes GPU\n"
+            "predictions right for that host.")
+        self.overheads_label = QLabel(group)
+        self.overheads_label.setObjectName("overheadsSource")
+        self.overheads_label.setWordWrap(True)
+        self.overheads_label.setTextFormat(Qt.RichText)
+        self.overheads_label.setStyleSheet("color: #445;")
+        self.overheads_note = QLabel(group)  # not used on the CPU / the last error
+        self.overheads_note.setWordWrap(True)
+        for label in (self.overheads_label, self.overheads_note):
+            label.setMinimumWidth(60)  # a long file name must not widen the window
+        self.overheads_note.hide()
+        self.overheads_progress = QProgressBar(group)
+        self.overheads_progress.setRange(0, 100)
+        self.overheads_progress.setTextVisible(True)
+        self.overheads_progress.setMaximumHeight(16)
+        self.overheads_cancel = QToolButton(group)
+        self.overheads_cancel.setText("Cancel")
+        self.overheads_cancel.setToolTip("Stop reading the trace; the overheads stay as they "
+                                         "are")
+        self.overheads_busy = QWidget(group)
+        busy = QHBoxLayout(self.overheads_busy)
+        busy.setContentsMargins(0, 0, 0, 0)
+        busy.addWidget(self.overheads_progress, 1)
+        busy.addWidget(self.overheads_cancel)
+        self.overheads_busy.hide()
+        self.trace_button = QPushButton("From recorded trace…", group)
+        self.trace_button.setToolTip(
+            "Measure the CPU overheads from a Kineto trace (.json, .json.gz) that you\n"
+            "recorded with torch.profiler on your own host; choose several files for the\n"
+            "ranks of one job.  The trace must record the GPU.  Used for GPU platforms,\n"
+            "for this session; the scenario is not changed.")
+        self.profile_overheads_button = QPushButton("Use profile's", group)
+        self.profile_overheads_button.setToolTip(
+            "Use the CPU overheads stored in the profile again (for the bundled GPU\n"
+            "profiles: pooled over public traces of several hosts)")
+        text = QVBoxLayout()
+        text.setSpacing(3)
+        text.addWidget(self.overheads_label)
+        text.addWidget(self.overheads_note)
+        text.addWidget(self.overheads_busy)
+        text.addStretch(1)
+        buttons = QVBoxLayout()
+        buttons.setSpacing(4)
+        buttons.addWidget(self.trace_button)
+        buttons.addWidget(self.profile_overheads_button)
+        buttons.addStretch(1)
+        lay = QHBoxLayout(group)
+        lay.addLayout(text, 1)
+        lay.addLayout(buttons)
+        return group
 
     # --- the list -----------------------------------------------------------------------
 
@@ -559,6 +723,150 @@ class ProfilesPanel(QWidget):
             info = self.info_for(self._choice)
             text = f"device: {info.device}" if info else self._choice
         self.resolved.setText(text)
+        self._update_overheads()
+
+    # --- the CPU overheads ---------------------------------------------------------------
+
+    def trace_overheads(self) -> TraceOverheads | None:
+        """The overheads measured from the user's trace (None: the profile's)."""
+        return self._trace
+
+    def overheads(self) -> OverheadTable | None:
+        """What ``predict`` gets as ``overheads``: the trace's table where the platform has
+        GPUs, else None (the profile's)."""
+        return self._trace.table if self._trace is not None and self.platform_has_gpu() \
+            else None
+
+    def platform_has_gpu(self) -> bool:
+        """True when the platform's device is a GPU (False for the CPU or an invalid one)."""
+        if not self.platform:
+            return False
+        try:
+            from predictors.devices.platforms import resolve_platform
+            return resolve_platform(self.platform).device != "cpu"
+        except Exception:
+            return False
+
+    def overheads_dialog(self) -> None:
+        """Ask for trace file(s) and measure their overheads in the background."""
+        paths, _ = QFileDialog.getOpenFileNames(
+            self, "CPU Overheads From a Recorded Trace (several files: the ranks of one job)",
+            "", TRACE_FILTER)
+        if paths:
+            self.load_overheads(paths)
+
+    def load_overheads(self, paths) -> int:
+        """Start reading ``paths`` in a worker thread (a load in progress is cancelled);
+        the choice changes when the overheads are measured.  Returns the load's id."""
+        return self.loader.load([os.fspath(p) for p in paths])
+
+    def set_trace_overheads(self, measured: TraceOverheads | None) -> None:
+        """Use ``measured`` (None: the profile's overheads) and say so."""
+        changed = measured is not self._trace
+        self._trace = measured
+        self._update_overheads()
+        if changed:
+            self.sigOverheadsChanged.emit(measured)
+
+    def clear_overheads(self) -> None:
+        """Back to the profile's overheads (a trace being read is cancelled)."""
+        self.loader.cancel()
+        self._show_overheads_note("")
+        self.set_trace_overheads(None)
+
+    def overheads_text(self) -> str:
+        """Where the overheads come from, in a few words."""
+        if self._trace is not None:
+            return f"measured from {self._trace.files_text} ({self._trace.ops:,} ops)"
+        return "profile's table"
+
+    def shutdown(self, timeout_ms: int = 10000) -> bool:
+        """Cancel a trace being read and join its thread (the window is closing)."""
+        return self.loader.shutdown(timeout_ms)
+
+    def _profile_overheads(self) -> tuple[str, str, int]:
+        """(whose, source, per-op entries) of the overheads the chosen profile brings."""
+        info = None
+        if self._choice is None:
+            info = self.automatic_info()
+        elif self._choice != ROOFLINE:
+            info = self.info_for(self._choice)
+        if info is not None and info.overheads_source:
+            return info.title, info.overheads_source, info.overhead_ops
+        from predictors.devices.overheads import default_overheads
+        table = default_overheads("gpu" if self.platform_has_gpu() else "cpu")
+        return "built-in defaults", table.source, len(table.per_op)
+
+    def _update_overheads(self) -> None:
+        if not hasattr(self, "overheads_label"):
+            return
+        if self._trace is not None:
+            t = self._trace
+            paths = "\n".join(t.paths)
+            color = "#1b5e20" if self.platform_has_gpu() else "#667"  # grey: not used
+            self.overheads_label.setText(
+                f"<span style='color:{color}'><b>measured from {html.escape(t.files_text)}"
+                f"</b> ({t.ops:,} ops)</span>")
+            self.overheads_label.setToolTip(
+                f"{t.table.source}\n{len(t.table.per_op)} per-op entries\n{paths}")
+            if not self.platform_has_gpu() and not self._error_shown:
+                self._show_overheads_note(
+                    "Not used: the platform is the local CPU, where the calibrated "
+                    "profile's overheads apply. Used again on a GPU platform.", _NOTE_STYLE)
+            elif not self._error_shown:
+                self._show_overheads_note("")
+        else:
+            whose, source, n = self._profile_overheads()
+            short = source
+            if len(short) > 64:  # the whole text is in the tooltip
+                short = short[:64].rsplit(" ", 1)[0]
+                if short.count("(") > short.count(")"):  # no half parenthesis
+                    short = short[:short.rindex("(")]
+                short = short.rstrip(" ,:") + " …"
+            self.overheads_label.setText(
+                f"profile's table ({n} ops): "
+                f"<span style='color:#778'>{html.escape(short)}</span>")
+            self.overheads_label.setToolTip(f"{whose}: {source}\n{n} per-op entries")
+            if not self._error_shown:
+                self._show_overheads_note("")
+        self.profile_overheads_button.setEnabled(self._trace is not None
+                                                 or self.loader.is_running())
+
+    _error_shown = False
+
+    def _show_overheads_note(self, text: str, style: str = "", error: bool = False) -> None:
+        self._error_shown = error and bool(text)
+        self.overheads_note.setText(text)
+        self.overheads_note.setStyleSheet(style)
+        self.overheads_note.setToolTip(text)
+        self.overheads_note.setVisible(bool(text))
+
+    def _on_load_started(self, paths) -> None:
+        self._show_overheads_note("")
+        self.overheads_progress.setValue(0)
+        self.overheads_progress.setFormat("reading %p%")
+        self.overheads_busy.setToolTip("\n".join(paths))
+        self.overheads_busy.show()
+        self.profile_overheads_button.setEnabled(True)
+
+    def _on_load_progress(self, fraction: float, stage: str) -> None:
+        self.overheads_progress.setValue(int(round(100 * max(0.0, min(1.0, fraction)))))
+        self.overheads_progress.setToolTip(stage)
+
+    def _on_load_finished(self, measured) -> None:
+        self.overheads_busy.hide()
+        self.set_trace_overheads(measured)
+
+    def _on_load_failed(self, message: str) -> None:
+        self.overheads_busy.hide()
+        line = " ".join(str(message).split())  # one line, whatever the message holds
+        self._show_overheads_note(f"Could not use the trace: {line}", _ERROR_STYLE, True)
+        self._update_overheads()  # the previous choice stays
+        self.sigOverheadsFailed.emit(line)
+
+    def _on_load_cancelled(self) -> None:
+        self.overheads_busy.hide()
+        self._update_overheads()
 
     def _device_words(self) -> str:
         try:
