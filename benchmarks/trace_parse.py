@@ -5,7 +5,8 @@
 Without arguments it reads every Kineto trace in ../shared/data/traces.  Prints, per file,
 the best of three runs: wall time and CPU time (the CPU time is what this process used;
 on a shared machine the wall time also counts other processes' turns), split into
-decompress / parse (JSON -> columns) / timeline, and MB/s of uncompressed JSON.
+decompress / parse (JSON -> columns) / timeline (CPU ops + Timeline), and MB/s of
+uncompressed JSON; the last line sums the stages' CPU time over all files.
 """
 from __future__ import annotations
 
@@ -54,19 +55,23 @@ def main(argv: list[str]) -> int:
           f"{'msgspec' if kineto.msgspec is not None else 'orjson'}")
     print(f"{'file':<48} {'MB':>6} {'events':>8} {'wall s':>7} {'cpu s':>7} "
           f"{'MB/s wall':>9} {'MB/s cpu':>9} {'parse-only MB/s cpu':>19}")
-    tot_mb = tot_wall = tot_cpu = tot_parse = 0.0
+    tot_mb = tot_wall = tot_cpu = tot_parse = tot_gunzip = tot_timeline = 0.0
     for f in files:
         r = measure(f)
         tot_mb += r["mb"]
         tot_wall += r["wall"]
         tot_cpu += r["cpu"]
         tot_parse += r["parse"]
+        tot_gunzip += r["gunzip"]
+        tot_timeline += r["timeline"]
         name = f"{f.parent.name}/{f.name}"[:48]
         print(f"{name:<48} {r['mb']:6.1f} {r['events']:8d} {r['wall']:7.3f} {r['cpu']:7.3f} "
               f"{r['mb'] / r['wall']:9.1f} {r['mb'] / r['cpu']:9.1f} "
               f"{r['mb'] / max(r['parse'], 1e-9):19.1f}")
     print(f"{'all':<48} {tot_mb:6.1f} {'':>8} {tot_wall:7.3f} {tot_cpu:7.3f} "
           f"{tot_mb / tot_wall:9.1f} {tot_mb / tot_cpu:9.1f} {tot_mb / tot_parse:19.1f}")
+    print(f"CPU s by stage: gunzip {tot_gunzip:.3f}, JSON -> columns {tot_parse:.3f}, "
+          f"ops + timeline {tot_timeline:.3f}")
     return 0
 
 

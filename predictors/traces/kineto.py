@@ -387,7 +387,7 @@ if msgspec is not None:
 
     _Num = Union[float, str, None]
 
-    class _Args(msgspec.Struct):
+    class _Args(msgspec.Struct, gc=False):
         ext: Any = msgspec.field(default=None, name="External id")
         ext_old: Any = msgspec.field(default=None, name="external id")
         corr: Any = msgspec.field(default=None, name="correlation")
@@ -403,7 +403,7 @@ if msgspec is not None:
         name: Any = None
         labels: Any = None
 
-    class _Event(msgspec.Struct):
+    class _Event(msgspec.Struct, gc=False):
         ph: Any = None
         cat: Any = None
         name: Any = ""
@@ -653,16 +653,18 @@ def parse_kineto_bytes(data: bytes, path: str = "trace.json", rank: int | None =
     corr = c.column("corr", np.int64)
     dev_ev = is_dev[thread] if len(is_dev) else np.zeros(len(ts), bool)
     rt = kind == Kind.RUNTIME
-    if (corr[dev_ev] < 0).any() or (rt.any() and (corr[rt] < 0).all()):
-        # Only traces without correlation ids need the flows (a Python loop over them).
-        for fid, fpid, ftid, fts, fs in c.flows:
-            for j in range(len(fid)):
-                (c.flow_s if fs[j] else c.flow_f)[int(fid[j])] = (
-                    int(fpid[j]), int(ftid[j]), float(fts[j]))
+    if c.flows and ((corr[dev_ev] < 0).any() or (rt.any() and (corr[rt] < 0).all())):
+        # Only traces without correlation ids need the flows: id -> (pid, tid, ts), the
+        # last one of an id winning, as when they are read one by one.
+        fid, fpid, ftid, fts, fs = (np.concatenate(col) for col in zip(*c.flows))
+        for sel, table in ((fs, c.flow_s), (~fs, c.flow_f)):
+            table.update(zip(fid[sel].tolist(),
+                             zip(fpid[sel].tolist(), ftid[sel].tolist(), fts[sel].tolist())))
     flow_starts = {}
     if c.flow_s:
+        tindex = c.thread_index
         for fid, (pid, tid, fts) in c.flow_s.items():
-            t = c.thread_index.get(("cpu", pid, tid))
+            t = tindex.get(("cpu", pid, tid))
             if t is not None:
                 flow_starts[fid] = (t, fts - base)
     trace = KinetoTrace(
@@ -684,12 +686,13 @@ def _link_flows(trace: KinetoTrace, flow_f: dict, base: float) -> None:
     missing = (trace.corr < 0) & trace.thread_is_device[trace.thread]
     if not missing.any() or not flow_f:
         return
-    where = {}
-    for fid, (pid, tid, fts) in flow_f.items():
-        where[(pid, tid, round(fts - base, 3))] = fid
-    for i in np.flatnonzero(missing):
-        key = trace.threads[trace.thread[i]]
-        fid = where.get((key[1], key[2], round(float(trace.ts[i]), 3)))
+    where = {(pid, tid, round(fts - base, 3)): fid for fid, (pid, tid, fts) in flow_f.items()}
+    idx = np.flatnonzero(missing)
+    thr = trace.thread[idx]
+    pid = np.array([k[1] for k in trace.threads], np.int64)[thr].tolist()
+    tid = np.array([k[2] for k in trace.threads], np.int64)[thr].tolist()
+    found = [where.get((p, t, round(x, 3))) for p, t, x in zip(pid, tid, trace.ts[idx].tolist())]
+    for i, fid in zip(idx.tolist(), found):
         if fid is not None:
             trace.corr[i] = fid
 

@@ -2,13 +2,13 @@
 the device work each call launched.  All vectorized over the columns of a KinetoTrace."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .kineto import Kind, KinetoTrace
 
-__all__ = ["CpuOps", "cpu_ops", "runtime_flags"]
+__all__ = ["CpuOps", "cpu_ops", "runtime_flags", "blocking_copies"]
 
 
 def runtime_flags(trace: KinetoTrace) -> tuple[np.ndarray, np.ndarray]:
@@ -32,7 +32,12 @@ class CpuOps:
 
     An item is a ``cpu_op`` that no other ``cpu_op`` of its thread encloses, or a runtime
     call outside every op (e.g. a bare ``cudaDeviceSynchronize``).  User annotations and
-    Python functions are not items: they only group ops.
+    Python functions are not items: they only group ops.  Neither are *ranges*: ``cpu_op``
+    events that group ops rather than being one: ``ProfilerStep#N`` (a ``cpu_op`` in 2021
+    traces, a user annotation since) and a ``cpu_op`` holding ops of its own thread inside
+    which its thread sat idle while two or more top-level ``cpu_op`` of another thread ran
+    (a ``record_function`` around ``backward()``: the thread was blocked while the autograd
+    thread worked).  The ops inside a range are the items.
 
     Attributes
     ----------
@@ -40,12 +45,14 @@ class CpuOps:
     owner : per event, the item (position in ``items``) whose span holds it, -1 if none
     leaf : per event, True for ``cpu_op`` events that enclose no other ``cpu_op``
     launcher : per event, the runtime event that launched this device event, -1 if none
+    ranges : event indices of the ranges (see above), sorted
     """
 
     items: np.ndarray
     owner: np.ndarray
     leaf: np.ndarray
     launcher: np.ndarray
+    ranges: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
 
 def _nesting(trace: KinetoTrace, sel: np.ndarray):
@@ -69,14 +76,71 @@ def _nesting(trace: KinetoTrace, sel: np.ndarray):
     return idx, top, leaf
 
 
+def _blocking(trace: KinetoTrace, tops: np.ndarray, is_range: np.ndarray) -> np.ndarray:
+    """Of the top-level ops ``tops``, those whose thread sat idle inside them while whole
+    top-level ops of another thread ran (at least two in one stretch without nested ops or
+    calls of its own)."""
+    if len(tops) < 2:
+        return tops[:0]
+    o = np.argsort(trace.ts[tops], kind="stable")
+    t = tops[o]
+    s, e, th = trace.ts[t], trace.ts[t] + trace.dur[t], trace.thread[t]
+    lo = np.arange(len(t)) + 1
+    hi = np.searchsorted(s, e, side="left")
+    cand = np.flatnonzero(hi > lo)  # something starts inside: mostly another thread's op
+    if not len(cand):
+        return tops[:0]
+    # Per thread, the work nested in top-level ops (ops and runtime calls), by start, with
+    # the running maximum of their ends: what of it overlaps [a, b] is one lookup.
+    work = np.flatnonzero((trace.kind == Kind.CPU_OP) | (trace.kind == Kind.RUNTIME))
+    is_top = is_range.copy()  # ranges found so far enclose everything: not nested work
+    is_top[tops] = True
+    work = work[~is_top[work]]
+    nested = {}
+    out = []
+    for k in cand.tolist():
+        inner = np.arange(lo[k], hi[k])
+        inner = inner[(th[inner] != th[k]) & (e[inner] <= e[k])]
+        if not len(inner):
+            continue
+        if th[k] not in nested:
+            w = work[trace.thread[work] == th[k]]
+            w = w[np.argsort(trace.ts[w], kind="stable")]
+            nested[th[k]] = (trace.ts[w], np.maximum.accumulate(trace.ts[w] + trace.dur[w]))
+        ws, wmax = nested[th[k]]
+        if not len(ws):
+            continue  # nothing nested: not a range
+        j = np.searchsorted(ws, e[inner], side="left") - 1
+        busy = (j >= 0) & (wmax[np.clip(j, 0, None)] > s[inner])
+        # Blocked: two or more of them in one idle stretch (a lone one is mostly a
+        # coincidence, e.g. the engine's unrecorded work before a node's first op).
+        if len(j[~busy]) > len(np.unique(j[~busy])):
+            out.append(t[k])
+    return np.array(out, np.int64)
+
+
 def cpu_ops(trace: KinetoTrace) -> CpuOps:
     """Compute :class:`CpuOps` for ``trace``."""
     n = len(trace)
-    ops = np.flatnonzero(trace.kind == Kind.CPU_OP)
-    idx, top, leafs = _nesting(trace, ops)
+    all_ops = np.flatnonzero(trace.kind == Kind.CPU_OP)
+    idx, top, leafs = _nesting(trace, all_ops)
     leaf = np.zeros(n, bool)
     leaf[idx] = leafs
+    # Ranges are peeled off (outermost first) until no top-level op is one.
+    is_range = np.zeros(n, bool)
+    is_range[all_ops] = trace._step_name_mask()[all_ops] if len(all_ops) else False
+    ops = all_ops
     tops = idx[top]
+    while True:
+        if is_range[all_ops].any():
+            ops = all_ops[~is_range[all_ops]]
+            idx, top, _ = _nesting(trace, ops)
+            tops = idx[top]
+        more = _blocking(trace, tops, is_range)
+        more = more[~leaf[more]] if len(more) else more
+        if not len(more):
+            break
+        is_range[more] = True
     rt = np.flatnonzero(trace.kind == Kind.RUNTIME)
     span = float(max((trace.ts + trace.dur).max(), 1.0)) * 2 + 10.0
     # Runtime calls inside a top-level op of their thread belong to it; others are items.
@@ -124,4 +188,17 @@ def cpu_ops(trace: KinetoTrace) -> CpuOps:
             cand = rt[(trace.thread[rt] == fs[0]) & (np.abs(trace.ts[rt] - fs[1]) < 1e-3)]
             if len(cand):
                 launcher[i] = cand[0]
-    return CpuOps(items, owner, leaf, launcher)
+    return CpuOps(items, owner, leaf, launcher, np.flatnonzero(is_range))
+
+
+def blocking_copies(trace: KinetoTrace, ops: CpuOps) -> np.ndarray:
+    """Per event: True for a copy call (``cudaMemcpyAsync`` ...) that returned only once the
+    copy it launched had ended: a copy to or from pageable host memory, which the driver
+    completes before returning (it waits for the stream, then copies)."""
+    out = np.zeros(len(trace), bool)
+    dev = np.flatnonzero((ops.launcher >= 0) & (trace.kind == Kind.MEMCPY))
+    if len(dev):
+        call = ops.launcher[dev]
+        done = trace.ts[call] + trace.dur[call] >= trace.ts[dev] + trace.dur[dev] - 1.0
+        out[call[done]] = True
+    return out

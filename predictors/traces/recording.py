@@ -8,7 +8,6 @@ kernels are communication).  The columns are filled with numpy, never event by e
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -18,21 +17,27 @@ from ..timeline import CATEGORIES, Lane, Span, Timeline
 from .kineto import Kind, KinetoTrace, TraceError, read_kineto
 from .ops import CpuOps, cpu_ops
 
-__all__ = ["Recording", "load_recording", "kernel_category", "build_timeline"]
+__all__ = ["Recording", "load_recording", "kernel_category", "kernel_categories",
+           "build_timeline"]
 
 _CAT = {c: i for i, c in enumerate(CATEGORIES)}
 
-_COMM = re.compile(r"nccl|rccl|msccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|"
-                   r"sendrecv|c10d::|gloo", re.I)
-_GEMM = re.compile(r"gemm|cutlass|cublas|xmma|matmul|wgrad|dgrad|fprop|conv|cudnn|"
-                   r"Cijk_|hipblaslt|_mm_|bmm|tensorop|wmma|mfma|flash_?(?:fwd|bwd|attn)|"
-                   r"fmha", re.I)
-_EMB = re.compile(r"embedding|fbgemm|indexSelect|index_select|lookup|EmbeddingBag|"
-                  r"split_embedding|tbe_|jagged", re.I)
-_RED = re.compile(r"reduce|softmax|norm|scan|cub::|sum_kernel|mean|cross_entropy|nll_loss|"
-                  r"argmax|topk|sort", re.I)
-_COPY = re.compile(r"copy|cat_|CatArray|memcpy|memset|transpose|gather|scatter|index_put|"
-                   r"fill", re.I)
+# Name fragments per class, matched case-insensitively as plain substrings (regular
+# expressions with alternatives were most of the time of building a timeline, on long
+# templated kernel names).  ``x_?y`` patterns are spelled both ways.
+_COMM = ("nccl", "rccl", "msccl", "allreduce", "all_reduce", "allgather", "all_gather",
+         "reducescatter", "reduce_scatter", "alltoall", "all_toall", "allto_all",
+         "all_to_all", "sendrecv", "c10d::", "gloo")
+_GEMM = ("gemm", "cutlass", "cublas", "xmma", "matmul", "wgrad", "dgrad", "fprop", "conv",
+         "cudnn", "cijk_", "hipblaslt", "_mm_", "bmm", "tensorop", "wmma", "mfma", "flashfwd",
+         "flash_fwd", "flashbwd", "flash_bwd", "flashattn", "flash_attn", "fmha")
+_EMB = ("embedding", "fbgemm", "indexselect", "index_select", "lookup", "tbe_", "jagged")
+_RED = ("reduce", "softmax", "norm", "scan", "cub::", "sum_kernel", "mean", "cross_entropy",
+        "nll_loss", "argmax", "topk", "sort")
+_COPY = ("copy", "cat_", "catarray", "memcpy", "memset", "transpose", "gather", "scatter",
+         "index_put", "fill")
+_CLASSES = (("communication", _COMM), ("embedding", _EMB), ("gemm", _GEMM),
+            ("reduction", _RED), ("memcpy", _COPY))
 
 
 def kernel_category(name: str, kind: int = Kind.KERNEL) -> str:
@@ -43,17 +48,25 @@ def kernel_category(name: str, kind: int = Kind.KERNEL) -> str:
         return "idle"
     if kind == Kind.GPU_ANNOTATION:
         return "other"
-    if _COMM.search(name):
-        return "communication"
-    if _EMB.search(name):
-        return "embedding"
-    if _GEMM.search(name):
-        return "gemm"
-    if _RED.search(name):
-        return "reduction"
-    if _COPY.search(name):
-        return "memcpy"
+    low = name.lower()
+    for category, fragments in _CLASSES:
+        if any(f in low for f in fragments):
+            return category
     return "elementwise"
+
+
+def kernel_categories(trace: KinetoTrace) -> np.ndarray:
+    """Per name id of ``trace``: the ``CATEGORIES`` index of a kernel of that name (only
+    names that kernels have are classified; the others read ``other``).  Computed once per
+    trace: the name patterns are slow on long templated kernel names."""
+    cached = getattr(trace, "_kernel_cat", None)
+    if cached is not None and len(cached) == len(trace.names):
+        return cached
+    out = np.full(len(trace.names), _CAT["other"], np.int16)
+    for nid in np.unique(trace.name_id[trace.kind == Kind.KERNEL]).tolist():
+        out[nid] = _CAT[kernel_category(trace.names[nid])]
+    trace._kernel_cat = out
+    return out
 
 
 # Which class names a CPU op whose subtree holds several (a GEMM wrapper is GEMM).
@@ -120,7 +133,6 @@ def build_timeline(traces: Sequence[KinetoTrace], ops: Sequence[CpuOps] | None =
     """The Timeline of ranks ``traces`` and its time origin in the files' clock (us)."""
     ops = list(ops) if ops is not None else [cpu_ops(t) for t in traces]
     base = min(t.base_us for t in traces)
-    any_device = any(t.thread_is_device.any() for t in traces)
     lanes: list[Lane] = []
     names: list[str] = []
     name_index: dict[str, int] = {}
@@ -138,7 +150,7 @@ def build_timeline(traces: Sequence[KinetoTrace], ops: Sequence[CpuOps] | None =
         # Category per event: by name for kernels, by kind otherwise.
         cat = np.full(len(tr), _CAT["other"], np.int16)
         kind = tr.kind
-        dev_cat = np.array([_CAT[kernel_category(n)] for n in tr.names], np.int16)
+        dev_cat = kernel_categories(tr)
         kmask = kind == Kind.KERNEL
         cat[kmask] = dev_cat[tr.name_id[kmask]]
         cat[(kind == Kind.MEMCPY) | (kind == Kind.MEMSET)] = _CAT["memcpy"]

@@ -3,20 +3,34 @@ the overheads measured from it, and compare the step time with the recording.
 
 This is how the simulator's rules are checked against reality, one at a time:
 
-- the CPU: one clock per rank walks the top-level ops of all threads in recorded order;
-  each op takes its name's mean T1 gap, T2 to its first runtime call, T5 between calls,
-  T4 per launch and T3 after the last call (:mod:`~predictors.traces.stats`);
+- the CPU: each thread of a rank has its own clock and walks its top-level ops in recorded
+  order (ranges such as a 2021 ``ProfilerStep#N`` op are not ops: their contents are,
+  :class:`~predictors.traces.ops.CpuOps`); each op takes its name's mean T1 gap, T2 to
+  its first runtime call, T5 between calls, T4 per launch and T3 after the last call
+  (:mod:`~predictors.traces.stats`);
+- an op that waited for another thread in the recording (its thread sat idle longer than
+  its gaps explain while that thread worked: the autograd thread starting ``backward``,
+  the main thread resuming after it; :func:`~predictors.traces.stats.thread_waits`)
+  starts its T1 gap when the op it waited for ends, if that is later than its own
+  thread's clock; a thread's first op that waited for nothing starts when it did in the
+  recording.  Ops are visited in recorded start order, which is also the order their
+  kernels queue on a stream;
 - a kernel starts at ``max(launch call + launch latency, stream free, inputs ready)``;
-  cross-stream waits are the ones the recording shows (a kernel that started only when a
-  kernel on another stream of its rank ended);
+  cross-stream waits are the ones the recording shows: a device event that started later
+  than its launch and its stream allowed waited for the event on another stream of its
+  rank that ended last before it started, and starts as long after that one's end as it
+  did in the recording (an event wait takes a few microseconds);
 - a blocking call (``cudaStreamSynchronize``, ``cudaDeviceSynchronize``, a synchronous
-  ``cudaMemcpy``) holds the CPU until the stream it waited for drains;
+  ``cudaMemcpy``) holds the CPU until the stream it waited for drains; a copy call that
+  returned only when its copy had ended (pageable host memory) holds it until that copy
+  ends;
 - a collective (NCCL/RCCL kernel) starts on every rank when the last rank reaches it, and
   then runs for its transfer time: the shortest recorded duration of that collective over
   the ranks (the last rank to arrive did not wait).
 
 Each rank enters the replay when it entered its recorded step (the skew between ranks is
-an input, as in the recording).
+an input, as in the recording).  By default every rank replays with the overheads measured
+from its own trace (ranks of one job can run on CPUs of different speed).
 """
 from __future__ import annotations
 
@@ -26,8 +40,8 @@ import numpy as np
 
 from ..timeline import CATEGORIES, Lane, Span, Timeline
 from .kineto import Kind, KinetoTrace
-from .ops import CpuOps, runtime_flags
-from .recording import Recording, kernel_category
+from .ops import CpuOps, blocking_copies, runtime_flags
+from .recording import Recording, kernel_categories, kernel_category
 from .stats import TraceStats, item_times, overhead_stats
 
 __all__ = ["ReplayResult", "replay"]
@@ -57,7 +71,8 @@ class ReplayResult:
 
 
 class _Rank:
-    """The replay inputs of one rank, prepared once."""
+    """The replay inputs of one rank, prepared once.  After a recorded pass, ``replayed``
+    maps each replayed item (position in ``CpuOps.items``) to its ``(start, end)``."""
 
     def __init__(self, tr: KinetoTrace, op: CpuOps, stats: TraceStats,
                  durations: np.ndarray | None = None):
@@ -81,8 +96,10 @@ class _Rank:
         self.items = its[sel]
         times = item_times(tr, op)
         self.rec_t1 = times.t1
+        self.wait = times.wait
         launch, sync = runtime_flags(tr)
         self.is_launch, self.is_sync = launch, sync
+        self.blocking = blocking_copies(tr, op)
         # Runtime calls per item, in time order.
         rt = np.flatnonzero((tr.kind == Kind.RUNTIME) & (op.owner >= 0))
         rt = rt[np.lexsort((tr.ts[rt], op.owner[rt]))]
@@ -97,7 +114,7 @@ class _Rank:
             self.launched.setdefault(int(op.launcher[k]), []).append(k)
         self.is_comm = np.zeros(len(tr), bool)
         kern = np.flatnonzero(tr.kind == Kind.KERNEL)
-        comm_names = np.array([kernel_category(n) == "communication" for n in tr.names], bool)
+        comm_names = kernel_categories(tr) == _COMM
         self.is_comm[kern] = comm_names[tr.name_id[kern]]
         # Collectives in recorded start order (matched across ranks by position).
         launched_all = np.array(sorted(k for ks in self.launched.values() for k in ks), int)
@@ -120,10 +137,13 @@ class _Rank:
         self.bare_t1 = {}
         for nid in np.unique(tr.name_id[self.items[bare]]).tolist():
             m = bare & (tr.name_id[self.items] == nid)
-            self.bare_t1[nid] = float(self.rec_t1[self.item_pos[m]].mean())
+            t1 = self.rec_t1[self.item_pos[m]]
+            t1 = t1[np.isfinite(t1)]
+            self.bare_t1[nid] = float(t1.mean()) if len(t1) else 0.0
 
     def _infer_deps(self, dev: np.ndarray, lat: float) -> dict[int, int]:
-        """Device event -> device event on another stream that it waited for."""
+        """Device event -> device event on another stream that it waited for: the one that
+        ended last between when it could have started and when it did."""
         tr = self.tr
         deps: dict[int, int] = {}
         if not len(dev):
@@ -141,7 +161,7 @@ class _Rank:
             if s <= earliest + 2.0:
                 continue  # started as soon as it could: no hidden dependency
             j = int(np.searchsorted(ends_sorted, s + 1.0, side="right")) - 1
-            while j >= 0 and ends_sorted[j] >= s - 3.0:
+            while j >= 0 and ends_sorted[j] > earliest:
                 cand = int(dev_sorted[j])
                 if int(tr.thread[cand]) != stream:
                     deps[k] = cand
@@ -176,30 +196,35 @@ class _Rank:
         """Simulate the rank once; collectives start no earlier than ``coll_start``.
 
         Returns ``(step_ends, ready per collective, events)``."""
-        tr, op = self.tr, self.op
+        tr = self.tr
         ready = np.zeros(len(self.comm))
         free: dict[int, float] = {}
         end_of: dict[int, float] = {}
         events = [] if record else None
-        first = float(tr.ts[self.items[0]]) if len(self.items) else self.w0
-        t = self.w0
-        step_start_items = [int(np.searchsorted(tr.ts[self.items], s)) for _, s, _ in
-                            self.steps]
+        if record:
+            self.replayed: dict[int, tuple[float, float]] = {}
+        clock: dict[int, float] = {}       # thread -> replayed end of its last op
+        item_end: dict[int, float] = {}    # item position -> replayed end
+        step_start_items = {int(np.searchsorted(tr.ts[self.items], s)): k
+                            for k, (_, s, _) in reversed(list(enumerate(self.steps)))}
         boundaries = []
         names = tr.names
-        prev_rec_end = self.w0 if not len(self.items) else None
+        t_end, rec_end = self.w0, self.w0
         for n, (pos, i) in enumerate(zip(self.item_pos.tolist(), self.items.tolist())):
             nm = names[tr.name_id[i]]
+            thread = int(tr.thread[i])
             is_op = tr.kind[i] == Kind.CPU_OP
             gap = self.oh[nm][0] if is_op else self.bare_t1.get(int(tr.name_id[i]), 0.0)
-            lead = None
-            if n in step_start_items:
-                lead = float(tr.ts[i]) - self.steps[step_start_items.index(n)][1]
-                if n == 0:
-                    t, gap = self.w0 + lead, 0.0
-            start = t + gap
-            if lead is not None:  # a step begins: its recorded lead before the first op
-                boundaries.append(start - lead)
+            w = int(self.wait[pos])
+            waited = item_end.get(w) if w >= 0 else None
+            mine = clock.get(thread)
+            if mine is None and waited is None:
+                start = float(tr.ts[i])  # the thread enters as it did in the recording
+            else:
+                start = max(x for x in (mine, waited) if x is not None) + gap
+            k = step_start_items.get(n)
+            if k is not None:  # a step begins: its recorded lead before the first op
+                boundaries.append(start - (float(tr.ts[i]) - self.steps[k][1]))
             if is_op:
                 t1, t2, t3, t4, t5 = self.oh[nm]
                 calls = self.calls.get(pos, [])
@@ -217,24 +242,27 @@ class _Rank:
                 end = self._call(i, start, None, free, end_of, ready, coll_start, lat, api_us,
                                  events)
             if events is not None:
-                events.append(("cpu", int(tr.thread[i]), start, end - start, nm,
+                events.append(("cpu", thread, start, end - start, nm,
                                "cpu_op" if is_op else "cpu_overhead"))
-            t = end
-            prev_rec_end = float(tr.ts[i] + tr.dur[i])
-        tail = max(0.0, self.w1 - (prev_rec_end if prev_rec_end is not None else first))
-        boundaries.append(t + tail)
+            clock[thread] = item_end[pos] = end
+            if record:
+                self.replayed[pos] = (start, end)
+            t_end = max(t_end, end)
+            rec_end = max(rec_end, float(tr.ts[i] + tr.dur[i]))
+        boundaries.append(t_end + max(0.0, self.w1 - rec_end))
         return boundaries, ready, events
 
     def _call(self, c, tc, launch_dur, free, end_of, ready, coll_start, lat, api_us, events):
         tr = self.tr
         nid = tr.name_id[c]
         name = tr.names[nid]
+        copied = tc
         for k in self.launched.get(c, ()):
             stream = int(tr.thread[k])
             s = max(tc + lat, free.get(stream, -np.inf))
             dep = self.deps.get(k)
             if dep is not None and dep in end_of:
-                s = max(s, end_of[dep])
+                s = max(s, end_of[dep] + max(0.0, float(tr.ts[k] - tr.ts[dep] - tr.dur[dep])))
             q = self.comm_pos.get(k)
             if q is not None:
                 ready[q] = s
@@ -243,6 +271,7 @@ class _Rank:
                 e = s + float(self.dur[k])
             free[stream] = e
             end_of[k] = e
+            copied = max(copied, e)
             if events is not None:
                 events.append(("dev", stream, s, e - s, tr.names[tr.name_id[k]],
                                "communication" if q is not None else
@@ -257,7 +286,9 @@ class _Rank:
             drain = (max(free.values(), default=tc) if stream == -1
                      else free.get(stream, tc))
             end = max(end, drain)
-        if events is not None and dur > 0:
+        elif self.blocking[c]:
+            end = max(end, copied)
+        if events is not None and end > tc:
             events.append(("cpu", int(tr.thread[c]), tc, end - tc, name, "cpu_overhead"))
         return end
 
@@ -270,16 +301,17 @@ def replay(rec: Recording, stats: TraceStats | None = None,
     Parameters
     ----------
     rec : the recording (see :func:`~predictors.traces.recording.load_recording`)
-    stats : overheads to replay with (default: measured from ``rec`` itself)
+    stats : overheads to replay with (default: measured from ``rec`` itself, each rank
+        from its own trace: ranks may run on CPUs of different speed)
     max_iterations : passes of the rank-synchronization fixed point
     durations : per rank, a duration (us) per event of its trace that replaces the
         recorded one for device events (NaN: keep the recording); this is how modeled
         kernels are replayed (:mod:`predictors.gpu.trace_validation`)
     """
-    stats = stats or overhead_stats(rec.traces, rec.ops)
+    own = [stats] * len(rec.traces) if stats else [
+        overhead_stats([t], [o]) for t, o in zip(rec.traces, rec.ops)]
     durations = durations or [None] * len(rec.traces)
-    ranks = [_Rank(t, o, stats, d) for t, o, d in zip(rec.traces, rec.ops, durations)]
-    lat = stats.launch_latency_us
+    ranks = [_Rank(t, o, st, d) for t, o, st, d in zip(rec.traces, rec.ops, own, durations)]
     n_coll = min((len(r.comm) for r in ranks), default=0)
     notes = []
     if len({len(r.comm) for r in ranks}) > 1:
@@ -301,7 +333,7 @@ def replay(rec: Recording, stats: TraceStats | None = None,
     for iterations in range(1, max_iterations + 1):
         readies = []
         for j, r in enumerate(ranks):
-            _, ready, _ = r.run(bounds_of(j, r), lat, stats.api_us)
+            _, ready, _ = r.run(bounds_of(j, r), own[j].launch_latency_us, own[j].api_us)
             readies.append(ready[:n_coll] + off[j])
         new = np.max(np.vstack(readies), axis=0) if (readies and n_coll) else lb
         if not sync or np.allclose(new, lb, atol=1e-3):
@@ -311,7 +343,8 @@ def replay(rec: Recording, stats: TraceStats | None = None,
     # Final pass, recording the events.
     per_rank, lanes, cols, steps = [], [], [], []
     for j, r in enumerate(ranks):
-        bounds, _, events = r.run(bounds_of(j, r), lat, stats.api_us, record=True)
+        bounds, _, events = r.run(bounds_of(j, r), own[j].launch_latency_us, own[j].api_us,
+                                  record=True)
         step_ms = [(b1 - b0) / 1e3 for b0, b1 in zip(bounds[:-1], bounds[1:])]
         rec_ms = [d / 1e3 for _, _, d in r.steps]
         it_ms, rec_mean = float(np.mean(step_ms)), float(np.mean(rec_ms))
