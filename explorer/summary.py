@@ -44,6 +44,8 @@ class _Figure(QFrame):
                            " border-radius: 4px; }")
         self.value = QLabel("–", self)
         self.caption = QLabel(caption, self)
+        # Captions wrap, so four figures side by side never widen the dock (or the window).
+        self.caption.setWordWrap(True)
         box = QVBoxLayout(self)
         box.setContentsMargins(10, 6, 10, 6)
         box.setSpacing(0)
@@ -77,8 +79,6 @@ class SummaryPanel(QWidget):
         self.active = _Figure("device active")
         self.ops = _Figure("ops")
         self.where = _Figure("platform")
-        # The device name can be long; wrapping keeps the dock (and the window) narrow.
-        self.where.caption.setWordWrap(True)
         figures = QHBoxLayout()
         figures.setSpacing(8)
         for f in (self.iteration, self.active, self.ops, self.where):
