@@ -41,14 +41,20 @@ class OpOverheads:
     t4: float
     t5: float
     n: int = 0
+    # T1 grows with the data the op and the compute op before it touch (frees, page
+    # faults): seconds per byte of their roofline bytes, added to ``t1`` by the costing.
+    t1_per_byte: float = 0.0
 
     def to_json(self) -> dict:
-        return {k: getattr(self, k) for k in ("t1", "t2", "t3", "t4", "t5", "n")}
+        out = {k: getattr(self, k) for k in ("t1", "t2", "t3", "t4", "t5", "n")}
+        if self.t1_per_byte:
+            out["t1_per_byte"] = self.t1_per_byte
+        return out
 
     @classmethod
     def from_json(cls, d: dict) -> "OpOverheads":
         return cls(float(d["t1"]), float(d["t2"]), float(d["t3"]), float(d["t4"]),
-                   float(d["t5"]), int(d.get("n", 0)))
+                   float(d["t5"]), int(d.get("n", 0)), float(d.get("t1_per_byte", 0.0)))
 
 
 @dataclass

@@ -1,8 +1,9 @@
 """``calibrate``: build a measured device profile of the local CPU within a time budget.
 
 1. The profiler's own per-event cost (so it can be removed from every sample).
-2. Profiled training steps of random DLRM and transformer scenarios: every op's measured
-   duration beside its captured shapes, and the CPU gaps between ops (overheads).
+2. Profiled training steps of random DLRM and transformer scenarios, each warmed up to a
+   steady state and profiled several times: every op's median duration beside its
+   captured shapes, and the CPU gaps between ops (overheads).
 3. Microbenchmark sweeps for GEMM (addmm, mm, bmm) and EmbeddingBag forward/backward with
    uniform and Zipf indices.
 4. One learned model per op class (MLP or boosted trees, whichever validates better),
@@ -22,10 +23,11 @@ import numpy as np
 import torch
 
 from . import CalibrationCancelled
-from ..devices.roofline import VIEW_OPS
+from ..devices.roofline import VIEW_OPS, kernel_cost
 from ..devices.specs import local_cpu_spec
 from ..profiles import DeviceProfile, OpOverheads, OverheadTable
 from .features import MODEL_CLASSES, model_class
+from .hostload import OtherProcesses
 from .microbench import embedding_cases, gemm_cases, profiler_overhead_us, run_case
 from .models import fit_class_model
 from .profiling import profile_step
@@ -34,31 +36,90 @@ from .samples import random_dlrm, random_transformer
 __all__ = ["calibrate_cpu", "CalibrationCancelled"]
 
 
-def _overheads(steps) -> OverheadTable:
-    """Median CPU gap before each op, per ``phase:name`` and per name; the views and the
-    Python between compute ops are inside these gaps, so views themselves cost nothing."""
-    by_ctx, by_key, by_name, everything = (defaultdict(list), defaultdict(list),
-                                           defaultdict(list), [])
-    for step in steps:
-        for prev, r in zip(step.records, step.records[1:]):
-            node, gap = r["node"], r["gap_us"]
-            key = f"{node['phase']}:{node['name']}"
-            by_ctx[f"{key}<{prev['node']['name']}"].append(gap)
-            by_key[key].append(gap)
-            by_name[node["name"]].append(gap)
-            everything.append(gap)
+def _robust_line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """``y ~ a + b x`` with ``a, b >= 0``, fitted by reweighted least squares (between
+    the median's and the mean's fit: one preempted sample must not tilt it)."""
+    A = np.c_[np.ones(len(x)), x]
+    w = np.ones(len(y))
+    coef = np.array([float(np.median(y)), 0.0])
+    for _ in range(20):
+        coef, *_ = np.linalg.lstsq(A * w[:, None], y * w, rcond=None)
+        if coef[1] < 0:
+            coef = np.array([float(np.average(y, weights=w * w)), 0.0])
+        coef = np.maximum(coef, 0.0)
+        w = 1.0 / np.sqrt(np.maximum(np.abs(y - A @ coef), 1.0))
+    return float(coef[0]), float(coef[1])
 
-    def entry(gaps):
-        return OpOverheads(statistics.median(gaps) * 1e-6, 0.0, 0.0, 0.0, 0.0, len(gaps))
+
+def gap_samples(steps) -> list[tuple[str, str, str, float, float]]:
+    """``(phase:name<previous, phase:name, name, gap us, bytes)`` for every aligned op
+    after the first of each step; bytes = roofline bytes of the op and the op before."""
+    spec = local_cpu_spec(1)
+    out = []
+    for step in steps:
+        sizes = [kernel_cost(r["node"], spec).bytes for r in step.records]
+        for k in range(1, len(step.records)):
+            node, prev = step.records[k]["node"], step.records[k - 1]["node"]
+            key = f"{node['phase']}:{node['name']}"
+            out.append((f"{key}<{prev['name']}", key, node["name"],
+                        step.records[k]["gap_us"], sizes[k] + sizes[k - 1]))
+    return out
+
+
+def _overheads(steps) -> OverheadTable:
+    """The CPU gap before each op, per ``phase:name<previous``, ``phase:name`` and name
+    (each level needs 3 samples), the pooled default, and the training loop's own time.
+
+    The views and the Python between compute ops are inside these gaps, so views cost
+    nothing of their own.  A gap grows with the data around it (freeing the previous
+    op's temporaries, autograd releasing saved tensors): where a key has samples from
+    models of different sizes, T1 is a line in the bytes of the op and the op before it
+    (``t1 + t1_per_byte * bytes``); elsewhere the median."""
+    rows = gap_samples(steps)
+    tables: list[dict] = [defaultdict(list), defaultdict(list), defaultdict(list)]
+    for ctx, key, name, gap, nbytes in rows:
+        for table, k in zip(tables, (ctx, key, name)):
+            table[k].append((gap, nbytes))
+
+    def entry(samples) -> OpOverheads:
+        gaps = np.array([g for g, _ in samples])
+        sizes = np.array([b for _, b in samples])
+        if len(samples) >= 8 and sizes.max() >= 4 * max(sizes.min(), 1.0):
+            a, b = _robust_line(sizes / 1e6, gaps)  # per MB: well-conditioned
+            return OpOverheads(a * 1e-6, 0.0, 0.0, 0.0, 0.0, len(samples), b * 1e-12)
+        return OpOverheads(float(np.median(gaps)) * 1e-6, 0.0, 0.0, 0.0, 0.0, len(samples))
 
     # Views and metadata ops run inside the gaps measured before compute ops.
     per_op = {f"aten::{name}": OpOverheads(0.0, 0.0, 0.0, 0.0, 0.0) for name in VIEW_OPS}
-    for table in (by_name, by_key, by_ctx):
+    for table in reversed(tables):  # names, then phase:name, then with the previous op
         per_op.update({k: entry(v) for k, v in table.items() if len(v) >= 3})
-    default = entry(everything) if everything else OpOverheads(2e-6, 0, 0, 0, 0)
+    default = (OpOverheads(float(np.median([r[3] for r in rows])) * 1e-6, 0, 0, 0, 0,
+                           len(rows)) if rows else OpOverheads(2e-6, 0, 0, 0, 0))
     tails = [s.tail_us for s in steps]
     return OverheadTable(default, per_op, 0.0, "measured: gaps between ops in profiled "
-                         "training steps", statistics.median(tails) * 1e-6 if tails else 0.0)
+                         "training steps (medians of several steady-state steps; "
+                         "linear in the bytes around the op where sizes vary)",
+                         statistics.median(tails) * 1e-6 if tails else 0.0)
+
+
+def pooled_profiler_cost(steps, fallback: float) -> float:
+    """The profiler's cost per event that makes the profiled steps, as their ops, gaps and
+    tails account for them, add up to the unprofiled steps measured between them: a
+    weighted median over scenarios of ``(raw - unprofiled) / events``.  Beside the
+    profiler's own cost it absorbs what per-op medians drop (a step's time is the sum of
+    its ops' means).  ``fallback`` (the microbenchmark's) with fewer than 6 steps."""
+    est, weights = [], []
+    for s in steps:
+        raw, events = s.raw_us()
+        if events and s.step_us > 0:
+            est.append((raw - s.step_us) / events)
+            weights.append(events / s.step_us)  # the estimate's precision ~ events / time
+    if len(est) < 6:
+        return fallback
+    order = np.argsort(est)
+    cum = np.cumsum(np.asarray(weights)[order])
+    value = float(np.asarray(est)[order][np.searchsorted(cum, cum[-1] / 2)])
+    return min(max(value, 0.0), 4.0 * max(fallback, 0.5))
 
 
 def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
@@ -81,9 +142,12 @@ def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
         return deadline - time.perf_counter()
 
     torch.set_num_threads(threads)
+    # CPUs that other processes keep busy meanwhile: a calibration on a busy machine
+    # learns that machine's slower, noisier kernels (provenance says so).
+    load = OtherProcesses().__enter__()
     try:
         tick("profiler overhead")
-        per_event = profiler_overhead_us()
+        per_event_bench = profiler_overhead_us()
         # Budget split: training steps first (they cover every op class), then sweeps.
         steps, samples = [], defaultdict(list)
         makers = [random_dlrm, random_transformer]
@@ -91,16 +155,21 @@ def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
         while left() > 0.55 * budget_s or i < 2:
             doc = makers[i % 2](rng, threads)
             tick(f"profiling {doc['name']}")
-            step = profile_step(doc, seed=i, per_event_us=per_event)
-            steps.append(step)
+            # A step of the largest models takes ~1.5 s: bound the warm-up's extra windows.
+            steps.append(profile_step(doc, seed=i, per_event_us=per_event_bench,
+                                      max_warmup_s=max(2.0, 0.02 * budget_s)))
+            i += 1
+        per_event = pooled_profiler_cost(steps, per_event_bench)
+        for step in steps:
+            step.remove_profiler_cost(per_event)
             for r in step.records:
                 cls = model_class(r["node"])
                 if cls:
                     samples[cls].append((r["node"], r["dur_us"] / 1e3))
-            i += 1
         sweeps = [("gemm", gemm_cases(rng)), ("embedding", embedding_cases(rng))]
         j = 0
-        while left() > 0.12 * budget_s:
+        # Keep time for fitting: ~10 s on two busy cores, whatever the budget.
+        while left() > max(0.12 * budget_s, min(10.0, 0.25 * budget_s)):
             kind, cases = sweeps[j % 2]
             node, fn = next(cases)
             j += 1
@@ -111,6 +180,7 @@ def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
                 samples[model_class(node)].append((node, us / 1e3))
     finally:
         torch.set_num_threads(old_threads)
+    load.__exit__(None, None, None)
 
     spec = local_cpu_spec(threads)
     models, validation = {}, {"classes": {}}
@@ -132,6 +202,9 @@ def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
         "budget_s": budget_s, "elapsed_s": round(elapsed, 1), "seed": seed,
         "profiled_steps": len(steps), "microbenchmarks": j,
         "profiler_overhead_us_per_event": round(per_event, 3),
+        "profiler_overhead_us_per_event_microbenchmark": round(per_event_bench, 3),
+        "profiled_steps_per_scenario": steps[0].profiled_steps if steps else 0,
+        "other_processes_cpus": load.cpus,
         "samples": {k: len(v) for k, v in samples.items()},
     }
     return DeviceProfile(f"local CPU, {threads} thread{'s' if threads > 1 else ''}",

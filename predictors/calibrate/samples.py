@@ -9,7 +9,7 @@ import numpy as np
 
 from ..scenario import FORMAT, VERSION, validate_scenario
 
-__all__ = ["random_dlrm", "random_transformer", "random_scenarios"]
+__all__ = ["random_dlrm", "random_transformer", "random_scenarios", "tiny_transformer"]
 
 
 def _doc(name, nodes, edges, batch, platform) -> dict:
@@ -64,6 +64,20 @@ def random_transformer(rng: np.random.Generator, threads: int = 1) -> dict:
     edges = [("tokens", "encoder"), ("encoder", "head"), ("head", "loss")]
     return _doc(f"random LM ({layers}x{hidden}, seq {seq}, batch {batch})", nodes, edges,
                 batch, {"preset": "local-cpu", "threads": threads})
+
+
+def tiny_transformer(threads: int = 1) -> dict:
+    """A transformer LM small enough that dispatch, not arithmetic, sets its step time."""
+    nodes = [
+        {"id": "tokens", "kind": "token_input", "params": {"vocab": 50, "seq_len": 4}},
+        {"id": "encoder", "kind": "transformer_layer",
+         "params": {"hidden": 16, "heads": 2, "ffn": 32, "count": 2, "dropout": 0.1}},
+        {"id": "head", "kind": "lm_head", "params": {}},
+        {"id": "loss", "kind": "loss", "params": {"kind": "cross_entropy"}},
+    ]
+    edges = [("tokens", "encoder"), ("encoder", "head"), ("head", "loss")]
+    return _doc("tiny LM (2x16, seq 4, batch 1)", nodes, edges, 1,
+                {"preset": "local-cpu", "threads": threads})
 
 
 def random_scenarios(n: int, seed: int, kinds=("dlrm", "transformer"),

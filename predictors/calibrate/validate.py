@@ -12,6 +12,7 @@ from typing import Callable
 from ..measure import measure
 from ..predict import predict
 from ..profiles import DeviceProfile
+from .hostload import OtherProcesses
 from .samples import random_scenarios
 
 __all__ = ["validate_cpu", "format_report"]
@@ -32,14 +33,15 @@ def validate_cpu(profile: DeviceProfile, n: int = 10, seed: int = 1000, iters: i
         for i, doc in enumerate(random_scenarios(n, seed, kinds=(kind,), threads=threads)):
             if progress is not None:
                 progress(len(rows) / (n * len(kinds)), doc["name"])
-            first = measure(doc, iters=iters, warmup=5, fast_init=True)
-            second = measure(doc, iters=iters, warmup=5, fast_init=True)
+            with OtherProcesses() as load:
+                first = measure(doc, iters=iters, warmup=5, fast_init=True)
+                second = measure(doc, iters=iters, warmup=5, fast_init=True)
             measured = min(first["iteration_ms"], second["iteration_ms"])
             predicted = predict(doc, profile=profile).iteration_ms
             rows.append({"kind": kind, "scenario": doc["name"], "measured_ms": measured,
                          "predicted_ms": predicted, "error": predicted / measured - 1.0,
                          "noise": abs(first["iteration_ms"] / second["iteration_ms"] - 1),
-                         "spread_pct": first["spread_pct"]})
+                         "spread_pct": first["spread_pct"], "other_cpus": load.cpus})
     summary = {}
     for kind in kinds:
         sel = [r for r in rows if r["kind"] == kind]
@@ -54,6 +56,10 @@ def validate_cpu(profile: DeviceProfile, n: int = 10, seed: int = 1000, iters: i
             "profile": profile.name, "threads": threads}
 
 
+def _cpus(x) -> str:
+    return f"{x:>5.2f}" if isinstance(x, (int, float)) else f"{'?':>5}"
+
+
 def format_report(result: dict) -> str:
     lines = [f"Validation of profile {result['profile']!r} ({result['threads']} thread(s))",
              "", "Kernel classes (held-out shapes from calibration):",
@@ -66,12 +72,13 @@ def format_report(result: dict) -> str:
                      f"{100 * fig.get('mape', float('nan')):>6.1f}%")
     lines += ["", "End to end (one training iteration):",
               f"  {'scenario':<46} {'measured':>9} {'predicted':>9} {'error':>7} "
-              f"{'noise':>6}"]
+              f"{'noise':>6} {'busy':>5}"]
     for r in result["rows"]:
         lines.append(f"  {r['scenario']:<46} {r['measured_ms']:>7.2f}ms "
                      f"{r['predicted_ms']:>7.2f}ms {100 * r['error']:>+6.1f}% "
-                     f"{100 * r['noise']:>5.1f}%")
-    lines.append("")
+                     f"{100 * r['noise']:>5.1f}% {_cpus(r.get('other_cpus'))}")
+    lines += ["  (busy: CPUs that other processes kept busy while the scenario was measured;",
+              "   above ~0.3 on a small VM the measurement is slowed by them)", ""]
     for kind, s in result["summary"].items():
         lines.append(f"  {kind:<12} n={s['n']:<3} geomean |error| "
                      f"{100 * s['geomean_abs_error']:.1f}%  mean {100 * s['mean_abs_error']:.1f}%"

@@ -1,7 +1,7 @@
 """Cost a captured op graph on a platform: kernel durations plus CPU overheads per op."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import networkx as nx
 
@@ -89,13 +89,15 @@ def cost_op_graph(graph: nx.DiGraph, platform: Platform,
     order = sorted(graph.nodes)
     nodes = [graph.nodes[i] for i in order]
     costs, seconds, models = kernel_seconds(nodes, device, profile)
-    ops, previous = [], None
+    ops, previous, previous_bytes = [], None, 0.0
     for i, node, cost, sec, model in zip(order, nodes, costs, seconds, models):
+        oh = overheads.for_op(node["name"], node["phase"], previous)
+        if oh.t1_per_byte and cost.category != "view":  # size-dependent gap (profiles)
+            oh = replace(oh, t1=oh.t1 + oh.t1_per_byte * (cost.bytes + previous_bytes))
         ops.append(CostedOp(i, node["name"], cost.category, node["thread"], node["phase"],
                             node["block"] or node["grad_fn"], shape_detail(node), sec,
                             cost.flops, cost.bytes, model,
-                            tuple(sorted(graph.predecessors(i))),
-                            overheads.for_op(node["name"], node["phase"], previous)))
+                            tuple(sorted(graph.predecessors(i))), oh))
         if cost.category != "view":
-            previous = node["name"]
+            previous, previous_bytes = node["name"], cost.bytes
     return CostedGraph(ops, device, overheads, platform)
