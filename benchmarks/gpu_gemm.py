@@ -1,15 +1,21 @@
 """Validate the GPU GEMM model on the public NeuSight measurements and print the figures.
 
     .venv/bin/python benchmarks/gpu_gemm.py [--regressor gbm|mlp|both] [--no-logo]
+    .venv/bin/python benchmarks/gpu_gemm.py --variants [--regressor gbm|mlp|both]
 
 Prints, per GPU: GMAE (geometric mean of |pred/measured - 1|), MAPE and the median ratio
 on a random 20% of shapes held out (fit on the other 80% of all GPUs), and for
 leave-one-GPU-out (fit on the other four GPUs, predict from datasheet figures).  Then the
 bundled profiles' predictions for square GEMMs, as achieved TFLOP/s.
+
+``--variants`` prints instead one line per model variant (feature set, target, regressor,
+pooling weight): held-out GMAE per GPU and leave-one-GPU-out GMAE per GPU, mean and worst
+(the table in docs/gpu_profiles.md).
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -20,8 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from predictors.gpu import BUNDLED_GPUS, profile_for_device  # noqa: E402
 from predictors.gpu.data import load_neusight  # noqa: E402
-from predictors.gpu.train import (heldout_validation, leave_one_gpu_out,  # noqa: E402
-                                  training_set)
+from predictors.gpu.features import (DEVICE_FEATURES, FEATURE_NAMES, TILES,  # noqa: E402
+                                     gemm_flops_bytes)
+from predictors.gpu.train import (DEVICE_WEIGHT, fit_regressor,  # noqa: E402
+                                  heldout_validation, leave_one_gpu_out, training_set)
 
 
 def _row(name, f):
@@ -29,26 +37,117 @@ def _row(name, f):
             f"MAPE {100 * f['mape']:5.1f}%  median pred/measured {f['median_ratio']:.3f}")
 
 
+def _extras(d):
+    """Variant-only columns: quantized roofline (ms) and tiled-GEMM DRAM traffic features."""
+    B, M, N, K = (np.maximum(np.asarray(x, dtype=np.float64), 1.0) for x in (d.B, d.M, d.N, d.K))
+    f = d.figures
+    flops, nbytes = gemm_flops_bytes(B, M, N, K, shared_weight=True)
+    tc, tm = flops / f.peak_flops, nbytes / f.mem_bw
+    per_sm = f.peak_flops / f.sms
+    quantized, traffic = [], []
+    for a, b in TILES:
+        tiles = B * np.minimum(np.ceil(M / a) * np.ceil(N / b), np.ceil(M / b) * np.ceil(N / a))
+        waves = tiles / (f.sms * (128 * 128 / (a * b)))
+        quantized.append(np.ceil(waves) * 2.0 * 128 * 128 * K / per_sm)
+        # each output tile streams its A and B panels once (no L2 reuse), vs compute time
+        moved = 4.0 * tiles * (a + b) * K + 4.0 * B * M * N
+        traffic.append(np.log(moved / f.mem_bw / tc))
+    qroof_ms = np.maximum(np.min(quantized, axis=0), tm) * 1e3
+    return qroof_ms, np.column_stack(traffic)
+
+
+def _variants(kinds) -> int:
+    data = load_neusight()
+    base = training_set(data)
+    extras = [_extras(d) for d in data]
+    qroof = np.concatenate([e[0] for e in extras])
+    traffic = np.concatenate([e[1] for e in extras])
+    n_feat = len(FEATURE_NAMES)
+    agnostic = [i for i, n in enumerate(FEATURE_NAMES) if n not in DEVICE_FEATURES]
+    peak_only = agnostic + [FEATURE_NAMES.index("log_peak")]
+    with_traffic = np.hstack([base.X, traffic])
+    # quantized-roofline target: the last column is log(quantized roofline / roofline);
+    # the regressor fits y minus it and adds it back (still clamped at the roofline)
+    q_ts = dataclasses.replace(base, X=np.hstack([base.X, np.log(qroof / base.roof_ms)[:, None]]))
+    t_ts = dataclasses.replace(base, X=with_traffic)
+
+    def fitter(kind, w, cols=None):
+        return lambda X, y, seed: fit_regressor(kind, X, y, seed, device_weight=w,
+                                                agnostic_columns=cols)
+
+    class _Offset:
+        def __init__(self, reg):
+            self.reg = reg
+
+        def predict(self, X):
+            return self.reg.predict(X[:, :n_feat]) + X[:, n_feat]
+
+    def q_fitter(kind, w):
+        return lambda X, y, seed: _Offset(fit_regressor(kind, X[:, :n_feat], y - X[:, n_feat],
+                                                        seed, device_weight=w))
+
+    rows = []
+    for kind in kinds:
+        rows += [
+            (f"{kind} all features (before)", base, fitter(kind, 1.0)),
+            (f"{kind} no device figures", base, fitter(kind, 0.0)),
+            (f"{kind} no device figs but log_peak", base, fitter(kind, 0.0, peak_only)),
+            (f"{kind} all, quantized-roof target", q_ts, q_fitter(kind, 1.0)),
+            (f"{kind} no dev, quantized-roof target", q_ts, q_fitter(kind, 0.0)),
+            (f"{kind} no dev + tile traffic", t_ts,
+             fitter(kind, 0.0, agnostic + list(range(n_feat, n_feat + len(TILES))))),
+        ]
+        weights = (0.25, 0.5, 0.75) if kind == "gbm" else (DEVICE_WEIGHT,)
+        if kind == "mlp":  # ~40 s a fit: the feature-set and pooling rows only
+            rows = [r for r in rows if not r[0].startswith("mlp") or not any(
+                k in r[0] for k in ("quantized", "traffic", "log_peak"))]
+        rows += [(f"{kind} pooled w={w}" + (" (default)" if w == DEVICE_WEIGHT else ""),
+                  base, fitter(kind, w)) for w in weights]
+    names = [n.replace("NVIDIA ", "").replace("Tesla ", "").split("-")[0] for n in base.names]
+    cells = " ".join(f"{n:>5}" for n in names)
+    print(f"{'variant':<38} | held-out GMAE %: {cells}   all | leave-one-GPU-out GMAE %: "
+          f"{cells}  mean worst")
+    for label, ts, fit in rows:
+        t0 = time.perf_counter()
+        h = heldout_validation(ts, fit)
+        lo = leave_one_gpu_out(ts, fit)
+        logo = [100 * lo[n]["gmae"] for n in ts.names]
+        held = [100 * h["per_gpu"][n]["gmae"] for n in ts.names] + [100 * h["all"]["gmae"]]
+        print(f"{label:<38} | {'':17}" + " ".join(f"{v:5.1f}" for v in held)
+              + f" | {'':26}" + " ".join(f"{v:5.1f}" for v in logo)
+              + f" {np.mean(logo):5.1f} {np.max(logo):5.1f}  ({time.perf_counter() - t0:.0f} s)",
+              flush=True)
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--regressor", choices=("gbm", "mlp", "both"), default="gbm")
     ap.add_argument("--no-logo", action="store_true", help="skip leave-one-GPU-out")
+    ap.add_argument("--variants", action="store_true",
+                    help="compare feature sets, targets and pooling weights instead")
     args = ap.parse_args()
-    ts = training_set(load_neusight())
     kinds = ("gbm", "mlp") if args.regressor == "both" else (args.regressor,)
+    if args.variants:
+        return _variants(kinds)
+    ts = training_set(load_neusight())
     for kind in kinds:
         t0 = time.perf_counter()
         h = heldout_validation(ts, kind)
-        print(f"[{kind}] held-out shapes ({h['split']}), fit {h['fit_s']} s")
+        print(f"[{kind}, pooled w={DEVICE_WEIGHT}] held-out shapes ({h['split']}), "
+              f"fit {h['fit_s']} s")
         for name, f in h["per_gpu"].items():
             print(_row(name, f))
         print(_row("all", h["all"]))
         if not args.no_logo:
-            print(f"[{kind}] leave-one-GPU-out (all shapes of the GPU; long = latency > 3x "
-                  "its floor)")
-            for name, f in leave_one_gpu_out(ts, kind).items():
+            print(f"[{kind}] leave-one-GPU-out (all shapes of the GPU, the others' median "
+                  "overhead; long = latency > 3x (that overhead + floor kernel))")
+            logo = leave_one_gpu_out(ts, kind)
+            for name, f in logo.items():
                 print(_row(name, f))
                 print(_row("  long shapes", f["long_shapes"]))
+            g = [f["gmae"] for f in logo.values()]
+            print(f"  mean GMAE {100 * np.mean(g):.1f}%, worst {100 * np.max(g):.1f}%")
         print(f"[{kind}] {time.perf_counter() - t0:.0f} s")
     print("bundled profiles: square fp32 GEMM, predicted kernel ms (achieved TFLOP/s)")
     sizes = np.array([512, 1024, 2048, 4096, 8192])

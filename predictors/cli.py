@@ -110,6 +110,10 @@ def _cmd_calibrate(args) -> int:
                          f"CUDA calibration needs a GPU (torch.cuda.is_available() is False)"
                          if not _cuda_available() else
                          "error: --device cuda: CUDA calibration is not implemented yet")
+    problem = _unwritable(args.out)
+    if problem:  # say so now, not after minutes of measuring
+        print(f"error: --out {args.out}: {problem}", file=sys.stderr)
+        return 2
     prof = calibrate_cpu(threads=args.threads, budget_s=args.budget_s, seed=args.seed,
                          progress=_progress_printer(args.quiet))
     path = save_profile(prof, args.out)
@@ -123,6 +127,21 @@ def _cmd_calibrate(args) -> int:
         print(f"  {cls:<15} {m['samples']:>5} samples  {chosen:<3}  held-out GMAE "
               f"{100 * gm:.1f}%")
     return 0
+
+
+def _unwritable(path: str) -> str | None:
+    """Why a profile cannot be written at ``path`` (its folder is created), or None."""
+    import tempfile
+    from pathlib import Path
+
+    folder = Path(path).expanduser().resolve().parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        return f"cannot write in {folder}: {exc.strerror or exc}"
+    return None
 
 
 def _cuda_available() -> bool:

@@ -142,6 +142,7 @@ def _spec_from_json(d: dict) -> DeviceSpec:
 def save_profile(profile: DeviceProfile, path: str | os.PathLike) -> Path:
     """Write ``PATH`` (JSON) and, when models carry arrays, ``PATH`` with ``.npz`` beside."""
     path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     arrays: dict[str, np.ndarray] = {}
     models = {}
     for op_class, model in profile.kernel_models.items():

@@ -16,13 +16,13 @@ from ..devices.specs import GPU_SPECS, DeviceSpec
 from ..profiles import DeviceProfile, ProfileError, load_profile, save_profile
 from .data import load_neusight, neusight_dir
 from .embedding_model import EmbeddingLookupModel
-from .features import figures_from_spec
+from .features import DEVICE_FEATURES, figures_from_spec
 from .gemm_model import GemmKernelModel
 from .peaks import measured_peaks
 from .public_traces import TRACES_DIR
 from .roofline_model import MeasuredRooflineModel
-from .train import (HYPERPARAMETERS, fit_regressor, heldout_validation, leave_one_gpu_out,
-                    training_set)
+from .train import (DEVICE_WEIGHT, HYPERPARAMETERS, fit_regressor, heldout_validation,
+                    leave_one_gpu_out, training_set)
 
 __all__ = ["BUNDLED_GPUS", "PROFILE_DIR", "build_profiles", "profile_slug", "find_gpu_spec",
            "profile_for_device", "datasheet_profile", "attach_trace_overheads"]
@@ -67,7 +67,8 @@ def _provenance(spec: DeviceSpec, trained_on: list[str], gemm_info: dict, kind: 
         "device_figures": f"datasheet: {spec.source}",
         "gemm": ("fitted from public measurements: ../shared/data/microbench/neusight-gemm "
                  f"(sitar-lab/NeuSight, MIT; fp32 linear, PyTorch 2.1) on {', '.join(trained_on)}"
-                 f"; {gemm_info.get('regressor')} on log(kernel/roofline); "
+                 f"; {gemm_info.get('regressor')} on log(kernel/roofline), pooled with one "
+                 "that does not see the absolute device figures; "
                  + ("this GPU is in the training data" if in_data else
                     "this GPU is not in the training data: predicted from its datasheet "
                     "figures")),
@@ -106,6 +107,9 @@ def build_profiles(out_dir: str | Path = PROFILE_DIR, *, regressor: str = "gbm",
         f"({time.perf_counter() - t0:.0f} s)")
     gemm_info = {"regressor": regressor, "hyperparameters": {
         k: list(v) if isinstance(v, tuple) else v for k, v in HYPERPARAMETERS[regressor].items()},
+        "pooling": {"device_weight": DEVICE_WEIGHT, "device_features": list(DEVICE_FEATURES),
+                    "note": "log(kernel/roofline) = device_weight x regressor on every feature "
+                            "+ (1 - device_weight) x regressor without device_features"},
         "seed": seed, "trained_on": trained_on, "shapes": int(len(ts.y)),
         "measurement_overhead_ms": {d.name: round(d.overhead_ms, 4) for d in data}}
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -11,13 +11,18 @@ import numpy as np
 from .features import GpuFigures, figures_from_neusight_config
 
 __all__ = ["GemmMeasurements", "shared_data_dir", "neusight_dir", "load_neusight",
-           "FLOOR_KERNEL_MS"]
+           "FLOOR_KERNEL_MS", "overhead_from_latencies"]
 
 # The NeuSight latencies are op-level (launch, sync and event timing included): the
 # smallest shapes take 46-89 us where the sgemm kernel itself runs a few us.  We take the
 # 1st-percentile latency of a GPU as "overhead + FLOOR_KERNEL_MS", so that
 # kernel time = latency - overhead.  4 us is the usual duration of a tiny cuBLAS sgemm.
 FLOOR_KERNEL_MS = 0.004
+
+
+def overhead_from_latencies(latency_ms) -> float:
+    """A GPU's measurement overhead: its 1st-percentile latency less the floor kernel."""
+    return float(np.percentile(np.asarray(latency_ms, dtype=np.float64), 1)) - FLOOR_KERNEL_MS
 
 
 def shared_data_dir() -> Path | None:
@@ -57,7 +62,7 @@ class GemmMeasurements:
     @property
     def overhead_ms(self) -> float:
         """Per-measurement overhead beside the kernel (see :data:`FLOOR_KERNEL_MS`)."""
-        return float(np.percentile(self.latency_ms, 1)) - FLOOR_KERNEL_MS
+        return overhead_from_latencies(self.latency_ms)
 
     def kernel_ms(self) -> np.ndarray:
         """Latency minus the measurement overhead, at least half the floor kernel."""

@@ -22,8 +22,9 @@ import numpy as np
 
 from ..devices.specs import DeviceSpec
 
-__all__ = ["GpuFigures", "FEATURE_NAMES", "TILES", "gemm_features", "roofline_s",
-           "gemm_flops_bytes", "figures_from_spec", "figures_from_neusight_config"]
+__all__ = ["GpuFigures", "FEATURE_NAMES", "DEVICE_FEATURES", "device_agnostic_columns",
+           "TILES", "gemm_features", "roofline_s", "gemm_flops_bytes", "figures_from_spec",
+           "figures_from_neusight_config"]
 
 # Output tiles of the sgemm kernels cuBLAS picks (ampere/volta/maxwell_sgemm_AxB_*).
 TILES = ((128, 128), (128, 64), (64, 64), (32, 32))
@@ -96,6 +97,16 @@ def _feature_names() -> list[str]:
 
 
 FEATURE_NAMES = _feature_names()
+
+# The columns that are one constant per GPU (absolute datasheet figures and their ratio).
+# With a handful of training GPUs each of them orders the GPUs, so a model can key on GPU
+# identity through them; the pooled regressor (train.py) therefore shrinks their effect.
+DEVICE_FEATURES = ("log_peak", "log_bw", "log_sms", "log_l2", "log_clock", "log_ridge")
+
+
+def device_agnostic_columns(names=FEATURE_NAMES) -> list[int]:
+    """Indices of the features that vary with the shape (all but :data:`DEVICE_FEATURES`)."""
+    return [i for i, n in enumerate(names) if n not in DEVICE_FEATURES]
 
 
 def gemm_features(B, M, N, K, fig: GpuFigures, shared_weight: bool = False) -> np.ndarray:

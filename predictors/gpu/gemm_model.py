@@ -54,7 +54,7 @@ class GemmKernelModel:
     ----------
     figures : GpuFigures
         The device the model predicts for.
-    regressor : TreeEnsemble or MlpRegressor
+    regressor : TreeEnsemble, MlpRegressor or PooledRegressor
         Maps :data:`FEATURE_NAMES` to ``log(kernel / roofline)``.
     min_kernel_ms : float
         The shortest kernel it predicts.
@@ -121,7 +121,8 @@ class GemmKernelModel:
     @classmethod
     def from_json(cls, meta: dict, arrays: dict[str, np.ndarray]) -> "GemmKernelModel":
         if list(meta.get("features", [])) != FEATURE_NAMES:
-            raise ValueError("gemm model: its features differ from this version's")
+            raise ValueError("gemm model: its features differ from this version's; rebuild "
+                             "the profile (python -m predictors kernels build-profiles)")
         return cls(GpuFigures.from_json(meta["figures"]),
                    regressor_from_arrays(meta["regressor"], arrays),
                    min_kernel_ms=meta.get("min_kernel_ms", 0.002),

@@ -5,12 +5,14 @@
 missing_go_to_left) plus the baseline; ``MlpRegressor`` holds the layers of a small MLP
 (standardized inputs, ReLU hidden layers, linear output).  Both predict ``y`` for a feature
 matrix with no dependency beyond numpy; fitting needs scikit-learn or torch.
+``PooledRegressor`` is a weighted sum of such regressors, each on its own feature columns.
 """
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["TreeEnsemble", "MlpRegressor", "fit_gbm", "fit_mlp", "regressor_from_arrays"]
+__all__ = ["TreeEnsemble", "MlpRegressor", "PooledRegressor", "fit_gbm", "fit_mlp",
+           "regressor_from_arrays"]
 
 
 class TreeEnsemble:
@@ -114,11 +116,55 @@ class MlpRegressor:
                    [a[f"b{i}"] for i in range(n)])
 
 
+class PooledRegressor:
+    """``y = sum_i weight_i * regressor_i(X[:, columns_i])`` (weights sum to 1).
+
+    The GEMM model pools a regressor that sees every feature with one that sees only the
+    device-agnostic ones (train.py): the GPU-specific part of the prediction is shrunk
+    toward what holds across GPUs, which is what an unseen GPU can expect.
+    Stored as ``weights``, ``kinds`` and per component ``c{i}.columns`` and
+    ``c{i}.<array>`` (the component's own arrays).
+    """
+
+    kind = "pooled"
+
+    def __init__(self, components: list[tuple[object, np.ndarray, float]]):
+        if not components:
+            raise ValueError("pooled regressor: no components")
+        self.components = [(reg, np.asarray(cols, dtype=np.int64), float(w))
+                           for reg, cols, w in components]
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        X = np.asarray(X, dtype=np.float64)
+        return sum(w * reg.predict(X[:, cols]) for reg, cols, w in self.components)
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        out = {"weights": np.array([w for _, _, w in self.components]),
+               "kinds": np.array([reg.kind for reg, _, _ in self.components])}
+        for i, (reg, cols, _) in enumerate(self.components):
+            out[f"c{i}.columns"] = cols.astype(np.int32)
+            out.update({f"c{i}.{k}": v for k, v in reg.to_arrays().items()})
+        return out
+
+    @classmethod
+    def from_arrays(cls, a: dict[str, np.ndarray]) -> "PooledRegressor":
+        comps = []
+        for i, (kind, w) in enumerate(zip(a["kinds"], a["weights"])):
+            if str(kind) == cls.kind:
+                raise ValueError("pooled regressor: nested pooling")
+            prefix = f"c{i}."
+            sub = {k[len(prefix):]: v for k, v in a.items() if k.startswith(prefix)}
+            comps.append((regressor_from_arrays(str(kind), sub), sub["columns"], float(w)))
+        return cls(comps)
+
+
 def regressor_from_arrays(kind: str, arrays: dict[str, np.ndarray]):
     if kind == "gbm":
         return TreeEnsemble.from_arrays(arrays)
     if kind == "mlp":
         return MlpRegressor.from_arrays(arrays)
+    if kind == "pooled":
+        return PooledRegressor.from_arrays(arrays)
     raise ValueError(f"unknown regressor kind {kind!r}")
 
 

@@ -3,6 +3,7 @@ import subprocess
 import sys
 
 from paths import ROOT, SCENARIOS
+from predictors.cli import main
 
 
 def run(*args):
@@ -36,3 +37,12 @@ def test_human_readable_output():
     out = run("predict", str(SCENARIOS / "bert_base.json"), "--platform", "h100-1")
     assert out.returncode == 0, out.stderr
     assert "iteration" in out.stdout and "h100-1" in out.stdout
+
+
+def test_calibrate_refuses_an_unwritable_out_before_measuring(tmp_path, capsys):
+    """A bad --out is reported at once, not after minutes of calibration."""
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert main(["calibrate", "--device", "cpu", "--out", str(blocker / "p.json"),
+                 "--budget-s", "600"]) == 2
+    assert "cannot write" in capsys.readouterr().err

@@ -10,11 +10,14 @@ from predictors.gpu.build import profile_slug
 from predictors.gpu.data import neusight_dir
 from predictors.gpu.embedding_model import (EmbeddingLookupModel, embedding_bag_ms,
                                             l2_hit_model)
-from predictors.gpu.features import FEATURE_NAMES, figures_from_spec, gemm_features
+from predictors.gpu.features import (DEVICE_FEATURES, FEATURE_NAMES, figures_from_spec,
+                                     gemm_features)
 from predictors.gpu.gemm_model import GemmKernelModel, gemm_dims
 from predictors.gpu.peaks import measured_peaks
-from predictors.gpu.regressors import MlpRegressor, TreeEnsemble, fit_gbm, fit_mlp
-from predictors.profiles import DeviceProfile, load_profile, save_profile
+from predictors.gpu.regressors import (MlpRegressor, PooledRegressor, TreeEnsemble, fit_gbm,
+                                       fit_mlp, regressor_from_arrays)
+from predictors.gpu.train import TrainingSet, fit_regressor, leave_one_gpu_out
+from predictors.profiles import DeviceProfile, ProfileError, load_profile, save_profile
 
 needs_data = pytest.mark.skipif(neusight_dir() is None,
                                 reason="../shared/data/microbench/neusight-gemm is absent")
@@ -50,6 +53,82 @@ def test_mlp_round_trip():
     mlp = fit_mlp(X, X[:, 0] - X[:, 1], hidden=(16,), epochs=5, batch=64)
     again = MlpRegressor.from_arrays(mlp.to_arrays())
     np.testing.assert_allclose(again.predict(X), mlp.predict(X), rtol=1e-5, atol=1e-6)
+
+
+def _synthetic(n=600, seed=0):
+    """Features of random GEMMs on three datasheet GPUs and a smooth efficiency law."""
+    rng = np.random.default_rng(seed)
+    names = ("NVIDIA A100-SXM4-40GB", "Tesla V100-SXM2-32GB", "NVIDIA H100 80GB HBM3")
+    parts = []
+    for name in names:
+        M, N, K = (np.exp(rng.uniform(3, 9, n)) for _ in range(3))
+        parts.append(gemm_features(np.ones(n), M, N, K, figures_from_spec(GPU_SPECS[name])))
+    X = np.vstack(parts)
+    y = 0.3 + 2.0 * np.exp(-X[:, FEATURE_NAMES.index("log_waves_128x128")].clip(-5, 5))
+    return X, y, np.repeat(np.arange(len(names)), n)
+
+
+def test_pooled_regressor_shrinks_the_device_figures_and_round_trips(tmp_path):
+    X, y, _ = _synthetic()
+    dev = [FEATURE_NAMES.index(n) for n in DEVICE_FEATURES]
+    pooled = fit_regressor("gbm", X, y, device_weight=0.5)
+    assert isinstance(pooled, PooledRegressor) and len(pooled.components) == 2
+    (_, cols_full, w_full), (_, cols_agn, w_agn) = pooled.components
+    assert w_full == w_agn == 0.5 and len(cols_full) == len(FEATURE_NAMES)
+    assert not set(dev) & set(cols_agn.tolist())
+    # the device-agnostic regressor alone ignores the device columns
+    agnostic = fit_regressor("gbm", X, y, device_weight=0.0)
+    moved = X.copy()
+    moved[:, dev] += 1.0
+    np.testing.assert_array_equal(agnostic.predict(moved), agnostic.predict(X))
+    assert isinstance(fit_regressor("gbm", X, y, device_weight=1.0), TreeEnsemble)
+    back = regressor_from_arrays("pooled", pooled.to_arrays())
+    np.testing.assert_array_equal(back.predict(X), pooled.predict(X))
+    # through a profile file (npz, no pickle)
+    model = GemmKernelModel(figures_from_spec(H100), pooled)
+    profile = DeviceProfile(H100.name, "fitted", H100, kernel_models={"gemm": model})
+    again = load_profile(save_profile(profile, tmp_path / "h100.json")).kernel_models["gemm"]
+    sizes = 2.0 ** np.arange(6, 14)
+    np.testing.assert_array_equal(again.predict_shapes(1, sizes, sizes, sizes),
+                                  model.predict_shapes(1, sizes, sizes, sizes))
+
+
+def test_profile_with_other_features_fails_clearly(tmp_path):
+    import json
+
+    model = _small_model(figures_from_spec(H100))
+    profile = DeviceProfile(H100.name, "fitted", H100, kernel_models={"gemm": model})
+    path = save_profile(profile, tmp_path / "h100.json")
+    doc = json.loads(path.read_text())
+    doc["kernel_models"]["gemm"]["features"] = FEATURE_NAMES[:-1]
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ProfileError, match="features differ.*build-profiles"):
+        load_profile(path)
+
+
+def test_leave_one_gpu_out_uses_nothing_of_the_left_out_gpu():
+    X, y, gpu = _synthetic(n=200)
+    lat = np.exp(y) * 0.01 + 0.05
+    names = ["a", "b", "c"]
+
+    def run(overhead, y_used):
+        ts = TrainingSet(X, y_used, np.full(len(y), 0.01), lat, overhead, gpu, names)
+        seen = []
+
+        def fit(Xt, yt, seed):
+            seen.append(len(yt))
+            return fit_gbm(Xt, yt, max_iter=10)
+        return leave_one_gpu_out(ts, fit), seen
+
+    overhead = np.select([gpu == 0, gpu == 1], [0.04, 0.05], 0.09)
+    base, seen = run(overhead, y)
+    assert seen == [400, 400, 400]
+    assert base["a"]["overhead_ms_used"] == pytest.approx(0.07)  # median of b and c
+    # the left-out GPU's own overhead and targets change nothing of its prediction
+    changed = np.where(gpu == 0, 0.5, overhead)
+    y_changed = np.where(gpu == 0, y + 3.0, y)
+    again, _ = run(changed, y_changed)
+    assert again["a"] == base["a"]
 
 
 def test_gemm_dims_of_aten_ops():
