@@ -142,7 +142,7 @@ def build_profiles(out_dir: str | Path = PROFILE_DIR, *, regressor: str = "gbm",
 def attach_trace_overheads(paths: list[Path], traces_dir: Path = TRACES_DIR,
                            log=print) -> dict:
     """Measure T1-T5 and launch maps on every public GPU recording, pool them, and store
-    them in the profiles at ``paths`` with a leave-one-job-out check of the pooling."""
+    them in the profiles at ``paths`` with a leave-one-host-out check of the pooling."""
     from ..traces.recording import load_recording
     from .overheads import overhead_check, trace_overheads
     from .public_traces import discover_jobs
@@ -151,10 +151,11 @@ def attach_trace_overheads(paths: list[Path], traces_dir: Path = TRACES_DIR,
     jobs = {name: load_recording(files) for name, files, _ in discover_jobs(traces_dir)}
     if not jobs:
         raise FileNotFoundError(f"no recorded GPU traces under {traces_dir}")
-    table, lmap, info = trace_overheads(list(jobs.values()))
-    check = overhead_check(jobs)
+    hosts = {name: name.split("/")[0] for name in jobs}  # a folder: one source, one host
+    table, lmap, info = trace_overheads(list(jobs.values()), list(hosts.values()))
+    check = overhead_check(jobs, hosts)
     log(f"overheads: {info['ops']} leaf ops of {len(jobs)} jobs, {info['op_names']} op "
-        f"entries ({time.perf_counter() - t0:.0f} s); leave-one-job-out dispatch time: "
+        f"entries ({time.perf_counter() - t0:.0f} s); leave-one-host-out dispatch time: "
         + ", ".join(f"{k.split('/')[0]} {v['error_pct']:+.0f}%" for k, v in check.items()
                     if v["error_pct"] is not None))
     for path in paths:
@@ -165,8 +166,8 @@ def attach_trace_overheads(paths: list[Path], traces_dir: Path = TRACES_DIR,
             "and profiler settings differ: see validation.overheads for how well the pool "
             "predicts a job it did not see")
         profile.validation["overheads"] = {
-            "metric": "leave one job out: the CPU dispatch time of a recorded job's leaf "
-                      "ops predicted from the other jobs' pooled overheads",
+            "metric": "leave one host out: the CPU dispatch time of a recorded job's leaf "
+                      "ops predicted from the other hosts' pooled overheads",
             "jobs": {k: {"ops": v["ops"], "recorded_ms": round(v["recorded_ms"], 3),
                          "predicted_ms": round(v["predicted_ms"], 3),
                          "error_pct": None if v["error_pct"] is None

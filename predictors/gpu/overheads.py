@@ -17,6 +17,8 @@ other op), so the overheads are measured on leaves:
   sample over :data:`MAX_GAP_US` is a wait or a one-off (autotuning, an allocation), not
   per-op dispatch, and is left out.
 
+Jobs are grouped by host (for the public traces: the folder they came from) and every
+host weighs the same in the pool: one host's four jobs must not outvote three others.
 Backward ops (those on a thread other than the one running the steps, or under the
 autograd engine) also get ``backward:<name>`` entries.  The launch map lists the kernels
 each op name launched most often.
@@ -156,17 +158,20 @@ def _pool(jobs: list[dict[str, _Acc]], key: str, fallback: OpOverheads | None) -
     return OpOverheads(*vals, n=n)
 
 
-def trace_overheads(recordings: list[Recording]) -> tuple[OverheadTable, dict, dict]:
-    """Pool leaf-op overheads over ``recordings`` (each one job), every job weighing the
-    same (see :func:`_pool`).
+def trace_overheads(recordings: list[Recording], hosts: list[str] | None = None
+                    ) -> tuple[OverheadTable, dict, dict]:
+    """Pool leaf-op overheads over ``recordings`` (each one job), every host weighing the
+    same (see :func:`_pool`): ``hosts`` names the host (or source) of each recording, and
+    the jobs of one host are pooled first (default: every job its own host).
 
     Returns ``(table, launch map, info)``; ``info`` says how many ops of which devices and
     files went in."""
-    jobs: list[dict[str, _Acc]] = []
+    hosts = hosts or [str(i) for i in range(len(recordings))]
+    by_host: dict[str, dict[str, _Acc]] = {}
     launches: dict[str, Counter] = defaultdict(Counter)
     files, devices, n_ops = [], Counter(), 0
-    for rec in recordings:
-        per: dict[str, _Acc] = defaultdict(_Acc)
+    for rec, host in zip(recordings, hosts):
+        per = by_host.setdefault(host, defaultdict(_Acc))
         for tr, op in zip(rec.traces, rec.ops):
             files.append(tr.file)
             count = 0
@@ -180,28 +185,31 @@ def trace_overheads(recordings: list[Recording]) -> tuple[OverheadTable, dict, d
                 count += 1
             n_ops += count
             devices[tr.device_name or "CPU"] += count
-        jobs.append(per)
+    jobs = list(by_host.values())
     default = _pool(jobs, "", None)
     keys = {k for j in jobs for k, acc in j.items() if k and acc.count() >= MIN_SAMPLES}
     table = {k: _pool(jobs, k, default) for k in sorted(keys)}
-    src = (f"measured from {len(recordings)} recorded GPU job(s), {len(files)} file(s) "
-           f"({', '.join(sorted(devices))}): per aten op, the median over jobs of each "
-           "job's mean")
+    src = (f"measured from {len(recordings)} recorded GPU job(s) of {len(jobs)} host(s), "
+           f"{len(files)} file(s) ({', '.join(sorted(devices))}): per aten op, the median "
+           "over hosts of each host's mean")
     lmap = {k: list(v.most_common(1)[0][0]) for k, v in launches.items()}
     info = {"files": files, "ops": n_ops, "ops_per_device": dict(devices),
             "op_names": len(table)}
     return OverheadTable(default, table, 0.0, src), lmap, info
 
 
-def overhead_check(jobs: dict[str, Recording]) -> dict[str, dict]:
-    """Leave one job out: pool the overheads of the other jobs and predict this job's CPU
-    dispatch time, the sum over its leaf ops of T1 + (T2 + launches x T4 + T3, or T5),
+def overhead_check(jobs: dict[str, Recording], hosts: dict[str, str] | None = None
+                   ) -> dict[str, dict]:
+    """Leave one host out (``hosts``: job -> host; default every job its own): pool the
+    overheads of the other hosts' jobs and predict each job's CPU dispatch time, the sum over its leaf ops of T1 + (T2 + launches x T4 + T3, or T5),
     against the recorded sum of their T1 gaps and durations.  Ops that block in a
     synchronizing call or run longer than :data:`MAX_GAP_US` are left out on both sides
     (their time is a wait)."""
     out = {}
+    hosts = hosts or {k: k for k in jobs}
     for name, rec in jobs.items():
-        table, _, _ = trace_overheads([r for k, r in jobs.items() if k != name])
+        others = [k for k in jobs if hosts[k] != hosts[name]]
+        table, _, _ = trace_overheads([jobs[k] for k in others], [hosts[k] for k in others])
         recorded = predicted = 0.0
         ops = 0
         for tr, op in zip(rec.traces, rec.ops):
