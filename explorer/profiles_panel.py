@@ -101,8 +101,10 @@ def measure_trace_overheads(paths, progress: Callable[[float, str], None] | None
     if progress is not None:
         progress(0.96, "measuring CPU overheads per op")
     table, _, info = trace_overheads([rec])
-    if not info["ops"]:
-        raise TraceError(f"{names}: no CPU ops recorded")
+    if not info["ops"] or not info["launches"]:
+        raise TraceError(f"{names}: records no "
+                         f"{'CPU ops' if not info['ops'] else 'kernel launches'} "
+                         "to measure T1-T5 on")
     devices = sorted({tr.device_name for tr in rec.traces if tr.device_name})
     result = TraceOverheads(table, paths, int(info["ops"]), devices)
     # The prediction's note reads "overheads: <source>": name the files, not only the count.

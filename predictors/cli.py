@@ -68,8 +68,9 @@ def _trace_overheads(files: list[str], doc: dict):
               "trace's op times include the kernels)", file=sys.stderr)
         return 2
     table, _, info = trace_overheads([rec])
-    if not info["ops"]:
-        print(f"error: --overheads-from: {', '.join(files)}: no CPU ops recorded",
+    if not info["ops"] or not info["launches"]:
+        print(f"error: --overheads-from: {', '.join(files)}: records no "
+              f"{'CPU ops' if not info['ops'] else 'kernel launches'} to measure T1-T5 on",
               file=sys.stderr)
         return 2
     return table
@@ -134,6 +135,8 @@ def _unwritable(path: str) -> str | None:
     import tempfile
     from pathlib import Path
 
+    if Path(path).expanduser().is_dir():
+        return "is a folder; give a file name such as PROFILE.json"
     folder = Path(path).expanduser().resolve().parent
     try:
         folder.mkdir(parents=True, exist_ok=True)

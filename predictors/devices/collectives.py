@@ -193,9 +193,9 @@ def bus_factor(kind: str, ranks: int) -> float:
         return 0.0
     if k == "all_reduce":
         return 2.0 * (n - 1) / n
-    if k in ("all_gather", "reduce_scatter", "all_to_all", "send_recv"):
+    if k in ("all_gather", "reduce_scatter", "all_to_all"):
         return (n - 1) / n
-    return 1.0  # broadcast, reduce
+    return 1.0  # broadcast, reduce, send/recv (one peer)
 
 
 def collective_time(kind: str, nbytes: float, ranks: int, link_bw: float, arch: str = "ampere",
@@ -362,9 +362,14 @@ def _coll(k, algo, proto, nbytes, net: _Net) -> CollectiveEstimate | None:
 def _p2p(k, proto, nbytes, net: _Net) -> CollectiveEstimate:
     c = CONSTANTS
     n = net.n
-    per_peer = nbytes / n
-    local_bytes = nbytes * (net.ppn - 1) / n
-    remote_bytes = nbytes * (n - net.ppn) / n
+    if k == "send_recv":  # all of it to one peer (in the node when the node has one)
+        per_peer = nbytes
+        local_bytes = nbytes if net.ppn > 1 else 0.0
+        remote_bytes = 0.0 if net.ppn > 1 else nbytes
+    else:
+        per_peer = nbytes / n
+        local_bytes = nbytes * (net.ppn - 1) / n
+        remote_bytes = nbytes * (n - net.ppn) / n
     intra, inter = net.intra, net.inter
     if proto == "LL":
         # Inside the node LL is bounded by the GPU generation's figure, across by the NIC's.

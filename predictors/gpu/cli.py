@@ -157,10 +157,11 @@ def print_validation(v) -> None:
     print(f"  device time    {cov}")
     if v.kernel_gmae is not None:
         print(f"  per-op kernel GMAE {100 * v.kernel_gmae:.1f}% over {v.kernels_compared} ops "
-              "with recorded shapes")
+              "with recorded shapes (copies listed apart)")
     for cls, row in v.per_class.items():
         print(f"    {cls:<12} {row['ops']:6d} ops  recorded {row['recorded_ms']:9.3f} ms  "
-              f"modeled {row['predicted_ms']:9.3f} ms  GMAE {row['gmae_pct']:5.1f}%")
+              f"modeled {row['predicted_ms']:9.3f} ms  GMAE "
+              + ("    -" if row["gmae_pct"] is None else f"{row['gmae_pct']:5.1f}%"))
     for note in v.notes:
         print(f"  note: {note}")
 

@@ -169,7 +169,7 @@ def trace_overheads(recordings: list[Recording], hosts: list[str] | None = None
     hosts = hosts or [str(i) for i in range(len(recordings))]
     by_host: dict[str, dict[str, _Acc]] = {}
     launches: dict[str, Counter] = defaultdict(Counter)
-    files, devices, n_ops = [], Counter(), 0
+    files, devices, n_ops, n_launching = [], Counter(), 0, 0
     for rec, host in zip(recordings, hosts):
         per = by_host.setdefault(host, defaultdict(_Acc))
         for tr, op in zip(rec.traces, rec.ops):
@@ -182,6 +182,7 @@ def trace_overheads(recordings: list[Recording], hosts: list[str] | None = None
                 per[""].add(t)  # every op: the pooled default
                 if kernels:
                     launches[name][tuple(kernels)] += 1
+                n_launching += bool(t[3] is not None)
                 count += 1
             n_ops += count
             devices[tr.device_name or "CPU"] += count
@@ -193,8 +194,8 @@ def trace_overheads(recordings: list[Recording], hosts: list[str] | None = None
            f"{len(files)} file(s) ({', '.join(sorted(devices))}): per aten op, the median "
            "over hosts of each host's mean")
     lmap = {k: list(v.most_common(1)[0][0]) for k, v in launches.items()}
-    info = {"files": files, "ops": n_ops, "ops_per_device": dict(devices),
-            "op_names": len(table)}
+    info = {"files": files, "ops": n_ops, "launches": n_launching,
+            "ops_per_device": dict(devices), "op_names": len(table)}
     return OverheadTable(default, table, 0.0, src), lmap, info
 
 
@@ -209,6 +210,9 @@ def overhead_check(jobs: dict[str, Recording], hosts: dict[str, str] | None = No
     hosts = hosts or {k: k for k in jobs}
     for name, rec in jobs.items():
         others = [k for k in jobs if hosts[k] != hosts[name]]
+        if not others:  # nothing to pool without this host
+            out[name] = {"ops": 0, "recorded_ms": 0.0, "predicted_ms": 0.0, "error_pct": None}
+            continue
         table, _, _ = trace_overheads([jobs[k] for k in others], [hosts[k] for k in others])
         recorded = predicted = 0.0
         ops = 0

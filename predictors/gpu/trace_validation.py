@@ -104,9 +104,10 @@ class TraceValidation:
 
 # --- reading what the recording says about each kernel -----------------------------------
 
-_DTYPE_HINTS = (("bfloat16", ("bfloat16", "bf16")),
+_DTYPE_HINTS = (("float32", ("tf32", "sgemm")),
+                ("bfloat16", ("bfloat16", "bf16")),
                 ("float16", ("c10::half", "half>", "fp16", "f16", "h884", "h1688", "h16816",
-                             "hgemm", "s884", "s1688", "s16816")),
+                             "hgemm")),
                 ("float64", ("double", "dgemm")))
 
 
@@ -166,11 +167,13 @@ def node_from_trace(op: str, dims_text: str, dtype: str) -> dict | None:
         return None
     base = op.split("::")[-1]
     in_dtypes = [dtype] * len(ins)
-    if classify(op) == "embedding":  # indices and offsets
-        in_dtypes = [dtype] + ["int64"] * (len(ins) - 1)
-    elif base in ("index", "index_select", "_index_put_impl_", "index_put_", "gather",
-                  "scatter", "scatter_add_", "index_add_") and len(ins) > 1:
-        in_dtypes = [dtype] + ["int64"] * (len(ins) - 1)
+    if classify(op) == "embedding" or base in ("index", "index_select", "gather"):
+        in_dtypes = [dtype] + ["int64"] * (len(ins) - 1)  # indices (and offsets)
+    elif base in ("_index_put_impl_", "index_put_", "index_put") and len(ins) > 2:
+        in_dtypes = [dtype] + ["int64"] * (len(ins) - 2) + [dtype]  # self, indices, values
+    elif base in ("scatter", "scatter_", "scatter_add", "scatter_add_", "index_add",
+                  "index_add_") and len(ins) > 1:
+        in_dtypes[1] = "int64"  # self, index, source
     outs = _out_shapes(op, ins)
     return {"name": op, "overload": "", "phase": "", "thread": "main", "block": "",
             "grad_fn": "", "input_shapes": ins, "input_dtypes": in_dtypes,
@@ -199,7 +202,7 @@ def collective_sizes_from_et(paths: list[str]) -> dict[int, list[tuple[str, floa
     ``record_param_comms`` collective in execution order ('wait' and barriers left out).
 
     ``bytes`` is what NCCL counts: the buffer for all-reduce, the send buffer for
-    all-to-all."""
+    all-to-all, the output buffer for all-gather."""
     out: dict[int, list[tuple[str, float]]] = {}
     for n, path in enumerate(sorted(paths)):
         try:
@@ -222,7 +225,11 @@ def collective_sizes_from_et(paths: list[str]) -> dict[int, list[tuple[str, floa
             ck = collective_kind(kind)
             if ck is None:
                 continue
-            colls.append((ck, _tensor_bytes(ins[0] if ins else None)))
+            if ck == "all_gather":  # NCCL counts all-gather's output buffer
+                outs = node.get("outputs") or []
+                colls.append((ck, _tensor_bytes(outs[0] if outs else None)))
+            else:
+                colls.append((ck, _tensor_bytes(ins[0] if ins else None)))
         out[rank] = colls
     return out
 
@@ -389,7 +396,14 @@ def _active_ms(tl, ranks) -> float:
 
 def validate_recording(rec: Recording, profile: DeviceProfile, *, job: str = "",
                        et_paths: list[str] | None = None) -> TraceValidation:
-    """Replay ``rec`` with recorded and with modeled kernels and compare (see module doc)."""
+    """Replay ``rec`` with recorded and with modeled kernels and compare (see module doc).
+    Raises :class:`TraceError` for a recording without GPU work or without CPU ops."""
+    for tr, op in zip(rec.traces, rec.ops):
+        if not np.isin(tr.kind, (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)).any():
+            raise TraceError(f"{tr.file}: records no GPU kernels or copies: nothing to model")
+        if not len(op.items):
+            raise TraceError(f"{tr.file}: records no CPU ops: nothing launches the kernels, "
+                             "so there is nothing to replay")
     modeled = model_kernels(rec, profile, et_paths)
     base = replay(rec)
     mod = replay(rec, durations=modeled.durations)
@@ -406,10 +420,12 @@ def validate_recording(rec: Recording, profile: DeviceProfile, *, job: str = "",
             "ops": len(sel),
             "recorded_ms": sum(r["recorded_us"] for r in sel) / 1e3,
             "predicted_ms": sum(r["predicted_us"] for r in sel) / 1e3,
-            "gmae_pct": 100 * (_gmae([r["predicted_us"] for r in sel],
-                                     [r["recorded_us"] for r in sel]) or 0.0)}
-    g = _gmae([r["predicted_us"] for r in rows], [r["recorded_us"] for r in rows]) \
-        if rows else None
+            "gmae_pct": None if (g := _gmae([r["predicted_us"] for r in sel],
+                                            [r["recorded_us"] for r in sel])) is None
+            else 100 * g}
+    kernel_rows = [r for r in rows if r["class"] != "transfer"]  # kernels, not copies
+    g = _gmae([r["predicted_us"] for r in kernel_rows],
+              [r["recorded_us"] for r in kernel_rows]) if kernel_rows else None
     notes = list(mod.notes)
     if profile.kind == "datasheet":
         notes.append(f"{profile.name}: no bundled profile; datasheet figures with a "
@@ -418,4 +434,4 @@ def validate_recording(rec: Recording, profile: DeviceProfile, *, job: str = "",
     return TraceValidation(job or ", ".join(rec.files[:2]), device, profile.name,
                            len(rec.traces), base.recorded_ms, base.iteration_ms,
                            mod.iteration_ms, rec_active, mod_active, coverage, per_class,
-                           g, len(rows), notes)
+                           g, len(kernel_rows), notes)

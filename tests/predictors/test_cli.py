@@ -46,3 +46,5 @@ def test_calibrate_refuses_an_unwritable_out_before_measuring(tmp_path, capsys):
     assert main(["calibrate", "--device", "cpu", "--out", str(blocker / "p.json"),
                  "--budget-s", "600"]) == 2
     assert "cannot write" in capsys.readouterr().err
+    assert main(["calibrate", "--device", "cpu", "--out", str(tmp_path)]) == 2
+    assert "is a folder" in capsys.readouterr().err

@@ -149,3 +149,29 @@ def test_overheads_from_a_cpu_trace_are_refused(capsys):
     cpu_trace = str(ROOT / "sample_traces" / "small_dlrm_cpu1.pt.trace.json.gz")
     assert main(["predict", scenario, "--overheads-from", cpu_trace]) == 2
     assert "records no GPU" in capsys.readouterr().err
+
+
+def test_scatter_type_ops_keep_their_value_dtype():
+    n = node_from_trace("aten::index_add_", "[[100,8],[],[10],[10,8],[]]", "float16")
+    assert n["input_dtypes"] == ["float16", "int64", "float16"]
+    n = node_from_trace("aten::_index_put_impl_", "[[16,27,27],[[16],[16]],[16],[],[]]",
+                        "float32")
+    assert n["input_dtypes"] == ["float32", "int64", "int64", "float32"]
+    assert dtype_from_kernel("ampere_tf32_s1688gemm_64x64_nn") == "float32"
+
+
+def test_a_trace_without_kernels_or_ops_is_refused(tmp_path, capsys):
+    doc = new_format(nccl=False)
+    cpu_only = {**doc, "traceEvents": [e for e in doc["traceEvents"]
+                                       if e.get("cat") not in ("kernel", "ac2g")]}
+    assert main(["kernels", "validate-traces", str(write(tmp_path / "c.json", cpu_only)),
+                 "--device", "NVIDIA A100-SXM4-40GB"]) == 2
+    assert "records no GPU kernels" in capsys.readouterr().err
+
+
+def test_send_recv_moves_all_bytes_to_one_peer():
+    from predictors.devices.collectives import collective_time
+    two = collective_time("send_recv", 1e9, 2, 300e9, "ampere").us
+    eight = collective_time("send_recv", 1e9, 8, 300e9, "ampere").us
+    assert eight == pytest.approx(two, rel=0.05)  # same bytes to one peer
+    assert two > 1e9 / 300e9 * 1e6  # at least the bytes at link speed
