@@ -59,6 +59,7 @@ class ModeledKernels:
     durations: list[np.ndarray]           # per rank, per event (us); NaN: recorded kept
     per_op: list[dict] = field(default_factory=list)  # modeled ops with recorded shapes
     device_us: dict = field(default_factory=dict)     # recorded device time by source
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -284,13 +285,17 @@ def model_kernels(rec: Recording, profile: DeviceProfile,
     arch, link = arch_of(device.name), intra_link_bw(device.name)
     src_us = {"kernel models": 0.0, "collective model": 0.0, "copy model": 0.0,
               "recorded (no model)": 0.0}
-    durations, per_op = [], []
+    durations, per_op, notes = [], [], []
+    mismatched = 0
     for tr, op in zip(rec.traces, rec.ops):
         dur = np.full(len(tr), np.nan)
         inner = innermost_ops(tr, op)
         dev = np.flatnonzero(tr.thread_is_device[tr.thread]
                              & np.isin(tr.kind, (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)))
-        dev = dev[np.argsort(tr.ts[dev], kind="stable")]
+        # Issue order (the launching call's time): the order the ET records collectives in.
+        issued = np.where(op.launcher[dev] >= 0, tr.ts[np.maximum(op.launcher[dev], 0)],
+                          tr.ts[dev])
+        dev = dev[np.lexsort((tr.ts[dev], issued))]
         comm_names = np.array([kernel_category(n) == "communication" for n in tr.names], bool)
         colls = et_sizes.get(tr.rank, [])
         q = 0
@@ -307,6 +312,10 @@ def model_kernels(rec: Recording, profile: DeviceProfile,
                     size = _kineto_collective(tr.details[tr.detail_id[holder]])
                 if size is None and q < len(colls):
                     size = colls[q]
+                    ran = collective_kind(name)  # NCCL runs all-to-all as send/recv
+                    if ran is not None and ran != size[0] and {ran, size[0]} != {
+                            "send_recv", "all_to_all"}:
+                        mismatched += 1
                 q += 1
                 if size is not None and world > 1:
                     est = collective_time(size[0], size[1], world, link, arch)
@@ -369,7 +378,11 @@ def model_kernels(rec: Recording, profile: DeviceProfile,
                            "model": nodes[j]["_model"], "kernels": len(kernels),
                            "recorded_us": total, "predicted_us": pred})
         durations.append(dur)
-    return ModeledKernels(durations, per_op, src_us)
+    if mismatched:
+        notes.append(f"{mismatched} NCCL kernel(s) ran a different collective than the "
+                     "execution trace's at the same position: the ET does not match the "
+                     "Kineto files, or records collectives in another order")
+    return ModeledKernels(durations, per_op, src_us, notes)
 
 
 def _gmae(pred, actual) -> float | None:
@@ -426,7 +439,7 @@ def validate_recording(rec: Recording, profile: DeviceProfile, *, job: str = "",
     kernel_rows = [r for r in rows if r["class"] != "transfer"]  # kernels, not copies
     g = _gmae([r["predicted_us"] for r in kernel_rows],
               [r["recorded_us"] for r in kernel_rows]) if kernel_rows else None
-    notes = list(mod.notes)
+    notes = list(mod.notes) + modeled.notes
     if profile.kind == "datasheet":
         notes.append(f"{profile.name}: no bundled profile; datasheet figures with a "
                      "borrowed GEMM regressor")

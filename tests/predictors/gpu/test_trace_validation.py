@@ -175,3 +175,16 @@ def test_send_recv_moves_all_bytes_to_one_peer():
     eight = collective_time("send_recv", 1e9, 8, 300e9, "ampere").us
     assert eight == pytest.approx(two, rel=0.05)  # same bytes to one peer
     assert two > 1e9 / 300e9 * 1e6  # at least the bytes at link speed
+
+
+@needs_dlrm
+def test_an_execution_trace_that_does_not_match_is_reported(tmp_path):
+    nodes = [{"id": i, "name": "record_param_comms",
+              "inputs": [[[9, 9, 0, 1000, 4, "cuda:0"]], i, 1, 0, "allreduce", [], []]}
+             for i in range(1, 9)]  # the recording's first collectives are all-to-alls
+    et = tmp_path / "other_eg_0.json.gz"
+    with gzip.open(et, "wt") as f:
+        json.dump({"schema": "1.0.1", "nodes": nodes}, f)
+    rec = load_recording(sorted(DLRM.glob("worker0_*.json.gz")))
+    mk = model_kernels(rec, profile_for_device(rec.traces[0].device_name), [str(et)])
+    assert any("different collective" in n for n in mk.notes)
