@@ -48,8 +48,10 @@ def _cmd_predict(args) -> int:
 
 def _trace_overheads(files: list[str], doc: dict):
     """T1-T5 measured from the user's recorded GPU trace(s), or an exit code."""
+    import os
+
     from .devices.platforms import resolve_platform
-    from .gpu.overheads import trace_overheads
+    from .gpu.overheads import overheads_from_recording
     from .scenario import validate_scenario
     from .traces.kineto import TraceError
     from .traces.recording import load_recording
@@ -60,18 +62,10 @@ def _trace_overheads(files: list[str], doc: dict):
         return 2
     try:
         rec = load_recording(files)
+        table, _ = overheads_from_recording(
+            rec, ", ".join(os.path.basename(f) for f in files))
     except TraceError as exc:
         print(f"error: --overheads-from: {exc}", file=sys.stderr)
-        return 2
-    if not any(tr.device_name for tr in rec.traces):
-        print(f"error: --overheads-from: {', '.join(files)}: records no GPU (a CPU-only "
-              "trace's op times include the kernels)", file=sys.stderr)
-        return 2
-    table, _, info = trace_overheads([rec])
-    if not info["ops"] or not info["launches"]:
-        print(f"error: --overheads-from: {', '.join(files)}: records no "
-              f"{'CPU ops' if not info['ops'] else 'kernel launches'} to measure T1-T5 on",
-              file=sys.stderr)
         return 2
     return table
 

@@ -26,15 +26,16 @@ each op name launched most often.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from dataclasses import replace
 
 import numpy as np
 
 from ..profiles import OpOverheads, OverheadTable
-from ..traces.kineto import Kind, KinetoTrace
+from ..traces.kineto import Kind, KinetoTrace, TraceError
 from ..traces.ops import CpuOps, runtime_flags
 from ..traces.recording import Recording
 
-__all__ = ["trace_overheads", "overhead_check", "innermost_ops", "MAX_GAP_US", "MIN_SAMPLES"]
+__all__ = ["trace_overheads", "overheads_from_recording", "overhead_check", "innermost_ops", "MAX_GAP_US", "MIN_SAMPLES"]
 
 MAX_GAP_US = 1000.0
 MIN_SAMPLES = 3  # entries with fewer samples fall back to the name or the pooled default
@@ -197,6 +198,23 @@ def trace_overheads(recordings: list[Recording], hosts: list[str] | None = None
     info = {"files": files, "ops": n_ops, "launches": n_launching,
             "ops_per_device": dict(devices), "op_names": len(table)}
     return OverheadTable(default, table, 0.0, src), lmap, info
+
+
+def overheads_from_recording(rec: Recording, label: str) -> tuple[OverheadTable, dict]:
+    """T1-T5 of the user's own recording (the ranks of one job) for ``predict(overheads=)``;
+    the table's source names ``label``.  Raises :class:`TraceError` with one line for a
+    CPU-only trace (its op times include the kernels) or one without ops or launches."""
+    if not any(tr.device_name for tr in rec.traces):
+        raise TraceError(f"{label}: records no GPU: a CPU-only trace's op times include "
+                         "the kernels (on the CPU, calibrate this device instead)")
+    table, _, info = trace_overheads([rec])
+    if not info["ops"] or not info["launches"]:
+        raise TraceError(f"{label}: records no "
+                         f"{'CPU ops' if not info['ops'] else 'kernel launches'} "
+                         "to measure T1-T5 on")
+    info["devices"] = sorted({tr.device_name for tr in rec.traces if tr.device_name})
+    source = f"measured from {label} ({info['ops']:,} ops on {', '.join(info['devices'])})"
+    return replace(table, source=source), info
 
 
 def overhead_check(jobs: dict[str, Recording], hosts: dict[str, str] | None = None

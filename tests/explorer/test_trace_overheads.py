@@ -13,13 +13,14 @@ import pytest
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QFileDialog
 
-from explorer import profiles_panel
 from explorer.app import MainWindow
 from explorer.prediction import PredictionController
-from explorer.profiles_panel import ProfilesPanel, TraceOverheads, measure_trace_overheads
+from explorer.profiles_panel import ProfilesPanel
+from explorer.user_overheads import TraceOverheads, measure_trace_overheads
 from explorer.timeline.sample import synthetic_timeline
 from predictors.predict import Prediction
 from predictors.profiles import OverheadTable
+from predictors.traces import Cancelled
 from paths import ROOT, SHARED_DATA
 
 DLRM_TRACE = (SHARED_DATA / "traces" / "param-dlrm-v100-8rank" /
@@ -54,7 +55,7 @@ class GatedMeasure:
         progress(0.1, "waiting")
         while not self.gate.wait(0.01):
             if cancelled():
-                raise profiles_panel.Cancelled("test")
+                raise Cancelled("test")
         return measure_trace_overheads(paths, progress, cancelled)
 
 
