@@ -27,3 +27,35 @@ def editor(qtbot, default_scenario):
     ed = DocumentEditor()
     ed.load(default_scenario)
     return ed
+
+
+def settings_in(tmp_path):
+    """Settings in a file of the test's own folder (never the user's)."""
+    from PySide6.QtCore import QSettings
+
+    return QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat)
+
+
+@pytest.fixture
+def make_window(qtbot, tmp_path):
+    """Builds main windows with their own settings; on teardown, checks that closing one
+    left no prediction, calibration or trace-loading thread running."""
+    from explorer.app import MainWindow
+
+    windows = []
+
+    def make(**kwargs):
+        w = MainWindow(None, settings=settings_in(tmp_path), debounce_ms=20, **kwargs)
+        w.confirm_discard = lambda: True  # never a modal "save changes?" in a test
+        qtbot.addWidget(w)
+        w.resize(1280, 800)
+        w.show()
+        windows.append(w)
+        return w
+
+    yield make
+    for w in windows:
+        w.close()
+        assert not any(t.isRunning() for t in list(w.controller._threads))
+        assert not w.profiles.runner.is_running()
+        assert not w.profiles.panel.loader.is_running()

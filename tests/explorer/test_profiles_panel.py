@@ -8,11 +8,9 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
 from PySide6.QtCore import QSettings
 
 from explorer import profiles_panel
-from explorer.app import MainWindow
 from explorer.profiles_panel import ROOFLINE, ProfilesPanel
 from explorer.timeline.sample import synthetic_timeline
 from predictors.devices.specs import DeviceSpec
@@ -33,6 +31,10 @@ CPU_PROVENANCE = {"host": "bench-7", "cpu_model": "AMD EPYC 7B13", "threads": 1,
                   "samples": {"gemm": 412, "embedding": 96}}
 
 
+def settings_in(tmp_path):
+    return QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat)
+
+
 def cpu_spec(threads=1):
     return DeviceSpec(f"AMD EPYC 7B13 ({threads} thread)", "cpu", {"float32": 8e10},
                       vector_flops=2e10, mem_bw=1e10, threads=threads)
@@ -45,10 +47,6 @@ def write_profile(path, name="local CPU, 1 thread", kind="measured", spec=None,
                          provenance=dict(CPU_PROVENANCE if provenance is None else provenance),
                          validation=dict(CPU_VALIDATION if validation is None else validation))
     return save_profile(prof, path)
-
-
-def settings_in(tmp_path):
-    return QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat)
 
 
 def tree_texts(tree):
@@ -156,26 +154,6 @@ class RecordingPredict:
                           [{"rank": 0, "iteration_ms": tl.span_ms(),
                             "device_active_ms": tl.device_active_ms(0)}],
                           len(tl), tl.top_ops(3), [], profile=used)
-
-
-@pytest.fixture
-def make_window(qtbot, tmp_path):
-    windows = []
-
-    def make(**kwargs):
-        w = MainWindow(None, settings=settings_in(tmp_path), debounce_ms=20, **kwargs)
-        w.confirm_discard = lambda: True  # never a modal "save changes?" in a test
-        qtbot.addWidget(w)
-        w.resize(1280, 800)
-        w.show()
-        windows.append(w)
-        return w
-
-    yield make
-    for w in windows:
-        w.close()
-        assert not any(t.isRunning() for t in list(w.controller._threads))
-        assert not w.profiles.runner.is_running()
 
 
 def idle(w):

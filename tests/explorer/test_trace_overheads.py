@@ -13,7 +13,6 @@ import pytest
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QFileDialog
 
-from explorer.app import MainWindow
 from explorer.prediction import PredictionController
 from explorer.profiles_panel import ProfilesPanel
 from explorer.user_overheads import TraceOverheads, measure_trace_overheads
@@ -221,26 +220,6 @@ def test_the_controller_passes_overheads_only_when_set(qtbot, default_scenario):
 
 
 # --- in the main window -----------------------------------------------------------------
-
-@pytest.fixture
-def make_window(qtbot, tmp_path):
-    windows = []
-
-    def make(**kwargs):
-        w = MainWindow(None, settings=settings_in(tmp_path), debounce_ms=20, **kwargs)
-        w.confirm_discard = lambda: True
-        qtbot.addWidget(w)
-        w.resize(1280, 800)
-        w.show()
-        windows.append(w)
-        return w
-
-    yield make
-    for w in windows:
-        w.close()
-        assert not any(t.isRunning() for t in list(w.controller._threads))
-        assert not w.profiles.panel.loader.is_running()
-
 
 def idle(w):
     return not w.controller.is_running() and not w.controller.is_pending()
