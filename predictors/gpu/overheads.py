@@ -144,19 +144,18 @@ def _leaf_samples(tr, op):
                (end - start, len(lds), blocked), kernels.get(i, []))
 
 
-def _pool(jobs: list[dict[str, _Acc]], key: str, fallback: OpOverheads | None) -> OpOverheads:
-    """Each job's mean (the simulator adds these up, so means, with the waits left out as
-    described above), then the median over the jobs that have samples: every recorded job
-    counts once, however many ops it holds (hosts and profiler settings differ)."""
-    vals, n = [], 0
+def _pool(hosts: list[dict[str, _Acc]], key: str, fallback: OpOverheads | None) -> OpOverheads:
+    """Each host's mean (the simulator adds these up, so means, with the waits left out as
+    described above), then the median over the hosts that have samples: every host counts
+    once, however many ops it recorded (hosts and profiler settings differ)."""
     fb = ((fallback.t1, fallback.t2, fallback.t3, fallback.t4, fallback.t5)
           if fallback is not None else (0.0,) * 5)
+    vals = []
     for kind in range(5):
-        meds = [float(np.mean(j[key].samples[kind])) for j in jobs
-                if key in j and j[key].samples[kind]]
-        vals.append(float(np.median(meds)) * 1e-6 if meds else fb[kind])
-    n = sum(j[key].count() for j in jobs if key in j)
-    return OpOverheads(*vals, n=n)
+        means = [float(np.mean(h[key].samples[kind])) for h in hosts
+                 if key in h and h[key].samples[kind]]
+        vals.append(float(np.median(means)) * 1e-6 if means else fb[kind])
+    return OpOverheads(*vals, n=sum(h[key].count() for h in hosts if key in h))
 
 
 def trace_overheads(recordings: list[Recording], hosts: list[str] | None = None
