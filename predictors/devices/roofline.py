@@ -26,10 +26,17 @@ EMBEDDING_OPS = frozenset(
     "embedding embedding_bag _embedding_bag _embedding_bag_forward_only _embedding_bag_backward "
     "_embedding_bag_sparse_backward _embedding_bag_dense_backward embedding_dense_backward "
     "embedding_backward".split())
+# Training-mode batch norm reads its input twice (statistics, then normalization); its
+# backward reads the output gradient and the input twice (reductions, then dx).
+TWO_PASS_NORM_OPS = {"native_batch_norm": 1, "cudnn_batch_norm": 1, "miopen_batch_norm": 1,
+                     "_native_batch_norm_legit": 1, "native_batch_norm_backward": 2,
+                     "cudnn_batch_norm_backward": 2, "miopen_batch_norm_backward": 2}
 REDUCTION_OPS = frozenset(
     "sum mean max min amax amin argmax argmin norm var var_mean std logsumexp cumsum "
     "_softmax _safe_softmax _log_softmax _softmax_backward_data _log_softmax_backward_data "
     "native_layer_norm native_layer_norm_backward nll_loss_forward nll_loss_backward "
+    "native_batch_norm native_batch_norm_backward cudnn_batch_norm cudnn_batch_norm_backward "
+    "miopen_batch_norm miopen_batch_norm_backward _native_batch_norm_legit "
     "binary_cross_entropy binary_cross_entropy_backward binary_cross_entropy_with_logits "
     "mse_loss mse_loss_backward".split())
 MEMORY_OPS = frozenset(
@@ -37,6 +44,15 @@ MEMORY_OPS = frozenset(
     "_index_put_impl_ index_add_ gather scatter scatter_add_ tril_indices triu_indices tril "
     "triu zeros zeros_like new_zeros ones ones_like full full_like fill_ zero_ arange "
     "select_backward slice_backward coalesce _coalesce".split())
+# In-place ops that overwrite their first argument without reading it.
+OVERWRITE_OPS = frozenset(
+    "fill_ zero_ copy_ normal_ uniform_ random_ bernoulli_ exponential_ geometric_".split())
+# Ops that read only the elements their indices select, not the whole source tensor.
+GATHER_OPS = frozenset("index_select index gather take".split())
+# Ops that write (or accumulate) their last argument's values at indexed places.
+SCATTER_OPS = frozenset(
+    "index_put index_put_ _index_put_impl_ index_add index_add_ scatter scatter_ "
+    "scatter_add scatter_add_ index_copy index_copy_".split())
 # Elementwise ops that cost several FLOPs per element (transcendentals).
 HEAVY_ELEMENTWISE = {"gelu": 20, "gelu_backward": 30, "sigmoid": 8, "sigmoid_backward": 4,
                      "tanh": 8, "tanh_backward": 4, "exp": 8, "log": 8, "bernoulli_": 10,
@@ -137,6 +153,46 @@ def _sparse_update_bytes(node: dict) -> float | None:
     return nnz * (3 * row + 8)
 
 
+def _gather_bytes(op: str, node: dict) -> float | None:
+    """Index-driven reads: the indices, the selected elements and the output they fill.
+    Without a recorded output (traces) its size follows from the indices: ``index_select``
+    and ``index`` over leading dimensions, ``gather`` in the index's shape."""
+    ins, dts = node["input_shapes"], node["input_dtypes"]
+    if len(ins) < 2:
+        return None
+    size = _ITEMSIZE.get(dts[0], 4)
+    idx = sum(_tensor_bytes(s, d, None) for s, d in zip(ins[1:], dts[1:]))
+    if node["output_shapes"]:
+        out = sum(_numel(s) for s in node["output_shapes"]) * size
+    elif op == "gather" or op == "take":
+        out = _numel(ins[1]) * size
+    else:
+        lead = len(ins) - 1 if op == "index" else 1
+        out = _numel(ins[1]) * _numel(ins[0][lead:]) * size
+    return idx + 2 * out
+
+
+def _dense_bytes(op: str, node: dict) -> float:
+    """DRAM traffic of an op on dense tensors: its inputs read and its outputs written;
+    an in-place op writes its first argument back (and ``fill_``-like ones never read it)."""
+    reads = [_tensor_bytes(s, d, n) for s, d, n in zip(
+        node["input_shapes"], node["input_dtypes"], node["input_nnz"])]
+    if op in SCATTER_OPS and len(reads) >= 3:
+        # indices and values read, the touched places read and written; an out-of-place
+        # form first copies the whole destination
+        copy = 0.0 if op.endswith("_") else 2 * reads[0]
+        return sum(reads[1:-1]) + 3 * reads[-1] + copy
+    if op.endswith("_") and reads:
+        return sum(reads[1:]) + reads[0] * (1 if op in OVERWRITE_OPS else 2)
+    if op in GATHER_OPS:
+        gathered = _gather_bytes(op, node)
+        if gathered is not None:
+            return gathered
+    extra = sum(reads[:TWO_PASS_NORM_OPS.get(op, 0)])
+    return sum(reads) + extra + sum(_tensor_bytes(s, d, n) for s, d, n in zip(
+        node["output_shapes"], node["output_dtypes"], node["output_nnz"]))
+
+
 def kernel_cost(node: dict, device: DeviceSpec) -> KernelCost:
     """The roofline cost of the kernel(s) that a captured op launches."""
     name = node["name"]
@@ -148,11 +204,7 @@ def kernel_cost(node: dict, device: DeviceSpec) -> KernelCost:
     if category == "embedding":
         nbytes = _embedding_bytes(op, node)
     if nbytes is None:
-        nbytes = sum(_tensor_bytes(s, d, n) for s, d, n in zip(
-            node["input_shapes"], node["input_dtypes"], node["input_nnz"]))
-        if not op.endswith("_"):  # in-place ops write back into an input
-            nbytes += sum(_tensor_bytes(s, d, n) for s, d, n in zip(
-                node["output_shapes"], node["output_dtypes"], node["output_nnz"]))
+        nbytes = _dense_bytes(op, node)
     out_elems = sum(_numel(s) for s in node["output_shapes"]) or (
         _numel(node["input_shapes"][0]) if node["input_shapes"] else 1)
     if category == "gemm":

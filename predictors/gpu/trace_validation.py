@@ -44,8 +44,9 @@ __all__ = ["TraceValidation", "ModeledKernels", "model_kernels", "validate_recor
            "collective_sizes_from_et", "intra_link_bw"]
 
 # Host <-> device copies: the PCIe bandwidth the DLRM papers measured on V100 and A100
-# hosts (../shared/data/README.md).  A copy from pageable memory is staged through a pinned
-# buffer by the driver, a host memcpy in series with the DMA (assumed ~10 GB/s, one core).
+# hosts (../shared/data/README.md).  A copy from pageable memory is staged through pinned
+# buffers by the driver, chunk by chunk, so the host memcpy (~10 GB/s, one core) overlaps
+# the DMA and the slower of the two sets the rate.
 PCIE_MEASURED_BW = 8.1e9
 HOST_STAGING_BW = 10e9
 COPY_SETUP_US = 1.0
@@ -146,12 +147,21 @@ def _out_shapes(op: str, ins: list[list[int]]) -> list[list[int]]:
         if base in ("bmm",) and len(ins) >= 2:
             return [[ins[0][0], ins[0][1], ins[1][2]]]
         return []
+    if cat == "reduction" and ("norm" in base and base != "norm" or "softmax" in base):
+        return [ins[0]]  # normalizations keep their input's shape (dx too, backward)
     if cat == "elementwise":
         try:
             return [list(np.broadcast_shapes(*[tuple(s) for s in ins]))]
         except ValueError:
             return [ins[0]]
     return []
+
+
+# One-tensor ops whose ``out=`` form (recorded with the output among ``Input Dims``) older
+# PyTorch called from the functional form (``relu`` -> ``clamp_min(x, 0, out=y)``).
+UNARY_OPS = frozenset(
+    "clamp_min clamp_max clamp relu sigmoid tanh gelu silu exp log neg abs sqrt rsqrt "
+    "reciprocal hardtanh leaky_relu elu threshold".split())
 
 
 def node_from_trace(op: str, dims_text: str, dtype: str) -> dict | None:
@@ -167,6 +177,9 @@ def node_from_trace(op: str, dims_text: str, dtype: str) -> dict | None:
     if not ins:
         return None
     base = op.split("::")[-1]
+    outs = None
+    if base in UNARY_OPS and len(ins) == 2 and ins[1] == ins[0]:
+        outs = [ins.pop()]  # the ``out=`` form: the second tensor is written, not read
     in_dtypes = [dtype] * len(ins)
     if classify(op) == "embedding" or base in ("index", "index_select", "gather"):
         in_dtypes = [dtype] + ["int64"] * (len(ins) - 1)  # indices (and offsets)
@@ -175,7 +188,7 @@ def node_from_trace(op: str, dims_text: str, dtype: str) -> dict | None:
     elif base in ("scatter", "scatter_", "scatter_add", "scatter_add_", "index_add",
                   "index_add_") and len(ins) > 1:
         in_dtypes[1] = "int64"  # self, index, source
-    outs = _out_shapes(op, ins)
+    outs = outs if outs is not None else _out_shapes(op, ins)
     return {"name": op, "overload": "", "phase": "", "thread": "main", "block": "",
             "grad_fn": "", "input_shapes": ins, "input_dtypes": in_dtypes,
             "input_nnz": [None] * len(ins), "output_shapes": outs,
@@ -333,7 +346,7 @@ def model_kernels(rec: Recording, profile: DeviceProfile,
                     bw = PCIE_MEASURED_BW if host else device.mem_bw / (
                         1 if kind == Kind.MEMSET else 2)
                     if host and "pageable" in low:
-                        bw = 1.0 / (1.0 / bw + 1.0 / HOST_STAGING_BW)
+                        bw = min(bw, HOST_STAGING_BW)
                     dur[k] = COPY_SETUP_US + nbytes / bw * 1e6
                     src_us["copy model"] += rec_us
                     per_op.append({"rank": tr.rank, "op": name, "dims": f"{nbytes:.0f} bytes",

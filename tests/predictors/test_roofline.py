@@ -85,3 +85,48 @@ def test_classification():
     assert classify("aten::native_layer_norm") == "reduction"
     assert classify("aten::gelu") == "elementwise"
     assert classify("aten::cat") == "memcpy"
+
+
+def _node(name, ins, outs=(), dtypes=None):
+    dtypes = dtypes or ["float32"] * len(ins)
+    return {"name": name, "input_shapes": [tuple(s) for s in ins], "input_dtypes": dtypes,
+            "input_nnz": [None] * len(ins), "output_shapes": [tuple(s) for s in outs],
+            "output_dtypes": ["float32"] * len(outs), "output_nnz": [None] * len(outs)}
+
+
+def test_in_place_ops_write_their_first_argument_back():
+    a100 = GPU_SPECS["NVIDIA A100-SXM4-40GB"]
+    mb = 4 * 2**20
+    assert kernel_cost(_node("aten::add_", [(2**20,), (2**20,)]), a100).bytes == 3 * mb
+    assert kernel_cost(_node("aten::add", [(2**20,), (2**20,)], [(2**20,)]),
+                       a100).bytes == 3 * mb
+    # an in-place op whose output is recorded (captured graphs) is not counted twice
+    assert kernel_cost(_node("aten::mul_", [(2**20,), (2**20,)], [(2**20,)]),
+                       a100).bytes == 3 * mb
+    assert kernel_cost(_node("aten::fill_", [(2**20,)]), a100).bytes == mb  # no read
+    assert kernel_cost(_node("aten::copy_", [(2**20,), (2**20,)]), a100).bytes == 2 * mb
+
+
+def test_index_driven_ops_touch_only_the_selected_rows():
+    a100 = GPU_SPECS["NVIDIA A100-SXM4-40GB"]
+    table, rows = (10**6, 256), 128
+    sel = kernel_cost(_node("aten::index_select", [table, (rows,)],
+                            dtypes=["float32", "int64"]), a100)
+    assert sel.bytes == rows * 8 + 2 * rows * 256 * 4  # indices, rows read, output
+    recorded = _node("aten::index_select", [table, (rows,)], [(rows, 256)],
+                     dtypes=["float32", "int64"])
+    assert kernel_cost(recorded, a100).bytes == sel.bytes
+    put = kernel_cost(_node("aten::index_put_", [table, (rows,), (rows, 256)],
+                            dtypes=["float32", "int64", "float32"]), a100)
+    assert put.bytes == rows * 8 + 3 * rows * 256 * 4
+
+
+def test_training_batch_norm_reads_its_input_twice():
+    a100 = GPU_SPECS["NVIDIA A100-SXM4-40GB"]
+    x = (32, 64, 56, 56)
+    act = 4 * 32 * 64 * 56 * 56
+    fwd = kernel_cost(_node("aten::cudnn_batch_norm", [x, (64,), (64,)], [x]), a100)
+    bwd = kernel_cost(_node("aten::cudnn_batch_norm_backward", [x, x, (64,)], [x]), a100)
+    assert classify("aten::cudnn_batch_norm") == "reduction"
+    assert 3 * act <= fwd.bytes < 3.01 * act
+    assert 5 * act <= bwd.bytes < 5.01 * act

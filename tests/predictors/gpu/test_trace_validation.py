@@ -189,3 +189,15 @@ def test_an_execution_trace_that_does_not_match_is_reported(tmp_path):
     rec = load_recording(sorted(DLRM.glob("worker0_*.json.gz")))
     mk = model_kernels(rec, profile_for_device(rec.traces[0].device_name), [str(et)])
     assert any("different collective" in n for n in mk.notes)
+
+
+def test_trace_nodes_of_out_forms_and_normalizations():
+    # 2021 traces record relu as clamp_min(x, 0, out=y): y is written, not read
+    n = node_from_trace("aten::clamp_min", "[[32,64,8,8],[],[32,64,8,8]]", "float32")
+    assert n["input_shapes"] == [[32, 64, 8, 8]]
+    assert n["output_shapes"] == [[32, 64, 8, 8]]
+    n = node_from_trace("aten::cudnn_batch_norm", "[[32,64,8,8],[64],[64],[64],[64]]",
+                        "float32")
+    assert n["output_shapes"] == [[32, 64, 8, 8]]
+    assert node_from_trace("aten::add", "[[4,4],[4,4]]", "float32")["input_shapes"] == [
+        [4, 4], [4, 4]]  # a binary op keeps both inputs
