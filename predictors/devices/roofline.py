@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .convolution import CONV_OPS, conv_flops
 from .specs import DeviceSpec
 
 __all__ = ["KernelCost", "classify", "kernel_cost", "VIEW_OPS"]
@@ -86,8 +87,8 @@ def classify(name: str) -> str:
     op = _base(name)
     if op in VIEW_OPS:
         return "view"
-    if op in GEMM_OPS:
-        return "gemm"
+    if op in GEMM_OPS or op in CONV_OPS:
+        return "gemm"  # convolutions run as implicit GEMMs
     if op in EMBEDDING_OPS:
         return "embedding"
     if op in REDUCTION_OPS:
@@ -208,7 +209,7 @@ def kernel_cost(node: dict, device: DeviceSpec) -> KernelCost:
     out_elems = sum(_numel(s) for s in node["output_shapes"]) or (
         _numel(node["input_shapes"][0]) if node["input_shapes"] else 1)
     if category == "gemm":
-        flops = _gemm_flops(op, node["input_shapes"])
+        flops = conv_flops(node) if op in CONV_OPS else _gemm_flops(op, node["input_shapes"])
         compute = flops / (device.flops(dtype) * GEMM_EFFICIENCY)
     else:
         per = HEAVY_ELEMENTWISE.get(op.rstrip("_") if op not in HEAVY_ELEMENTWISE else op, 1)

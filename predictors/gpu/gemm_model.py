@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..devices.convolution import WINOGRAD_SPEEDUP, conv_gemms
 from ..profiles import KERNEL_MODEL_TYPES
 from .features import FEATURE_NAMES, GpuFigures, gemm_features, roofline_s
 from .regressors import regressor_from_arrays
@@ -48,7 +49,8 @@ def gemm_dims(node: dict) -> tuple[int, int, int, int] | None:
 
 class GemmKernelModel:
     """FP32 GEMM kernel time on one GPU (CUDA-core sgemm, as PyTorch runs float32 matmul
-    with TF32 off by default).
+    with TF32 off by default); convolutions as their implicit GEMMs
+    (:mod:`predictors.devices.convolution`).
 
     Parameters
     ----------
@@ -97,17 +99,31 @@ class GemmKernelModel:
         return out
 
     def predict_ms(self, nodes: list[dict]) -> np.ndarray:
+        """Per node: its GEMM's kernel time, or a convolution's as the implicit GEMMs of
+        its passes (a Winograd-eligible pass divided by the multiply savings); NaN for
+        anything else."""
         dims = np.full((len(nodes), 4), np.nan)
+        passes: list[tuple[int, float, tuple[int, int, int, int]]] = []
         for i, node in enumerate(nodes):
-            d = gemm_dims(node)
             dtypes = node.get("input_dtypes") or []
-            if d is None or not dtypes or dtypes[-1] not in self.dtypes:
+            if not dtypes or dtypes[-1] not in self.dtypes:
                 continue
-            dims[i] = d
+            for g in conv_gemms(node):
+                passes.append((i, WINOGRAD_SPEEDUP if g.winograd else 1.0,
+                               (g.groups, g.m, g.n, g.k)))
+            d = gemm_dims(node)
+            if d is not None:
+                dims[i] = d
         out = np.full(len(nodes), np.nan)
         ok = ~np.isnan(dims[:, 0])
         if ok.any():
             out[ok] = self.predict_shapes(*dims[ok].T)
+        if passes:
+            who = np.array([p[0] for p in passes])
+            ms = self.predict_shapes(*np.array([p[2] for p in passes], float).T) / np.array(
+                [p[1] for p in passes])
+            out[np.unique(who)] = 0.0
+            np.add.at(out, who, ms)
         return out
 
     def to_json(self) -> tuple[dict, dict[str, np.ndarray]]:

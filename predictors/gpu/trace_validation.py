@@ -22,6 +22,7 @@ The CPU side always replays with the overheads measured from the trace itself
 """
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import os
@@ -31,11 +32,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..devices.collectives import arch_of, collective_kind, collective_time
+from ..devices.convolution import conv_geometry, conv_pass
 from ..devices.costs import kernel_seconds
 from ..devices.platforms import LINK_KINDS
 from ..devices.roofline import classify
 from ..profiles import DeviceProfile
-from ..traces.kineto import Kind, TraceError, read_json_bytes
+from ..traces.kineto import Kind, KinetoTrace, TraceError, read_json_bytes
 from ..traces.recording import Recording, kernel_category
 from ..traces.replay import replay
 from .overheads import innermost_ops
@@ -164,11 +166,73 @@ UNARY_OPS = frozenset(
     "reciprocal hardtanh leaky_relu elu threshold".split())
 
 
-def node_from_trace(op: str, dims_text: str, dtype: str) -> dict | None:
+def conv_shapes(tr: KinetoTrace) -> dict[int, tuple[list, list]]:
+    """``(input shapes, output shapes)`` of the recorded convolution ops of one trace, in
+    the form :mod:`predictors.devices.convolution` reads, where the trace says enough.
+
+    ``Input Dims`` gives a forward convolution's input and weight but not its stride, and
+    a ``*_backward_input``/``_weight`` op records sizes as int lists, not shapes.  The
+    combined backward op records ``x``, ``dy`` and ``w``: its ``dy`` is the forward's output
+    (the same layer's forward has the same ``x`` and ``w``), and it encloses the two
+    gradient ops, which take their shapes from it.  A forward convolution without its
+    backward (inference) stays unresolved."""
+    ev = np.flatnonzero(tr.kind == Kind.CPU_OP)
+    passes = {int(k): conv_pass(tr.names[tr.name_id[k]]) for k in ev}
+    passes = {k: p for k, p in passes.items() if p is not None}
+    geo: dict[int, tuple] = {}
+    out_of: dict[tuple, list] = {}
+    for k, p in passes.items():
+        if p != "backward":
+            continue
+        ins = _shapes(_json_dims(tr.details[tr.detail_id[k]]))
+        g = conv_geometry({"name": tr.names[tr.name_id[k]], "input_shapes": ins})
+        if g is not None:
+            geo[k] = g
+            out_of[(tuple(g[0]), tuple(g[1]))] = g[2]
+    parents = sorted(geo, key=lambda k: (tr.thread[k], tr.ts[k]))
+    keys = [(tr.thread[k], tr.ts[k]) for k in parents]
+    out: dict[int, tuple[list, list]] = {}
+    for k, p in passes.items():
+        if p == "backward":
+            x, w, dy = geo.get(k, (None,) * 3)
+            if x is not None:
+                out[k] = ([dy, x, w], [])
+        elif p == "forward":
+            ins = _shapes(_json_dims(tr.details[tr.detail_id[k]]))
+            y = out_of.get((tuple(ins[0]), tuple(ins[1]))) if len(ins) >= 2 else None
+            if y is not None:
+                out[k] = (ins, [y])
+        else:
+            j = bisect.bisect_right(keys, (tr.thread[k], tr.ts[k])) - 1
+            if j < 0 or keys[j][0] != tr.thread[k]:
+                continue
+            par = parents[j]
+            if tr.ts[par] + tr.dur[par] < tr.ts[k] + tr.dur[k]:
+                continue
+            x, w, dy = geo[par]
+            out[k] = ([dy, w], [x]) if p == "backward_input" else ([dy, x], [w])
+    return out
+
+
+def _json_dims(text: str):
+    try:
+        return json.loads(text) if text else []
+    except ValueError:
+        return []
+
+
+def node_from_trace(op: str, dims_text: str, dtype: str,
+                    conv: tuple[list, list] | None = None) -> dict | None:
     """A captured-op node (the form the kernel models read) from a recorded op's name and
-    ``Input Dims``, or None when the recording lacks what the models need."""
-    if not op.startswith("aten::") or not dims_text or "conv" in op:
-        return None  # convolutions: no model yet (their strides are not in Input Dims)
+    ``Input Dims``, or None when the recording lacks what the models need.  A convolution
+    needs its shapes resolved by :func:`conv_shapes` (``conv``)."""
+    if not op.startswith("aten::") or not dims_text:
+        return None
+    if conv_pass(op) is not None:
+        if conv is None:
+            return None  # stride unknown: the trace has no backward of this layer
+        ins, outs = conv
+        return _node(op, ins, [dtype] * len(ins), outs, dtype)
     try:
         dims = json.loads(dims_text)
     except ValueError:
@@ -189,6 +253,10 @@ def node_from_trace(op: str, dims_text: str, dtype: str) -> dict | None:
                   "index_add_") and len(ins) > 1:
         in_dtypes[1] = "int64"  # self, index, source
     outs = outs if outs is not None else _out_shapes(op, ins)
+    return _node(op, ins, in_dtypes, outs, dtype)
+
+
+def _node(op: str, ins: list, in_dtypes: list, outs: list, dtype: str) -> dict:
     return {"name": op, "overload": "", "phase": "", "thread": "main", "block": "",
             "grad_fn": "", "input_shapes": ins, "input_dtypes": in_dtypes,
             "input_nnz": [None] * len(ins), "output_shapes": outs,
@@ -361,12 +429,13 @@ def model_kernels(rec: Recording, profile: DeviceProfile,
             else:
                 src_us["recorded (no model)"] += rec_us
         holders = list(by_op)
+        convs = conv_shapes(tr)
         nodes = []
         for h in holders:
             kernels = by_op[h]
             dtype = dtype_from_kernel(" ".join(tr.names[tr.name_id[k]] for k in kernels))
             nodes.append(node_from_trace(tr.names[tr.name_id[h]],
-                                         tr.details[tr.detail_id[h]], dtype))
+                                         tr.details[tr.detail_id[h]], dtype, convs.get(h)))
         good = [j for j, n in enumerate(nodes) if n is not None]
         seconds = [math.nan] * len(nodes)
         if good:

@@ -201,3 +201,19 @@ def test_trace_nodes_of_out_forms_and_normalizations():
     assert n["output_shapes"] == [[32, 64, 8, 8]]
     assert node_from_trace("aten::add", "[[4,4],[4,4]]", "float32")["input_shapes"] == [
         [4, 4], [4, 4]]  # a binary op keeps both inputs
+
+
+RESNET = SHARED_DATA / "traces" / "kineto-resnet50-v100-2021"
+
+
+@pytest.mark.skipif(not RESNET.is_dir(), reason=f"{RESNET} is absent (public data)")
+def test_resnet50_convolutions_are_modeled_from_their_backward_shapes():
+    """The 2021 ResNet-50 trace records no strides: each forward convolution takes its
+    output size from its layer's backward, and the gradient ops take their shapes from
+    the backward op that encloses them."""
+    rec = load_recording(sorted(RESNET.glob("*.json.gz")))
+    v = validate_recording(rec, profile_for_device(rec.traces[0].device_name))
+    assert v.coverage["recorded (no model)"] < 5.0  # convolutions were ~66% before
+    assert v.per_class["gemm"]["ops"] > 900
+    assert v.per_class["gemm"]["gmae_pct"] < 35.0
+    assert abs(v.active_error_pct) < 15.0
