@@ -7,7 +7,8 @@ import json
 import sys
 
 # Modules that contribute sub-commands through ``register(subparsers)``.
-_COMMAND_MODULES: list[str] = ["predictors.traces.cli", "predictors.gpu.cli"]
+_COMMAND_MODULES: list[str] = ["predictors.traces.cli", "predictors.gpu.cli",
+                              "predictors.devices.cli"]
 
 __all__ = ["main"]
 

@@ -19,7 +19,8 @@ from .devices.platforms import LINK_KINDS, PLATFORM_PRESETS
 from .registry import BLOCK_KINDS, block_kind, validate_params
 
 __all__ = ["FORMAT", "VERSION", "ScenarioError", "Issue", "load_scenario", "save_scenario",
-           "validate_scenario", "scenario_to_json", "model_graph", "MIGRATIONS", "DTYPES",
+           "validate_scenario", "validate_platform", "scenario_to_json", "model_graph",
+           "MIGRATIONS", "DTYPES",
            "OPTIMIZERS"]
 
 FORMAT = "ml-dse/scenario"
@@ -235,6 +236,15 @@ def _validate_parallelism(parallelism, issues: list[Issue]) -> dict:
                             f"expected 'auto' or an object mapping tables to ranks, "
                             f"got {sharding!r}"))
     return copy.deepcopy(parallelism)
+
+
+def validate_platform(platform, source: str = "") -> dict:
+    """Validate a scenario's ``platform`` section on its own; raise :class:`ScenarioError`."""
+    issues: list[Issue] = []
+    out = _validate_platform(platform, issues)
+    if issues:
+        raise ScenarioError(issues, source)
+    return out
 
 
 def validate_scenario(doc, source: str = "") -> dict:

@@ -25,7 +25,8 @@ import re
 from dataclasses import dataclass
 
 __all__ = ["CANONICAL", "PROTOCOLS", "CONSTANTS", "CollectiveEstimate", "collective_kind",
-           "collective_time", "collective_options", "arch_of", "bus_factor"]
+           "collective_time", "collective_options", "arch_of", "bus_factor",
+           "platform_collective"]
 
 CANONICAL = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce",
              "send_recv")
@@ -392,3 +393,37 @@ def _p2p(k, proto, nbytes, net: _Net) -> CollectiveEstimate:
               + (f", {remote_bytes:.0f} B over the NIC at {inter:.1f} GB/s" if remote_bytes else "")
               + f"); {net.describe()}")
     return CollectiveEstimate(us, "p2p", proto, wire / (us * 1e-6), detail)
+
+
+# ------------------------------------------------------------------------------- platforms
+def platform_collective(kind: str, nbytes: float, platform, ranks: int | None = None
+                        ) -> tuple[CollectiveEstimate, int, int, list[str]]:
+    """One collective on a resolved :class:`~predictors.devices.platforms.Platform`:
+    ``(estimate, ranks, nodes, notes)``.  ``ranks`` (default: every GPU) fill the nodes in
+    order, so 8 ranks on 8-GPU nodes stay on one node's NVLink/NVSwitch."""
+    from .platforms import LINK_KINDS
+
+    if platform.gpus < 1:
+        raise ValueError(f"platform {platform.name!r} has no GPUs: collectives need GPUs")
+    n = platform.ranks if ranks is None else int(ranks)
+    if not 1 <= n <= platform.ranks:
+        raise ValueError(f"ranks must be between 1 and the platform's {platform.ranks} "
+                         f"GPUs, got {ranks}")
+    nodes = -(-n // platform.gpus)
+    notes = []
+    intra = platform.intra_link
+    if intra is None:
+        intra = "pcie4"
+        if n > 1 and platform.gpus > 1:
+            notes.append(f"platform {platform.name!r} names no GPU-to-GPU link: PCIe 4.0 "
+                         "assumed")
+    inter_bw = None
+    if nodes > 1:
+        if platform.inter_link is None:
+            raise ValueError(f"{n} ranks span {nodes} nodes, but platform {platform.name!r} "
+                             "has no NIC link between nodes")
+        inter_bw = LINK_KINDS[platform.inter_link]
+    fabric = "pcie" if intra.startswith("pcie") else "nvlink"
+    est = collective_time(kind, nbytes, n, LINK_KINDS[intra], arch_of(platform.device),
+                          nodes=nodes, inter_bw=inter_bw, fabric=fabric)
+    return est, n, nodes, notes

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from paths import ROOT, SHARED_DATA
+from paths import ROOT, SCENARIOS, SHARED_DATA
 from predictors.devices.collectives import (
     CANONICAL, CONSTANTS, arch_of, bus_factor, collective_kind, collective_options,
     collective_time)
@@ -277,3 +277,54 @@ def test_every_option_is_well_formed():
         for o in collective_options(kind, 2.0 ** e, n, NV3, "ampere"):
             assert o.us > 0 and o.bus_bw > 0 and o.detail.startswith(kind)
             assert o.algorithm in ("ring", "tree", "p2p") and o.protocol in ("LL", "LL128", "Simple")
+
+
+def _collective_cli(capsys, *argv):
+    from predictors.cli import main
+    rc = main(["collective", *argv])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_collective_cli_on_presets(capsys):
+    import json
+    rc, out, _ = _collective_cli(capsys, "--platform", "dgx-a100", "--op", "all_reduce",
+                                 "--bytes", "64M", "--json")
+    assert rc == 0
+    doc = json.loads(out)
+    assert doc["bytes"] == 64 * 2**20 and doc["ranks"] == 8 and doc["nodes"] == 1
+    # algbw is bytes / time; all-reduce busbw is 2(n-1)/n of it (nccl-tests convention)
+    assert doc["algbw_GBps"] == pytest.approx(doc["bytes"] / (doc["time_ms"] * 1e-3) / 1e9)
+    assert doc["busbw_GBps"] == pytest.approx(doc["algbw_GBps"] * 2 * 7 / 8)
+    # large messages reach most of NVLink3's 300 GB/s per GPU, never more
+    assert 150 < doc["busbw_GBps"] < 300
+    rc, out, _ = _collective_cli(capsys, "--platform", "2node-8x-h100", "--op", "all_reduce",
+                                 "--bytes", "64M", "--json")
+    two = json.loads(out)
+    assert two["ranks"] == 16 and two["nodes"] == 2 and two["time_ms"] > doc["time_ms"] / 2
+    rc, out, _ = _collective_cli(capsys, "--platform", "2node-8x-h100", "--op", "all_reduce",
+                                 "--bytes", "64M", "--ranks", "8", "--json")
+    assert json.loads(out)["nodes"] == 1  # 8 ranks fill the first node
+
+
+def test_collective_cli_on_a_scenario_and_bad_input(capsys, tmp_path):
+    import json
+    path = SCENARIOS / "mlperf_dlrm_dcnv2.json"  # on dgx-a100
+    rc, out, _ = _collective_cli(capsys, "--platform", str(path), "--op", "all_gather",
+                                 "--bytes", "1048576", "--json")
+    assert rc == 0 and json.loads(out)["platform"] == "dgx-a100"
+    bad = tmp_path / "p.json"
+    bad.write_text(json.dumps({"nodes": [{"id": "g", "kind": "gpu"}],
+                               "edges": [{"source": "g", "target": "x", "kind": "nvlink3"}]}))
+    rc, _, err = _collective_cli(capsys, "--platform", str(bad), "--op", "all_reduce",
+                                 "--bytes", "1M")
+    assert rc == 2 and "platform.edges[0].target" in err
+    rc, _, err = _collective_cli(capsys, "--platform", "dgx-a100", "--op", "all_reduce",
+                                 "--bytes", "1M", "--ranks", "9")
+    assert rc == 2 and "between 1 and the platform's 8" in err
+    rc, _, err = _collective_cli(capsys, "--platform", "local-cpu", "--op", "all_reduce",
+                                 "--bytes", "1M")
+    assert rc == 2 and "no GPUs" in err
+    rc, _, err = _collective_cli(capsys, "--platform", "no-such", "--op", "all_reduce",
+                                 "--bytes", "1M")
+    assert rc == 2 and "no preset and no file" in err
