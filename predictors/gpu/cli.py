@@ -42,6 +42,38 @@ def _column(rows: list[dict], name: str, default=None, *, kind=float) -> np.ndar
     return np.array(out, dtype=np.float64)
 
 
+_DTYPES = {"float32": "float32", "fp32": "float32", "float": "float32",
+           "float16": "float16", "fp16": "float16", "half": "float16",
+           "bfloat16": "bfloat16", "bf16": "bfloat16"}
+
+
+def _dtypes(rows: list[dict]) -> np.ndarray:
+    """The optional ``dtype`` column (float32 where absent or empty)."""
+    out = []
+    for i, row in enumerate(rows, start=2):
+        raw = (row.get("dtype") or "float32").strip().lower()
+        if raw not in _DTYPES:
+            raise _UsageError(f"line {i}: column 'dtype': {raw!r} is not one of "
+                              "float32, float16, bfloat16")
+        out.append(_DTYPES[raw])
+    return np.array(out, dtype=object)
+
+
+def _gemm_node(op: str, b, m, n, k, dtype: str) -> dict:
+    """A captured-op node of one CSV GEMM row (``mm``/``addmm`` rows fold B into M)."""
+    b, m, n, k = int(b), int(m), int(n), int(k)
+    if op in ("mm", "addmm"):
+        ins = [(m * b, k), (k, n)] if op == "mm" else [(n,), (m * b, k), (k, n)]
+        outs = [(m * b, n)]
+    else:
+        ins = [(b, m, k), (b, k, n)] if op == "bmm" else [(b, m, n), (b, m, k), (b, k, n)]
+        outs = [(b, m, n)]
+    return {"name": f"aten::{op}", "input_shapes": ins, "input_dtypes": [dtype] * len(ins),
+            "input_nnz": [None] * len(ins), "output_shapes": outs,
+            "output_dtypes": [dtype], "output_nnz": [None], "phase": "forward",
+            "thread": "main", "lookup": None}
+
+
 def predict_rows(profile, op: str, rows: list[dict], fields: list[str]) -> np.ndarray:
     """Predicted kernel ms for CSV rows of ``op`` on ``profile``'s GPU."""
     if op in GEMM_OPS:
@@ -54,8 +86,15 @@ def predict_rows(profile, op: str, rows: list[dict], fields: list[str]) -> np.nd
         if model is None:
             raise _UsageError(f"profile {profile.name!r} has no GEMM model")
         B, M, N, K = (_column(rows, c, default="1" if c == "B" else None) for c in "BMNK")
+        dtypes = _dtypes(rows)
         # mm/addmm with B > 1: B row blocks sharing the (K, N) operand, as a linear layer
-        return model.predict_shapes(B, M, N, K, shared_weight=op in ("mm", "addmm"))
+        out = model.predict_shapes(B, M, N, K, shared_weight=op in ("mm", "addmm"))
+        half = np.flatnonzero(dtypes != "float32")
+        if len(half):  # tensor-core GEMMs: the profile's model for them (measured roofline)
+            from ..devices.costs import kernel_seconds
+            nodes = [_gemm_node(op, B[i], M[i], N[i], K[i], dtypes[i]) for i in half]
+            out[half] = np.array(kernel_seconds(nodes, profile.device, profile)[1]) * 1e3
+        return out
     from .embedding_model import embedding_bag_ms
 
     missing = [c for c in ("rows", "dim", "batch", "pooling") if c not in fields]
@@ -205,7 +244,8 @@ def register(subparsers) -> None:
                         "bundled profile name, or a profile JSON path")
     p.add_argument("--op", required=True, choices=GEMM_OPS + EMBEDDING_OPS)
     p.add_argument("--in", dest="inp", required=True, metavar="SHAPES.csv",
-                   help="GEMM: columns B,M,N,K (B optional for mm/addmm); embedding_bag: "
+                   help="GEMM: columns B,M,N,K (B optional for mm/addmm), optional dtype "
+                        "(float32 default, float16, bfloat16); embedding_bag: "
                         "rows,dim,batch,pooling[,distribution,alpha,backward]")
     p.add_argument("--out", required=True, metavar="PRED.csv")
     p.set_defaults(func=_cmd_predict)

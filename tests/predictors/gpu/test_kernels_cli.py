@@ -80,3 +80,21 @@ def test_errors_are_one_line(tmp_path, capsys):
         main(["kernels", "predict", "--device", "NVIDIA H200", "--op", "conv2d",
               "--in", str(good), "--out", str(tmp_path / "o.csv")])
     assert exc.value.code == 2
+
+
+def test_half_precision_gemms_use_the_tensor_core_peak(tmp_path, capsys):
+    src = _write(tmp_path / "s.csv", ["M", "N", "K", "dtype"],
+                 [[8192, 8192, 8192, "float32"], [8192, 8192, 8192, "bf16"],
+                  [8192, 8192, 8192, "float16"], [8192, 8192, 8192, ""]])
+    assert main(["kernels", "predict", "--device", "NVIDIA H100 80GB HBM3", "--op", "mm",
+                 "--in", str(src), "--out", str(tmp_path / "p.csv")]) == 0
+    fp32, bf16, fp16, default = (float(r["pred_ms"]) for r in _read(tmp_path / "p.csv"))
+    assert default == fp32
+    flops = 2 * 8192**3
+    assert 20e12 < flops / (fp32 * 1e-3) < 67e12      # CUDA cores: below the 67 TF peak
+    assert 300e12 < flops / (bf16 * 1e-3) <= 989e12   # tensor cores: below 989 TF dense
+    assert fp16 == pytest.approx(bf16)
+    bad = _write(tmp_path / "b.csv", ["M", "N", "K", "dtype"], [[1, 2, 3, "int8"]])
+    assert main(["kernels", "predict", "--device", "NVIDIA H100 80GB HBM3", "--op", "mm",
+                 "--in", str(bad), "--out", str(tmp_path / "q.csv")]) == 2
+    assert "'int8' is not one of" in capsys.readouterr().err
