@@ -156,7 +156,8 @@ def _kv_tree(columns=("key", "value")) -> QTreeWidget:
 class ProfileDetails(QWidget):
     """Header, validation figures per op class, other figures and provenance of a profile."""
 
-    CLASS_COLUMNS = ("op class", "samples", "held out", "model", "GMAE %", "MAPE %")
+    CLASS_COLUMNS = ("op class", "samples", "held out", "model", "GMAE %", "MAPE %",
+                     "noise %")
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -257,22 +258,33 @@ class ProfileDetails(QWidget):
             m = m if isinstance(m, dict) else {}
             chosen = str(m.get("chosen", ""))
             best = m.get(chosen) if isinstance(m.get(chosen), dict) else {}
+            floor = m.get("noise_floor") if isinstance(m.get("noise_floor"), dict) else {}
             cells = [name, m.get("samples", ""), m.get("held_out", ""), chosen,
-                     _percent(best.get("gmae")), _percent(best.get("mape"))]
+                     _percent(best.get("gmae")), _percent(best.get("mape")),
+                     _percent(floor.get("gmae"))]
             tip = (f"{name}: {m.get('samples', '?')} samples, {m.get('held_out', '?')} held "
                    f"out; model used: {chosen or '?'}" +
                    "".join(f"\n{k}: GMAE {_percent(v.get('gmae'))} %, MAPE "
                            f"{_percent(v.get('mape'))} %" for k, v in m.items()
-                           if isinstance(v, dict) and "gmae" in v))
+                           if isinstance(v, dict) and "gmae" in v and k != "noise_floor") +
+                   "".join(f"\n{label}: model {_percent(best.get(key))} %, noise floor "
+                           f"{_percent(floor.get(key))} %" for key, label in (
+                               ("gmae_isolated", "microbenchmarks"),
+                               ("gmae_in_context", "inside training steps"))
+                           if key in best or key in floor))
             for col, value in enumerate(cells):
                 item = QTableWidgetItem(str(value))
                 item.setToolTip(tip)
-                if col in (1, 2, 4, 5):
+                if col in (1, 2, 4, 5, 6):
                     item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
                 self.classes.setItem(row, col, item)
         self.classes.horizontalHeaderItem(4).setToolTip(
             "Geometric mean of |predicted / measured - 1| on held-out shapes")
         self.classes.horizontalHeaderItem(5).setToolTip("Mean of |predicted / measured - 1|")
+        self.classes.horizontalHeaderItem(6).setToolTip(
+            "Measurement noise floor: the GMAE a perfect model would score against these "
+            "measurements, from repeated ones ('–': not measured by this profile's "
+            "calibration)")
         self.classes.horizontalHeaderItem(3).setToolTip("The model the profile uses (mlp or "
                                                         "gbm); hover a row for both")
         # As tall as its rows (up to 6), so the figures below keep their room.

@@ -22,7 +22,10 @@ CPU_VALIDATION = {
         "gemm": {"samples": 412, "held_out": 83, "mlp": {"gmae": 0.043, "mape": 0.061},
                  "gbm": {"gmae": 0.052, "mape": 0.07}, "chosen": "mlp"},
         "embedding": {"samples": 96, "held_out": 20, "mlp": {"gmae": 0.12, "mape": 0.2},
-                      "gbm": {"gmae": 0.081, "mape": 0.11}, "chosen": "gbm"},
+                      "gbm": {"gmae": 0.081, "mape": 0.11, "gmae_isolated": 0.05,
+                              "gmae_in_context": 0.1}, "chosen": "gbm",
+                      "noise_floor": {"gmae": 0.064, "gmae_isolated": 0.03,
+                                      "gmae_in_context": 0.09}},
     },
     "end_to_end": {"dlrm_geomean_error": 0.054, "transformer_geomean_error": 0.038},
 }
@@ -110,6 +113,8 @@ def test_bundled_and_added_profiles_with_kinds_provenance_and_validation(qtbot, 
     row = {t.item(0, c).text() for c in range(t.columnCount())}
     assert {"embedding", "96", "20", "gbm", "8.1", "11.0"} <= row
     assert t.item(1, 0).text() == "gemm" and t.item(1, 4).text() == "4.3"
+    assert t.item(0, 6).text() == "6.4" and t.item(1, 6).text() == "–"  # noise floor
+    assert "inside training steps: model 10.0 %, noise floor 9.0 %" in t.item(0, 0).toolTip()
     assert ("dlrm_geomean_error", "0.054") in tree_texts(d.other)
     prov = dict(tree_texts(d.provenance))
     assert prov["host"] == "bench-7" and prov["cpu_model"] == "AMD EPYC 7B13"
