@@ -99,6 +99,7 @@ def _progress_printer(quiet: bool):
 
 def _cmd_calibrate(args) -> int:
     from .calibrate.calibrate import calibrate_cpu
+    from .calibrate.validate import format_classes
     from .profiles import save_profile
 
     if args.device != "cpu":
@@ -117,11 +118,7 @@ def _cmd_calibrate(args) -> int:
     print(f"wrote {path} ({prof.provenance['elapsed_s']} s, "
           f"{prof.provenance['profiled_steps']} profiled steps, "
           f"{prof.provenance['microbenchmarks']} microbenchmarks)")
-    for cls, m in classes.items():
-        chosen = m["chosen"]
-        gm = m.get(chosen, {}).get("gmae", float("nan"))
-        print(f"  {cls:<15} {m['samples']:>5} samples  {chosen:<3}  held-out GMAE "
-              f"{100 * gm:.1f}%")
+    print("\n".join(format_classes(classes)))
     return 0
 
 

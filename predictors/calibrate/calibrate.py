@@ -16,7 +16,7 @@ import platform as _platform
 import socket
 import statistics
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from typing import Callable
 
 import numpy as np
@@ -30,10 +30,15 @@ from .features import MODEL_CLASSES, model_class
 from .hostload import OtherProcesses
 from .microbench import embedding_cases, gemm_cases, profiler_overhead_us, run_case
 from .models import fit_class_model
+from .noise import class_floor, pair_floor, steps_floor
 from .profiling import profile_step
 from .samples import random_dlrm, random_transformer
 
 __all__ = ["calibrate_cpu", "CalibrationCancelled"]
+
+# ~14 % of the microbenchmark time buys their noise floor.  Odd, so that both sweeps get
+# repeats, and not a multiple of 3, so that all three embedding cases of a table do.
+REPEAT_EVERY = 7
 
 
 def _robust_line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -160,14 +165,21 @@ def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
                                       max_warmup_s=max(2.0, 0.02 * budget_s)))
             i += 1
         per_event = pooled_profiler_cost(steps, per_event_bench)
+        per_step = defaultdict(list)  # each op's per-step durations: the noise floor
         for step in steps:
             step.remove_profiler_cost(per_event)
             for r in step.records:
                 cls = model_class(r["node"])
                 if cls:
                     samples[cls].append((r["node"], r["dur_us"] / 1e3))
+                    per_step[cls].append(r.get("dur_steps_us"))
         sweeps = [("gemm", gemm_cases(rng)), ("embedding", embedding_cases(rng))]
         j = 0
+        # Every REPEAT_EVERY-th case, the case measured two cases before is measured
+        # again (other work in between; a GEMM on freshly allocated inputs, whose
+        # placement changes its time too): the pairs give the microbenchmarks' noise
+        # floor.
+        recent, repeats = deque(maxlen=3), defaultdict(list)
         # Keep time for fitting: ~10 s on two busy cores, whatever the budget.
         while left() > max(0.12 * budget_s, min(10.0, 0.25 * budget_s)):
             kind, cases = sweeps[j % 2]
@@ -178,6 +190,14 @@ def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
             us = run_case(fn)
             if us == us:
                 samples[model_class(node)].append((node, us / 1e3))
+                recent.append((node, fn, us))
+            if j % REPEAT_EVERY == 0 and len(recent) == recent.maxlen:
+                node0, fn0, us0 = recent[0]
+                if hasattr(fn0, "renew"):
+                    fn0.renew()
+                again = run_case(fn0)
+                if again == again:
+                    repeats[model_class(node0)].append((us0, again))
     finally:
         torch.set_num_threads(old_threads)
     load.__exit__(None, None, None)
@@ -192,6 +212,10 @@ def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
         model = fit_class_model(cls, [d[0] for d in data], np.array([d[1] for d in data]),
                                 spec, seed=seed)
         models[cls] = model
+        n_iso = sum(1 for node, _ in data if node.get("isolated"))
+        model.metrics["noise_floor"] = class_floor(
+            n_iso, pair_floor(repeats.get(cls, [])), len(data) - n_iso,
+            steps_floor(per_step.get(cls, [])))
         validation["classes"][cls] = model.metrics
     elapsed = time.perf_counter() - t_start
     provenance = {
@@ -206,6 +230,7 @@ def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
         "profiled_steps_per_scenario": steps[0].profiled_steps if steps else 0,
         "other_processes_cpus": load.cpus,
         "samples": {k: len(v) for k, v in samples.items()},
+        "microbenchmarks_repeated": {k: len(v) for k, v in repeats.items()},
     }
     return DeviceProfile(f"local CPU, {threads} thread{'s' if threads > 1 else ''}",
                          "measured", spec, _overheads(steps), {}, models, provenance,

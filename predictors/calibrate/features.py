@@ -10,6 +10,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..devices.convolution import conv_pass
 from ..devices.roofline import _gemm_flops, classify, kernel_cost
 from ..devices.specs import DeviceSpec
 
@@ -20,10 +21,10 @@ MODEL_CLASSES = ("gemm", "embedding_fwd", "embedding_bwd", "sparse_update", "ele
 
 
 def model_class(node: dict) -> str | None:
-    """The learned-model class of a captured op, or None for views."""
+    """The learned-model class of a captured op, or None for views and convolutions."""
     cat = classify(node["name"])
-    if cat == "view":
-        return None
+    if cat == "view" or conv_pass(node["name"]) is not None:
+        return None  # convolutions: no CPU samples, the roofline prices them
     if cat == "embedding":
         return "embedding_bwd" if "backward" in node["name"] else "embedding_fwd"
     if any(n is not None for n in node.get("input_nnz", ())):

@@ -15,7 +15,8 @@ from torch.profiler import ProfilerActivity, profile
 
 from ..workload import _bag_input
 
-__all__ = ["profiler_overhead_us", "gemm_cases", "embedding_cases", "run_case"]
+__all__ = ["profiler_overhead_us", "gemm_cases", "embedding_cases", "run_case",
+           "FreshInputs"]
 
 
 def _tiny_step():
@@ -75,8 +76,45 @@ def _log_sizes(rng, lo, hi, n):
     return np.clip(base + jitter, lo, hi)
 
 
+class FreshInputs:
+    """A microbenchmark whose inputs can be allocated anew (:meth:`renew`).
+
+    A GEMM shape's time depends on where its inputs were allocated too (alignment, pages;
+    measured here: two allocations' medians differ by 10 % where two measurements of one
+    allocation differ by 6.5 %).  The calibration repeats a case on fresh inputs, so
+    that its noise floor includes what the shape alone cannot predict."""
+
+    def __init__(self, make: Callable[[], Callable]):
+        self._make = make
+        self._fn = make()
+
+    def renew(self) -> None:
+        self._fn = None  # free the old inputs first
+        self._fn = self._make()
+
+    def __call__(self):
+        return self._fn()
+
+
+def _addmm(m, n, k):
+    a, w, bias = torch.randn(m, k), torch.randn(n, k), torch.randn(n)
+    wt = w.t()  # Linear's layout: a transposed weight
+    return lambda: torch.addmm(bias, a, wt)
+
+
+def _mm(m, n, k):
+    a, c = torch.randn(m, k), torch.randn(k, n)
+    return lambda: torch.mm(a, c)
+
+
+def _bmm(b, m, n, k):
+    a, c = torch.randn(b, m, k), torch.randn(b, k, n)
+    return lambda: torch.bmm(a, c)
+
+
 def gemm_cases(rng: np.random.Generator, max_flops: float = 4e9) -> Iterator[tuple]:
-    """(node, callable) for addmm, mm and bmm over a log-spaced sweep of shapes."""
+    """(node, callable) for addmm, mm and bmm over a log-spaced sweep of shapes; each
+    callable is a :class:`FreshInputs`."""
     sizes = _log_sizes(rng, 1, 4096, 24)
     while True:
         m, n, k = (int(rng.choice(sizes)) for _ in range(3))
@@ -85,18 +123,14 @@ def gemm_cases(rng: np.random.Generator, max_flops: float = 4e9) -> Iterator[tup
         if 2.0 * b * m * n * k > max_flops:
             continue
         if op == "addmm":
-            a, w, bias = torch.randn(m, k), torch.randn(n, k), torch.randn(n)
-            wt = w.t()  # Linear's layout: a transposed weight
             yield (_node("aten::addmm", [(n,), (m, k), (k, n)], [(m, n)]),
-                   lambda a=a, wt=wt, bias=bias: torch.addmm(bias, a, wt))
+                   FreshInputs(lambda m=m, n=n, k=k: _addmm(m, n, k)))
         elif op == "mm":
-            a, c = torch.randn(m, k), torch.randn(k, n)
             yield (_node("aten::mm", [(m, k), (k, n)], [(m, n)]),
-                   lambda a=a, c=c: torch.mm(a, c))
+                   FreshInputs(lambda m=m, n=n, k=k: _mm(m, n, k)))
         else:
-            a, c = torch.randn(b, m, k), torch.randn(b, k, n)
             yield (_node("aten::bmm", [(b, m, k), (b, k, n)], [(b, m, n)]),
-                   lambda a=a, c=c: torch.bmm(a, c))
+                   FreshInputs(lambda b=b, m=m, n=n, k=k: _bmm(b, m, n, k)))
 
 
 def embedding_cases(rng: np.random.Generator) -> Iterator[tuple]:
@@ -141,6 +175,8 @@ def run_case(fn: Callable, reps: int = 5) -> float:
 
     Wall-clock timing, not the profiler: subtracting the profiler's per-event cost from
     ops with dozens of nested events (sparse backward) turns its noise into large errors.
+    More calls per case were tried and do not help here: this VM's speed drifts between
+    rounds of tens of milliseconds, not between calls (docs/calibration.md).
     """
     fn()  # warm: first-touch pages, one-time dispatch set-up
     times = []

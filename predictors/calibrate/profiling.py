@@ -43,7 +43,8 @@ class StepProfile:
     ``dur_us`` (inclusive, profiler overhead removed) and ``gap_us`` (CPU time since the
     previous compute op ended: Python, views, composite wrappers, frees), each the median
     over the profiled steps (``dur_raw``/``gap_raw``: before the profiler's cost is
-    removed, with the number of events inside).
+    removed, with the number of events inside; ``dur_steps``/``dur_steps_us``: every
+    profiled step's duration, raw and net, whose spread is the measurement noise).
     ``tail_us``: the step's time outside the aligned ops (before the first one: zero_grad,
     the module call; after the last one: the optimizer's Python), measured inside the
     profiled steps.  ``step_us``: the median unprofiled step, interleaved with them.
@@ -71,6 +72,9 @@ class StepProfile:
         for r in self.records:
             us, n = r["dur_raw"]
             r["dur_us"] = max(0.05, us - per_event_us * n)
+            # each profiled step's own duration: their spread is the noise floor
+            r["dur_steps_us"] = [max(0.05, u - per_event_us * k)
+                                 for u, k in r.get("dur_steps", ())]
             us, n = r["gap_raw"]
             r["gap_us"] = max(0.0, us - per_event_us * n)
         if self.tail_raw is not None:
@@ -307,7 +311,7 @@ def profile_step(doc: dict, warmup: int = 5, timed: int = 3, seed: int = 0,
     for a in sorted(aligned or ()):
         gaps = gap_s.get(a, [])
         result.records.append({
-            "node": compute[a], "dur_raw": _median_raw(dur_s[a]),
+            "node": compute[a], "dur_raw": _median_raw(dur_s[a]), "dur_steps": dur_s[a],
             "gap_raw": (0.0, 0) if first or not gaps else _median_raw(gaps),
             "threads": platform.threads})
         first = False

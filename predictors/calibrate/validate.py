@@ -15,7 +15,7 @@ from ..profiles import DeviceProfile
 from .hostload import OtherProcesses
 from .samples import random_scenarios
 
-__all__ = ["validate_cpu", "format_report"]
+__all__ = ["validate_cpu", "format_report", "format_classes"]
 
 
 def _geomean(xs):
@@ -60,16 +60,34 @@ def _cpus(x) -> str:
     return f"{x:>5.2f}" if isinstance(x, (int, float)) else f"{'?':>5}"
 
 
-def format_report(result: dict) -> str:
-    lines = [f"Validation of profile {result['profile']!r} ({result['threads']} thread(s))",
-             "", "Kernel classes (held-out shapes from calibration):",
-             f"  {'class':<15} {'samples':>7} {'chosen':>6} {'GMAE':>7} {'MAPE':>7}"]
-    for cls, m in result["kernel_classes"].items():
+def _pct(x) -> str:
+    return f"{100 * x:>6.1f}%" if isinstance(x, (int, float)) and x == x else f"{'-':>7}"
+
+
+def format_classes(classes: dict) -> list[str]:
+    """Per kernel class: held-out GMAE (all, microbenchmarks, in context) beside the
+    measurement noise floor in the same metric.  Profiles calibrated before the floor
+    was measured show dashes."""
+    lines = [f"  {'class':<15} {'samples':>7} {'chosen':>6} {'GMAE':>7} {'isol.':>7} "
+             f"{'in ctx':>7} {'MAPE':>7} | {'noise':>7} {'isol.':>7} {'in ctx':>7}"]
+    for cls, m in classes.items():
         chosen = m.get("chosen", "")
         fig = m.get(chosen, {})
+        floor = m.get("noise_floor") or {}
         lines.append(f"  {cls:<15} {m.get('samples', 0):>7} {chosen:>6} "
-                     f"{100 * fig.get('gmae', float('nan')):>6.1f}% "
-                     f"{100 * fig.get('mape', float('nan')):>6.1f}%")
+                     f"{_pct(fig.get('gmae'))} {_pct(fig.get('gmae_isolated'))} "
+                     f"{_pct(fig.get('gmae_in_context'))} {_pct(fig.get('mape'))} | "
+                     f"{_pct(floor.get('gmae'))} {_pct(floor.get('gmae_isolated'))} "
+                     f"{_pct(floor.get('gmae_in_context'))}")
+    lines.append("  (noise: the GMAE a perfect model would have against these measurements, "
+                 "from repeated ones)")
+    return lines
+
+
+def format_report(result: dict) -> str:
+    lines = [f"Validation of profile {result['profile']!r} ({result['threads']} thread(s))",
+             "", "Kernel classes (held-out shapes from calibration):"]
+    lines += format_classes(result["kernel_classes"])
     lines += ["", "End to end (one training iteration):",
               f"  {'scenario':<46} {'measured':>9} {'predicted':>9} {'error':>7} "
               f"{'noise':>6} {'busy':>5}"]

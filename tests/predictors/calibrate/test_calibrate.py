@@ -42,6 +42,23 @@ def test_quick_calibration_fits_every_class_and_round_trips(quick_profile):
     assert loaded.overheads.to_json() == prof.overheads.to_json()
 
 
+def test_quick_calibration_measures_each_classs_noise_floor(quick_profile):
+    from predictors.calibrate.validate import format_classes
+
+    prof, path = quick_profile
+    classes = prof.validation["classes"]
+    gemm = classes["gemm"]["noise_floor"]
+    # GEMMs come from both sources: microbenchmarks repeated, profiled steps' spread
+    assert gemm["samples_isolated"] > 0 and gemm["samples_in_context"] > 0
+    for key in ("gmae", "gmae_isolated", "gmae_in_context"):
+        assert 0 < gemm[key] < 1, gemm
+    assert 0 < classes["elementwise"]["noise_floor"]["gmae_in_context"] < 1
+    assert "gmae_isolated" in classes["gemm"][classes["gemm"]["chosen"]]
+    assert load_profile(path).validation["classes"]["gemm"]["noise_floor"] == gemm
+    table = "\n".join(format_classes(classes))
+    assert f"{100 * gemm['gmae']:.1f}%" in table
+
+
 def test_quick_profile_predicts_real_runs_within_a_loose_bound(quick_profile):
     prof, _ = quick_profile
     result = validate_cpu(prof, n=2, seed=77, iters=5)
