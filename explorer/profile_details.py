@@ -180,7 +180,7 @@ class ProfileDetails(QWidget):
         self.classes.setVerticalScrollMode(QAbstractItemView.ScrollPerPixel)
         hh = self.classes.horizontalHeader()
         hh.setSectionResizeMode(QHeaderView.ResizeToContents)
-        hh.setStretchLastSection(True)
+        hh.setSectionResizeMode(0, QHeaderView.Stretch)  # figures stay beside their headers
         self.no_classes = QLabel("No per-op-class validation in this profile.", self)
         self.no_classes.setStyleSheet("color: #667;")
         self.other = _kv_tree(("figure", "value"))
