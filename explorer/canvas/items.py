@@ -109,6 +109,11 @@ class BlockItem(QGraphicsObject):
         has_output = spec is None or spec.has_output
         self.input_port = PortItem(self, False) if has_input else None
         self.output_port = PortItem(self, True) if has_output else None
+        # Position signals, not an itemChange() override: PySide wraps every change's
+        # value for Python, a child item still under construction included, which
+        # crashed now and then (ItemChildAddedChange from the ports above).
+        self.xChanged.connect(self._adjust_edges)
+        self.yChanged.connect(self._adjust_edges)
         self.set_params(params)
 
     @property
@@ -209,11 +214,9 @@ class BlockItem(QGraphicsObject):
         painter.setPen(TEXT_COLOR)
         painter.drawText(body_rect, Qt.AlignVCenter | Qt.AlignLeft, summary)
 
-    def itemChange(self, change, value):
-        if change == QGraphicsItem.ItemPositionHasChanged:
-            for edge in self.edges:
-                edge.adjust()
-        return super().itemChange(change, value)
+    def _adjust_edges(self) -> None:
+        for edge in self.edges:
+            edge.adjust()
 
 
 class EdgeItem(QGraphicsPathItem):

@@ -137,6 +137,7 @@ def test_drag_block_moves_once_with_undo(canvas):
     assert edge.path().pointAtPercent(1.0).x() == pytest.approx(190.0)
     scene.editor.undo_stack.undo()
     assert item.pos() == QPointF(130, 480)
+    assert edge.path().pointAtPercent(1.0).x() == pytest.approx(130.0)  # edges follow
 
 
 def test_delete_key_removes_block_and_edges_undo_restores(qtbot, canvas):
