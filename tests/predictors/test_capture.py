@@ -95,3 +95,27 @@ def test_meta_capture_of_a_huge_model_needs_no_memory():
     assert graph.number_of_nodes() > 400
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     assert grown_mb < 500, f"capture grew RSS by {grown_mb:.0f} MB"
+
+
+def test_capture_pauses_automatic_collection_and_restores_it():
+    import gc
+    import threading
+
+    from predictors.capture import _collection_paused
+    assert gc.isenabled()
+    seen = []
+    with _collection_paused():
+        seen.append(gc.isenabled())
+        t = threading.Thread(target=lambda: seen.append(_nested()))
+        t.start()
+        t.join()
+        seen.append(gc.isenabled())  # the other thread's exit did not turn it back on
+    assert seen == [False, False, False] and gc.isenabled()
+
+
+def _nested():
+    import gc
+
+    from predictors.capture import _collection_paused
+    with _collection_paused():
+        return gc.isenabled()
