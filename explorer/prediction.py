@@ -13,6 +13,7 @@ from typing import Callable
 
 from PySide6.QtCore import QObject, QThread, QTimer, Signal
 
+from predictors.gc_pause import collection_paused
 from predictors.predict import Cancelled, predict
 from predictors.scenario import ScenarioError
 
@@ -57,10 +58,12 @@ class _PredictThread(QThread):
         if self.overheads is not None:
             extra["overheads"] = self.overheads
         try:
-            result = self.predict_fn(
-                self.snapshot,
-                progress=lambda f, stage: self.sigProgress.emit(rid, float(f), str(stage)),
-                cancelled=self.cancel_event.is_set, **extra)
+            with collection_paused():  # see predictors.gc_pause
+                result = self.predict_fn(
+                    self.snapshot,
+                    progress=lambda f, stage: self.sigProgress.emit(rid, float(f),
+                                                                     str(stage)),
+                    cancelled=self.cancel_event.is_set, **extra)
         except Cancelled:
             self.sigAborted.emit(rid)
         except Exception as exc:  # every failure is reported, none kills the app

@@ -7,8 +7,6 @@ the block it came from, and edges to the ops that produced its tensor inputs.
 """
 from __future__ import annotations
 
-import gc
-import threading
 import weakref
 from contextlib import contextmanager
 
@@ -17,6 +15,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
+from .gc_pause import collection_paused
 from .workload import Workload
 
 __all__ = ["OpRecorder", "capture_training_step", "op_sequence"]
@@ -131,32 +130,6 @@ def _attach_block_hooks(module, recorder: OpRecorder):
     return handles
 
 
-_gc_lock = threading.Lock()
-_gc_pauses = [0, False]  # captures in progress, whether automatic collection was on
-
-
-@contextmanager
-def _collection_paused():
-    """Automatic garbage collection off while any thread captures.
-
-    A collection started by another thread (the GUI's, while a worker thread captures)
-    could clear reference cycles that torch's autograd engine still reaches from C++ in
-    the middle of ``backward()``: the GUI tests crashed there now and then.  A capture
-    takes milliseconds to a second, so pausing costs nothing."""
-    with _gc_lock:
-        if _gc_pauses[0] == 0:
-            _gc_pauses[1] = gc.isenabled()
-            gc.disable()
-        _gc_pauses[0] += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_pauses[0] -= 1
-            if _gc_pauses[0] == 0 and _gc_pauses[1]:
-                gc.enable()
-
-
 def capture_training_step(workload: Workload) -> nx.DiGraph:
     """The op graph of one training step of ``workload`` (usually on meta).
 
@@ -173,7 +146,7 @@ def capture_training_step(workload: Workload) -> nx.DiGraph:
             recorder.lookups[id(indices)] = (weakref.ref(indices), dict(spec))
     handles = _attach_block_hooks(module, recorder)
     try:
-        with _collection_paused(), recorder:
+        with collection_paused(), recorder:
             with recorder.in_phase("forward"):
                 loss = module(batch)
             with recorder.in_phase("backward"):

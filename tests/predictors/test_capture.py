@@ -101,10 +101,10 @@ def test_capture_pauses_automatic_collection_and_restores_it():
     import gc
     import threading
 
-    from predictors.capture import _collection_paused
+    from predictors.gc_pause import collection_paused
     assert gc.isenabled()
     seen = []
-    with _collection_paused():
+    with collection_paused():
         seen.append(gc.isenabled())
         t = threading.Thread(target=lambda: seen.append(_nested()))
         t.start()
@@ -116,6 +116,6 @@ def test_capture_pauses_automatic_collection_and_restores_it():
 def _nested():
     import gc
 
-    from predictors.capture import _collection_paused
-    with _collection_paused():
+    from predictors.gc_pause import collection_paused
+    with collection_paused():
         return gc.isenabled()
