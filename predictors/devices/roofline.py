@@ -36,10 +36,8 @@ REDUCTION_OPS = frozenset(
     "sum mean max min amax amin argmax argmin norm var var_mean std logsumexp cumsum "
     "_softmax _safe_softmax _log_softmax _softmax_backward_data _log_softmax_backward_data "
     "native_layer_norm native_layer_norm_backward nll_loss_forward nll_loss_backward "
-    "native_batch_norm native_batch_norm_backward cudnn_batch_norm cudnn_batch_norm_backward "
-    "miopen_batch_norm miopen_batch_norm_backward _native_batch_norm_legit "
     "binary_cross_entropy binary_cross_entropy_backward binary_cross_entropy_with_logits "
-    "mse_loss mse_loss_backward".split())
+    "mse_loss mse_loss_backward".split()) | frozenset(TWO_PASS_NORM_OPS)
 MEMORY_OPS = frozenset(
     "copy_ clone _to_copy contiguous cat stack index index_select index_put index_put_ "
     "_index_put_impl_ index_add_ gather scatter scatter_add_ tril_indices triu_indices tril "
