@@ -24,6 +24,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from .platforms import LINK_KINDS
+
 __all__ = ["CANONICAL", "PROTOCOLS", "CONSTANTS", "CollectiveEstimate", "collective_kind",
            "collective_time", "collective_options", "arch_of", "bus_factor",
            "platform_collective"]
@@ -401,8 +403,6 @@ def platform_collective(kind: str, nbytes: float, platform, ranks: int | None = 
     """One collective on a resolved :class:`~predictors.devices.platforms.Platform`:
     ``(estimate, ranks, nodes, notes)``.  ``ranks`` (default: every GPU) fill the nodes in
     order, so 8 ranks on 8-GPU nodes stay on one node's NVLink/NVSwitch."""
-    from .platforms import LINK_KINDS
-
     if platform.gpus < 1:
         raise ValueError(f"platform {platform.name!r} has no GPUs: collectives need GPUs")
     n = platform.ranks if ranks is None else int(ranks)

@@ -215,6 +215,7 @@ def conv_shapes(tr: KinetoTrace) -> dict[int, tuple[list, list]]:
 
 
 def _json_dims(text: str):
+    """The parsed ``Input Dims`` text ([] when absent or not JSON)."""
     try:
         return json.loads(text) if text else []
     except ValueError:
@@ -233,11 +234,7 @@ def node_from_trace(op: str, dims_text: str, dtype: str,
             return None  # stride unknown: the trace has no backward of this layer
         ins, outs = conv
         return _node(op, ins, [dtype] * len(ins), outs, dtype)
-    try:
-        dims = json.loads(dims_text)
-    except ValueError:
-        return None
-    ins = _shapes(dims)
+    ins = _shapes(_json_dims(dims_text))
     if not ins:
         return None
     base = op.split("::")[-1]

@@ -38,14 +38,16 @@ def settings_in(tmp_path):
 
 @pytest.fixture
 def make_window(qtbot, tmp_path):
-    """Builds main windows with their own settings; on teardown, checks that closing one
-    left no prediction, calibration or trace-loading thread running."""
+    """Builds main windows (on ``path``, default: the bundled scenario) with their own
+    settings; on teardown, checks that closing one left no prediction, calibration or
+    trace-loading thread running."""
     from explorer.app import MainWindow
 
     windows = []
 
-    def make(**kwargs):
-        w = MainWindow(None, settings=settings_in(tmp_path), debounce_ms=20, **kwargs)
+    def make(path=None, **kwargs):
+        kwargs.setdefault("debounce_ms", 20)
+        w = MainWindow(path, settings=settings_in(tmp_path), **kwargs)
         w.confirm_discard = lambda: True  # never a modal "save changes?" in a test
         qtbot.addWidget(w)
         w.resize(1280, 800)

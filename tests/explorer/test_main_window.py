@@ -7,33 +7,9 @@ import json
 import threading
 import time
 
-import pytest
-from PySide6.QtCore import QSettings
-
-from explorer.app import DEFAULT_SCENARIO, MainWindow
+from explorer.app import DEFAULT_SCENARIO
 from predictors.predict import Cancelled
 from predictors.scenario import load_scenario
-
-
-@pytest.fixture
-def make_window(qtbot, tmp_path):
-    windows = []
-
-    def make(path=None, **kwargs):
-        settings = QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat)
-        w = MainWindow(path, settings=settings, debounce_ms=kwargs.pop("debounce_ms", 50),
-                       **kwargs)
-        qtbot.addWidget(w)
-        w.resize(1400, 900)
-        w.show()
-        windows.append(w)
-        return w
-
-    yield make
-    for w in windows:
-        w.confirm_discard = lambda: True
-        w.close()
-        assert not any(t.isRunning() for t in list(w.controller._threads))
 
 
 def wait_for_timeline(qtbot, w, timeout=120_000):
