@@ -70,10 +70,14 @@ def _node(name, ins, outs, dtype="float32", nnz=None, lookup=None) -> dict:
 
 
 def _log_sizes(rng, lo, hi, n):
-    """Log-spaced sizes with odd values mixed in (tails of tiles and vectors)."""
+    """Log-spaced sizes, each both with an odd tail (of tiles and vectors) and rounded to
+    a multiple of 8-64: a GEMM's speed depends on its rows' alignment as much as on
+    its size (``features._alignment``)."""
     base = np.unique(np.round(np.geomspace(lo, hi, n)).astype(int))
-    jitter = rng.integers(-3, 4, size=len(base))
-    return np.clip(base + jitter, lo, hi)
+    odd = np.clip(base + rng.integers(-3, 4, size=len(base)), lo, hi)
+    step = 2 ** rng.integers(3, 7, size=len(base))
+    aligned = (np.round(base / step) * step).astype(int)
+    return np.unique(np.concatenate([odd, np.clip(aligned[aligned >= 8], lo, hi)]))
 
 
 class FreshInputs:

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..devices.specs import DeviceSpec
 from ..profiles import KERNEL_MODEL_TYPES
-from .features import featurize, model_class
+from .features import FEATURES_VERSION, featurize, model_class
 
 __all__ = ["LearnedKernelModel", "fit_class_model", "gmae", "mape"]
 
@@ -115,9 +115,11 @@ class LearnedKernelModel:
     type_name = "learned"
 
     def __init__(self, op_class: str, kind: str, names: list[str], device: DeviceSpec,
-                 arrays: dict[str, np.ndarray], metrics: dict | None = None):
+                 arrays: dict[str, np.ndarray], metrics: dict | None = None,
+                 features: int = FEATURES_VERSION):
         self.op_class, self.kind, self.names = op_class, kind, list(names)
         self.device, self.arrays, self.metrics = device, arrays, dict(metrics or {})
+        self.features = features
 
     def _raw(self, x: np.ndarray) -> np.ndarray:
         return _predict_mlp(self.arrays, x) if self.kind == "mlp" else _predict_gbm(
@@ -127,20 +129,21 @@ class LearnedKernelModel:
         out = np.full(len(nodes), np.nan)
         idx = [i for i, n in enumerate(nodes) if model_class(n) == self.op_class]
         if idx:
-            x = np.stack([featurize(nodes[i], self.op_class, self.device, self.names)
-                          for i in idx])
+            x = np.stack([featurize(nodes[i], self.op_class, self.device, self.names,
+                                    self.features) for i in idx])
             out[idx] = np.exp(self._raw(x))
         return out
 
     def to_json(self):
         meta = {"type": self.type_name, "op_class": self.op_class, "kind": self.kind,
-                "names": self.names, "metrics": self.metrics}
+                "names": self.names, "metrics": self.metrics, "features": self.features}
         return meta, self.arrays
 
     @classmethod
     def from_json(cls, meta: dict, arrays: dict, device: DeviceSpec | None = None):
+        # Profiles written before feature versions existed used version 1.
         return cls(meta["op_class"], meta["kind"], meta["names"], device, arrays,
-                   meta.get("metrics"))
+                   meta.get("metrics"), meta.get("features", 1))
 
 
 KERNEL_MODEL_TYPES[LearnedKernelModel.type_name] = LearnedKernelModel
