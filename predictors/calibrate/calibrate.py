@@ -28,6 +28,7 @@ from ..devices.specs import local_cpu_spec
 from ..profiles import DeviceProfile, OpOverheads, OverheadTable
 from .features import MODEL_CLASSES, model_class
 from .hostload import OtherProcesses
+from .speed import combine, probe
 from .microbench import embedding_cases, gemm_cases, profiler_overhead_us, run_case
 from .models import fit_class_model
 from .noise import class_floor, pair_floor, steps_floor
@@ -156,10 +157,12 @@ def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
         # Budget split: training steps first (they cover every op class), then sweeps.
         steps, samples = [], defaultdict(list)
         makers = [random_dlrm, random_transformer]
+        speeds = []  # the machine's speed through the calibration (validate compares)
         i = 0
         while left() > 0.55 * budget_s or i < 2:
             doc = makers[i % 2](rng, threads)
             tick(f"profiling {doc['name']}")
+            speeds.append(probe(threads=threads))
             # A step of the largest models takes ~1.5 s: bound the warm-up's extra windows.
             steps.append(profile_step(doc, seed=i, per_event_us=per_event_bench,
                                       max_warmup_s=max(2.0, 0.02 * budget_s)))
@@ -187,6 +190,8 @@ def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
             j += 1
             if j % 10 == 0:
                 tick(f"microbenchmarks ({kind})")
+            if j % 100 == 0:
+                speeds.append(probe(threads=threads))
             us = run_case(fn)
             if us == us:
                 samples[model_class(node)].append((node, us / 1e3))
@@ -229,6 +234,7 @@ def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
         "profiler_overhead_us_per_event_microbenchmark": round(per_event_bench, 3),
         "profiled_steps_per_scenario": steps[0].profiled_steps if steps else 0,
         "other_processes_cpus": load.cpus,
+        "speed_reference": combine(speeds),
         "samples": {k: len(v) for k, v in samples.items()},
         "microbenchmarks_repeated": {k: len(v) for k, v in repeats.items()},
     }

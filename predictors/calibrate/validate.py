@@ -14,6 +14,7 @@ from ..predict import predict
 from ..profiles import DeviceProfile
 from .hostload import OtherProcesses
 from .samples import random_scenarios
+from .speed import combine, probe, relative_speed
 
 __all__ = ["validate_cpu", "format_report", "format_classes"]
 
@@ -28,25 +29,38 @@ def validate_cpu(profile: DeviceProfile, n: int = 10, seed: int = 1000, iters: i
                  progress: Callable[[float, str], None] | None = None) -> dict:
     """Measure and predict ``n`` random scenarios per kind on the local CPU."""
     threads = int(profile.provenance.get("threads", profile.device.threads or 1))
+    reference = profile.provenance.get("speed_reference")
     rows = []
     for kind in kinds:
         for i, doc in enumerate(random_scenarios(n, seed, kinds=(kind,), threads=threads)):
             if progress is not None:
                 progress(len(rows) / (n * len(kinds)), doc["name"])
             with OtherProcesses() as load:
+                speeds = [probe(0.2, threads)]
                 first = measure(doc, iters=iters, warmup=5, fast_init=True)
+                speeds.append(probe(0.2, threads))
                 second = measure(doc, iters=iters, warmup=5, fast_init=True)
+                speeds.append(probe(0.2, threads))
             measured = min(first["iteration_ms"], second["iteration_ms"])
             predicted = predict(doc, profile=profile).iteration_ms
             rows.append({"kind": kind, "scenario": doc["name"], "measured_ms": measured,
                          "predicted_ms": predicted, "error": predicted / measured - 1.0,
                          "noise": abs(first["iteration_ms"] / second["iteration_ms"] - 1),
-                         "spread_pct": first["spread_pct"], "other_cpus": load.cpus})
+                         "spread_pct": first["spread_pct"], "other_cpus": load.cpus,
+                         "speed": relative_speed(combine(speeds), reference)})
     summary = {}
     for kind in kinds:
         sel = [r for r in rows if r["kind"] == kind]
         errs = [abs(r["error"]) for r in sel]
+        # The error had the machine run at its calibration speed (a drift of s makes
+        # every time 1/(1+s) as long); a diagnostic beside the error, never instead.
+        drift = [abs((1 + r["error"]) / (1 + r["speed"]) - 1) for r in sel
+                 if r["speed"] is not None]
         summary[kind] = {"n": len(sel), "geomean_abs_error": _geomean(errs),
+                         "drift_adjusted_geomean": (_geomean(drift) if len(drift) == len(sel)
+                                                    else None),
+                         "speed_geomean": (_geomean([abs(r["speed"]) for r in sel])
+                                           if len(drift) == len(sel) else None),
                          "mean_abs_error": sum(errs) / len(errs),
                          "worst_abs_error": max(errs),
                          "noise_geomean": _geomean([r["noise"] for r in sel]),
@@ -90,16 +104,24 @@ def format_report(result: dict) -> str:
     lines += format_classes(result["kernel_classes"])
     lines += ["", "End to end (one training iteration):",
               f"  {'scenario':<46} {'measured':>9} {'predicted':>9} {'error':>7} "
-              f"{'noise':>6} {'busy':>5}"]
+              f"{'noise':>6} {'busy':>5} {'speed':>7}"]
     for r in result["rows"]:
+        speed = r.get("speed")
         lines.append(f"  {r['scenario']:<46} {r['measured_ms']:>7.2f}ms "
                      f"{r['predicted_ms']:>7.2f}ms {100 * r['error']:>+6.1f}% "
-                     f"{100 * r['noise']:>5.1f}% {_cpus(r.get('other_cpus'))}")
+                     f"{100 * r['noise']:>5.1f}% {_cpus(r.get('other_cpus'))} "
+                     + (f"{100 * speed:>+6.1f}%" if speed is not None else f"{'-':>7}"))
     lines += ["  (busy: CPUs that other processes kept busy while the scenario was measured;",
-              "   above ~0.3 on a small VM the measurement is slowed by them)", ""]
+              "   above ~0.3 on a small VM the measurement is slowed by them.",
+              "   speed: how much faster a fixed GEMM and streaming add ran than while the",
+              "   profile was calibrated; a shared VM drifts by tens of percent)", ""]
     for kind, s in result["summary"].items():
         lines.append(f"  {kind:<12} n={s['n']:<3} geomean |error| "
                      f"{100 * s['geomean_abs_error']:.1f}%  mean {100 * s['mean_abs_error']:.1f}%"
                      f"  worst {100 * s['worst_abs_error']:.1f}%   noise floor: geomean "
                      f"{100 * s['noise_geomean']:.1f}%, worst {100 * s['noise_worst']:.1f}%")
+        if s.get("drift_adjusted_geomean") is not None:
+            lines.append(f"  {'':<12} machine drift |speed| geomean "
+                         f"{100 * s['speed_geomean']:.1f}%; error had it run at its "
+                         f"calibration speed: geomean {100 * s['drift_adjusted_geomean']:.1f}%")
     return "\n".join(lines)

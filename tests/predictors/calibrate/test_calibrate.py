@@ -29,6 +29,8 @@ def test_quick_calibration_fits_every_class_and_round_trips(quick_profile):
     assert prof.provenance["elapsed_s"] < 60
     for key in ("host", "cpu_model", "threads", "torch", "date"):
         assert prof.provenance[key]
+    speed = prof.provenance["speed_reference"]  # one probe per profiled scenario at least
+    assert speed["probes"] >= prof.provenance["profiled_steps"] and speed["gemm_gflops"] > 1
     loaded = load_profile(path)
     doc = json.loads(path.read_text())
     assert doc["format"] == "ml-dse/device-profile" and doc["arrays"].endswith(".npz")
@@ -69,6 +71,8 @@ def test_quick_profile_predicts_real_runs_within_a_loose_bound(quick_profile):
         assert s["geomean_abs_error"] < 0.5, report
     for row in result["rows"]:
         assert row["predicted_ms"] > 0 and row["measured_ms"] > 0
+        assert -0.9 < row["speed"] < 10  # the drift against the calibration's probes
+    assert "calibration speed" in report
 
 
 def test_unique_fraction_matches_sampling():
