@@ -155,7 +155,7 @@ def _cmd_validate(args) -> int:
                          f"run `python -m predictors calibrate --device cpu --out P.json`")
     kinds = ("dlrm", "transformer") if args.kind == "all" else (args.kind,)
     result = validate_cpu(prof, n=args.n, seed=args.seed, iters=args.iters, kinds=kinds,
-                          progress=_progress_printer(args.quiet))
+                          rounds=args.rounds, progress=_progress_printer(args.quiet))
     print(json.dumps(result) if args.json else format_report(result))
     return 0
 
@@ -218,6 +218,9 @@ def build_parser() -> argparse.ArgumentParser:
     va.add_argument("--threads", type=int, default=1)
     va.add_argument("--iters", type=int, default=10, help="timed iterations per run")
     va.add_argument("--seed", type=int, default=1000, help="scenario seed (not calibration's)")
+    va.add_argument("--rounds", type=int, default=2,
+                    help="measurements per scenario, each round through all scenarios "
+                         "(default 2; the faster is kept)")
     va.add_argument("--json", action="store_true")
     va.add_argument("--quiet", action="store_true")
     va.set_defaults(func=_cmd_validate)

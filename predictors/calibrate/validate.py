@@ -1,8 +1,9 @@
 """``validate``: predict and measure random scenarios, and print the errors.
 
 The scenarios come from a different seed than calibration used, so every shape is new
-to the learned models.  Each scenario is measured twice, in separate runs, so the
-run-to-run noise floor is printed beside the prediction error.
+to the learned models.  Each scenario is measured once per round (two by default), the
+rounds going through all scenarios in turn, so the run-to-run noise floor is printed
+beside the prediction error, and the machine's drift against its calibration beside both.
 """
 from __future__ import annotations
 
@@ -25,42 +26,54 @@ def _geomean(xs):
 
 
 def validate_cpu(profile: DeviceProfile, n: int = 10, seed: int = 1000, iters: int = 10,
-                 kinds=("dlrm", "transformer"),
+                 kinds=("dlrm", "transformer"), rounds: int = 2,
                  progress: Callable[[float, str], None] | None = None) -> dict:
-    """Measure and predict ``n`` random scenarios per kind on the local CPU."""
+    """Measure and predict ``n`` random scenarios per kind on the local CPU.
+
+    Each scenario is measured once per round and the rounds go through all scenarios in
+    turn, so that its measurements lie minutes apart: this VM's speed drifts by tens of
+    percent over minutes, and back-to-back measurements would share one spell.  The
+    faster median is kept; ``noise`` is the spread between rounds."""
     threads = int(profile.provenance.get("threads", profile.device.threads or 1))
     reference = profile.provenance.get("speed_reference")
-    rows = []
-    for kind in kinds:
-        for i, doc in enumerate(random_scenarios(n, seed, kinds=(kind,), threads=threads)):
+    docs = [(kind, doc) for kind in kinds
+            for doc in random_scenarios(n, seed, kinds=(kind,), threads=threads)]
+    runs = [[] for _ in docs]
+    speeds = [[] for _ in docs]
+    load: list[float | None] = [None for _ in docs]  # the busiest of the rounds
+    rounds = max(1, int(rounds))
+    for r in range(rounds):
+        for i, (kind, doc) in enumerate(docs):
             if progress is not None:
-                progress(len(rows) / (n * len(kinds)), doc["name"])
-            with OtherProcesses() as load:
-                speeds = [probe(0.2, threads)]
-                first = measure(doc, iters=iters, warmup=5, fast_init=True)
-                speeds.append(probe(0.2, threads))
-                second = measure(doc, iters=iters, warmup=5, fast_init=True)
-                speeds.append(probe(0.2, threads))
-            measured = min(first["iteration_ms"], second["iteration_ms"])
-            predicted = predict(doc, profile=profile).iteration_ms
-            rows.append({"kind": kind, "scenario": doc["name"], "measured_ms": measured,
-                         "predicted_ms": predicted, "error": predicted / measured - 1.0,
-                         "noise": abs(first["iteration_ms"] / second["iteration_ms"] - 1),
-                         "spread_pct": first["spread_pct"], "other_cpus": load.cpus,
-                         "speed": relative_speed(combine(speeds), reference)})
+                progress((r * len(docs) + i) / (rounds * len(docs)),
+                         f"round {r + 1}/{rounds}: {doc['name']}")
+            with OtherProcesses() as busy:
+                speeds[i].append(probe(0.2, threads))
+                runs[i].append(measure(doc, iters=iters, warmup=5, fast_init=True))
+                speeds[i].append(probe(0.2, threads))
+            if busy.cpus is not None:
+                load[i] = max(load[i] or 0.0, busy.cpus)
+    rows = []
+    for i, (kind, doc) in enumerate(docs):
+        times = [run["iteration_ms"] for run in runs[i]]
+        measured = min(times)
+        kept = times.index(measured)
+        predicted = predict(doc, profile=profile).iteration_ms
+        rows.append({"kind": kind, "scenario": doc["name"], "measured_ms": measured,
+                     "predicted_ms": predicted, "error": predicted / measured - 1.0,
+                     "runs_ms": times, "noise": max(times) / min(times) - 1,
+                     "spread_pct": runs[i][0]["spread_pct"], "other_cpus": load[i],
+                     # the probes just before and after the kept run
+                     "speed": relative_speed(combine(speeds[i][2 * kept:2 * kept + 2]),
+                                             reference)})
     summary = {}
     for kind in kinds:
         sel = [r for r in rows if r["kind"] == kind]
         errs = [abs(r["error"]) for r in sel]
-        # The error had the machine run at its calibration speed (a drift of s makes
-        # every time 1/(1+s) as long); a diagnostic beside the error, never instead.
-        drift = [abs((1 + r["error"]) / (1 + r["speed"]) - 1) for r in sel
-                 if r["speed"] is not None]
+        speeds_ = [abs(r["speed"]) for r in sel if r["speed"] is not None]
         summary[kind] = {"n": len(sel), "geomean_abs_error": _geomean(errs),
-                         "drift_adjusted_geomean": (_geomean(drift) if len(drift) == len(sel)
-                                                    else None),
-                         "speed_geomean": (_geomean([abs(r["speed"]) for r in sel])
-                                           if len(drift) == len(sel) else None),
+                         "speed_geomean": (_geomean(speeds_) if len(speeds_) == len(sel)
+                                           else None),
                          "mean_abs_error": sum(errs) / len(errs),
                          "worst_abs_error": max(errs),
                          "noise_geomean": _geomean([r["noise"] for r in sel]),
@@ -120,8 +133,7 @@ def format_report(result: dict) -> str:
                      f"{100 * s['geomean_abs_error']:.1f}%  mean {100 * s['mean_abs_error']:.1f}%"
                      f"  worst {100 * s['worst_abs_error']:.1f}%   noise floor: geomean "
                      f"{100 * s['noise_geomean']:.1f}%, worst {100 * s['noise_worst']:.1f}%")
-        if s.get("drift_adjusted_geomean") is not None:
-            lines.append(f"  {'':<12} machine drift |speed| geomean "
-                         f"{100 * s['speed_geomean']:.1f}%; error had it run at its "
-                         f"calibration speed: geomean {100 * s['drift_adjusted_geomean']:.1f}%")
+        if s.get("speed_geomean") is not None:
+            lines.append(f"  {'':<12} machine drift against the calibration: |speed| "
+                         f"geomean {100 * s['speed_geomean']:.1f}%")
     return "\n".join(lines)

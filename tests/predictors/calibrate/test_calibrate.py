@@ -72,7 +72,8 @@ def test_quick_profile_predicts_real_runs_within_a_loose_bound(quick_profile):
     for row in result["rows"]:
         assert row["predicted_ms"] > 0 and row["measured_ms"] > 0
         assert -0.9 < row["speed"] < 10  # the drift against the calibration's probes
-    assert "calibration speed" in report
+        assert len(row["runs_ms"]) == 2 and row["measured_ms"] == min(row["runs_ms"])
+    assert "drift against the calibration" in report
 
 
 def test_unique_fraction_matches_sampling():
