@@ -153,6 +153,9 @@ def _kv_tree(columns=("key", "value")) -> QTreeWidget:
     return tree
 
 
+_UNLIMITED = 16777215  # QWIDGETSIZE_MAX
+
+
 class ProfileDetails(QWidget):
     """Header, validation figures per op class, other figures and provenance of a profile."""
 
@@ -185,10 +188,10 @@ class ProfileDetails(QWidget):
         self.no_classes.setStyleSheet("color: #667;")
         self.other = _kv_tree(("figure", "value"))
         self.provenance = _kv_tree()
-        validation = QGroupBox("Validation (held-out shapes)", self)
+        validation = self.validation_box = QGroupBox("Validation (held-out shapes)", self)
         vbox = QVBoxLayout(validation)
         vbox.setContentsMargins(6, 4, 6, 6)
-        vbox.addWidget(self.classes)
+        vbox.addWidget(self.classes, 0, Qt.AlignTop)  # no floating mid-box when alone
         vbox.addWidget(self.no_classes)
         self.other_label = QLabel("Other figures", self)
         self.other_label.setStyleSheet("color: #445; font-weight: 600;")
@@ -220,9 +223,9 @@ class ProfileDetails(QWidget):
         if info is None:
             self.header.setText("<p style='color:#667'>Select a profile to see where it comes "
                                 "from and how well it validates.</p>")
-            self._show_other(False)
             self.no_classes.show()
             self.classes.hide()
+            self._show_other(False)
             return
         fg, bg = KIND_COLORS.get(info.kind, ("#333", "#eee"))
         models = ", ".join(info.kernel_models) or "none (roofline)"
@@ -249,6 +252,11 @@ class ProfileDetails(QWidget):
     def _show_other(self, visible: bool) -> None:
         self.other.setVisible(visible)
         self.other_label.setVisible(visible)
+        # Without other figures the box holds only the table: no taller than it, so the
+        # provenance below gets the room.
+        fixed = (self.classes.maximumHeight() if self.classes.isVisibleTo(self)
+                 else self.no_classes.sizeHint().height())
+        self.validation_box.setMaximumHeight(_UNLIMITED if visible else fixed + 40)
 
     def _fill_classes(self, classes: dict) -> None:
         self.classes.setVisible(bool(classes))
@@ -287,8 +295,9 @@ class ProfileDetails(QWidget):
             "calibration)")
         self.classes.horizontalHeaderItem(3).setToolTip("The model the profile uses (mlp or "
                                                         "gbm); hover a row for both")
-        # As tall as its rows (up to 6), so the figures below keep their room.
-        rows = min(len(classes), 6)
+        # As tall as its rows (up to 8: every class of a CPU profile), so the figures
+        # below keep their room.
+        rows = min(len(classes), 8)
         height = (self.classes.horizontalHeader().sizeHint().height()
                   + 2 * self.classes.frameWidth()
                   + rows * self.classes.verticalHeader().defaultSectionSize())
