@@ -220,7 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
     va.add_argument("--seed", type=int, default=1000, help="scenario seed (not calibration's)")
     va.add_argument("--rounds", type=int, default=2,
                     help="measurements per scenario, each round through all scenarios "
-                         "(default 2; the faster is kept)")
+                         "(default 2; the fastest is kept)")
     va.add_argument("--json", action="store_true")
     va.add_argument("--quiet", action="store_true")
     va.set_defaults(func=_cmd_validate)

@@ -78,8 +78,8 @@ def unique_fraction(rows: int, lookups: int, distribution: dict | None) -> float
 def _alignment(x: float) -> float:
     """Trailing zero bits of a GEMM dimension, capped at 4 (a multiple of 16).
 
-    On this CPU an ``mm``/``addmm`` whose output rows are not a multiple of 8 floats runs
-    at ~0.65x the speed of an aligned one of the same size (320x2049x512: 31 GFLOP/s,
+    On this CPU an ``mm``/``addmm`` whose output rows are not a multiple of 8 floats takes
+    ~1.5x the time of an aligned one of the same size (320x2049x512: 31 GFLOP/s,
     320x2056x512: 52); log sizes cannot tell the two apart."""
     x = int(x)
     return float(min((x & -x).bit_length() - 1, 4)) if x > 0 else 0.0
@@ -90,7 +90,8 @@ def _layout_features(node: dict) -> list[float]:
 
     - The innermost dimension (length and alignment) and the number of rows: a softmax
       over rows of 95 floats runs its vector loop with a scalar tail on every row.
-    - The second input's size and whether it is broadcast (a bias, a scalar tensor).
+    - The second input's size and whether it is smaller than the output (a broadcast
+      bias or scalar tensor; one piece of a ``cat``).
     - The phase: optimizer updates read weights and gradients that the backward pass
       has evicted from the caches; forward ops mostly read what the op before wrote.
     Held-out GMAE with these (session-4 calibration samples, mean of four splits):

@@ -70,9 +70,9 @@ def _node(name, ins, outs, dtype="float32", nnz=None, lookup=None) -> dict:
 
 
 def _log_sizes(rng, lo, hi, n):
-    """Log-spaced sizes, each both with an odd tail (of tiles and vectors) and rounded to
-    a multiple of 8-64: a GEMM's speed depends on its rows' alignment as much as on
-    its size (``features._alignment``)."""
+    """Log-spaced sizes, each jittered by up to ±3 (mostly odd tails of tiles and vectors)
+    and, from 8 up, also rounded to a multiple of 8-64: a GEMM's speed depends on its
+    rows' alignment as much as on its size (``features._alignment``)."""
     base = np.unique(np.round(np.geomspace(lo, hi, n)).astype(int))
     odd = np.clip(base + rng.integers(-3, 4, size=len(base)), lo, hi)
     step = 2 ** rng.integers(3, 7, size=len(base))

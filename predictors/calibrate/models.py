@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ..devices.specs import DeviceSpec
-from ..profiles import KERNEL_MODEL_TYPES
+from ..profiles import KERNEL_MODEL_TYPES, ProfileError
 from .features import FEATURES_VERSION, featurize, model_class
 
 __all__ = ["LearnedKernelModel", "fit_class_model", "gmae", "mape"]
@@ -142,8 +142,12 @@ class LearnedKernelModel:
     @classmethod
     def from_json(cls, meta: dict, arrays: dict, device: DeviceSpec | None = None):
         # Profiles written before feature versions existed used version 1.
+        features = int(meta.get("features", 1))
+        if features > FEATURES_VERSION:
+            raise ProfileError(f"kernel model {meta.get('op_class')!r} uses feature set "
+                               f"{features}; this version reads up to {FEATURES_VERSION}")
         return cls(meta["op_class"], meta["kind"], meta["names"], device, arrays,
-                   meta.get("metrics"), meta.get("features", 1))
+                   meta.get("metrics"), features)
 
 
 KERNEL_MODEL_TYPES[LearnedKernelModel.type_name] = LearnedKernelModel
@@ -151,14 +155,15 @@ KERNEL_MODEL_TYPES[LearnedKernelModel.type_name] = LearnedKernelModel
 
 def fit_class_model(op_class: str, nodes: list[dict], durations_ms: np.ndarray,
                     device: DeviceSpec, seed: int = 0, holdout: float = 0.2,
-                    kinds=("mlp", "gbm")) -> LearnedKernelModel:
+                    kinds=("mlp", "gbm"),
+                    features: int = FEATURES_VERSION) -> LearnedKernelModel:
     """Fit both kinds on a random split, keep the better on the held-out part, then refit
     the winner on everything.  ``metrics`` records both kinds' held-out figures."""
     from sklearn.ensemble import HistGradientBoostingRegressor
     from threadpoolctl import threadpool_limits
 
     names = sorted({n["name"] for n in nodes})
-    x = np.stack([featurize(n, op_class, device, names) for n in nodes])
+    x = np.stack([featurize(n, op_class, device, names, features) for n in nodes])
     y = np.log(np.asarray(durations_ms, np.float64))
     rng = np.random.default_rng(seed)
     test = rng.random(len(x)) < holdout
@@ -184,7 +189,8 @@ def fit_class_model(op_class: str, nodes: list[dict], durations_ms: np.ndarray,
     if test.any():
         for kind in kinds:
             model = LearnedKernelModel(op_class, kind, names, device, fit(kind, x[~test],
-                                                                          y[~test]))
+                                                                          y[~test]),
+                                       features=features)
             pred = np.exp(model._raw(x[test]))
             actual = np.exp(y[test])
             metrics[kind] = {"gmae": gmae(pred, actual), "mape": mape(pred, actual)}
@@ -195,4 +201,5 @@ def fit_class_model(op_class: str, nodes: list[dict], durations_ms: np.ndarray,
             if metrics[kind]["gmae"] < best_err:
                 best, best_err = kind, metrics[kind]["gmae"]
     metrics["chosen"] = best
-    return LearnedKernelModel(op_class, best, names, device, fit(best, x, y), metrics)
+    return LearnedKernelModel(op_class, best, names, device, fit(best, x, y), metrics,
+                              features)

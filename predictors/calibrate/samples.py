@@ -4,7 +4,7 @@ DLRM: 3-12 tables of 1e4-1e6 rows, dim 16-64, pooling 1-40, batch 128-1024.
 Transformer LM: hidden 128-512, 1-4 layers, seq 32-128, batch 2-8.
 
 Sizes are round numbers half of the time and any integer in the range otherwise: a GEMM
-whose rows are not a multiple of 8 floats runs ~1.4x slower here, and users' models
+whose rows are not a multiple of 8 floats takes ~1.5x the time here, and users' models
 are not all round.
 """
 from __future__ import annotations

@@ -33,14 +33,15 @@ def validate_cpu(profile: DeviceProfile, n: int = 10, seed: int = 1000, iters: i
     Each scenario is measured once per round and the rounds go through all scenarios in
     turn, so that its measurements lie minutes apart: this VM's speed drifts by tens of
     percent over minutes, and back-to-back measurements would share one spell.  The
-    faster median is kept; ``noise`` is the spread between rounds."""
+    fastest median is kept; ``noise`` is the spread between rounds (max / min - 1; None
+    with one round)."""
     threads = int(profile.provenance.get("threads", profile.device.threads or 1))
     reference = profile.provenance.get("speed_reference")
     docs = [(kind, doc) for kind in kinds
             for doc in random_scenarios(n, seed, kinds=(kind,), threads=threads)]
     runs = [[] for _ in docs]
     speeds = [[] for _ in docs]
-    load: list[float | None] = [None for _ in docs]  # the busiest of the rounds
+    load: list[list[float | None]] = [[] for _ in docs]
     rounds = max(1, int(rounds))
     for r in range(rounds):
         for i, (kind, doc) in enumerate(docs):
@@ -51,8 +52,7 @@ def validate_cpu(profile: DeviceProfile, n: int = 10, seed: int = 1000, iters: i
                 speeds[i].append(probe(0.2, threads))
                 runs[i].append(measure(doc, iters=iters, warmup=5, fast_init=True))
                 speeds[i].append(probe(0.2, threads))
-            if busy.cpus is not None:
-                load[i] = max(load[i] or 0.0, busy.cpus)
+            load[i].append(busy.cpus)
     rows = []
     for i, (kind, doc) in enumerate(docs):
         times = [run["iteration_ms"] for run in runs[i]]
@@ -61,8 +61,10 @@ def validate_cpu(profile: DeviceProfile, n: int = 10, seed: int = 1000, iters: i
         predicted = predict(doc, profile=profile).iteration_ms
         rows.append({"kind": kind, "scenario": doc["name"], "measured_ms": measured,
                      "predicted_ms": predicted, "error": predicted / measured - 1.0,
-                     "runs_ms": times, "noise": max(times) / min(times) - 1,
-                     "spread_pct": runs[i][0]["spread_pct"], "other_cpus": load[i],
+                     # one round measures no run-to-run noise: None, not 0
+                     "runs_ms": times,
+                     "noise": max(times) / min(times) - 1 if len(times) > 1 else None,
+                     "spread_pct": runs[i][kept]["spread_pct"], "other_cpus": load[i][kept],
                      # the probes just before and after the kept run
                      "speed": relative_speed(combine(speeds[i][2 * kept:2 * kept + 2]),
                                              reference)})
@@ -71,13 +73,14 @@ def validate_cpu(profile: DeviceProfile, n: int = 10, seed: int = 1000, iters: i
         sel = [r for r in rows if r["kind"] == kind]
         errs = [abs(r["error"]) for r in sel]
         speeds_ = [abs(r["speed"]) for r in sel if r["speed"] is not None]
+        noises = [r["noise"] for r in sel if r["noise"] is not None]
         summary[kind] = {"n": len(sel), "geomean_abs_error": _geomean(errs),
-                         "speed_geomean": (_geomean(speeds_) if len(speeds_) == len(sel)
-                                           else None),
+                         "abs_speed_geomean": (_geomean(speeds_) if len(speeds_) == len(sel)
+                                               else None),
                          "mean_abs_error": sum(errs) / len(errs),
                          "worst_abs_error": max(errs),
-                         "noise_geomean": _geomean([r["noise"] for r in sel]),
-                         "noise_worst": max(r["noise"] for r in sel)}
+                         "noise_geomean": _geomean(noises) if noises else None,
+                         "noise_worst": max(noises) if noises else None}
     return {"rows": rows, "summary": summary,
             "kernel_classes": profile.validation.get("classes", {}),
             "profile": profile.name, "threads": threads}
@@ -122,7 +125,7 @@ def format_report(result: dict) -> str:
         speed = r.get("speed")
         lines.append(f"  {r['scenario']:<46} {r['measured_ms']:>7.2f}ms "
                      f"{r['predicted_ms']:>7.2f}ms {100 * r['error']:>+6.1f}% "
-                     f"{100 * r['noise']:>5.1f}% {_cpus(r.get('other_cpus'))} "
+                     f"{_pct(r['noise'])[1:]} {_cpus(r.get('other_cpus'))} "
                      + (f"{100 * speed:>+6.1f}%" if speed is not None else f"{'-':>7}"))
     lines += ["  (busy: CPUs that other processes kept busy while the scenario was measured;",
               "   above ~0.3 on a small VM the measurement is slowed by them.",
@@ -131,9 +134,11 @@ def format_report(result: dict) -> str:
     for kind, s in result["summary"].items():
         lines.append(f"  {kind:<12} n={s['n']:<3} geomean |error| "
                      f"{100 * s['geomean_abs_error']:.1f}%  mean {100 * s['mean_abs_error']:.1f}%"
-                     f"  worst {100 * s['worst_abs_error']:.1f}%   noise floor: geomean "
-                     f"{100 * s['noise_geomean']:.1f}%, worst {100 * s['noise_worst']:.1f}%")
-        if s.get("speed_geomean") is not None:
+                     f"  worst {100 * s['worst_abs_error']:.1f}%   noise floor: " +
+                     (f"geomean {100 * s['noise_geomean']:.1f}%, worst "
+                      f"{100 * s['noise_worst']:.1f}%" if s.get("noise_geomean") is not None
+                      else "not measured (one round)"))
+        if s.get("abs_speed_geomean") is not None:
             lines.append(f"  {'':<12} machine drift against the calibration: |speed| "
-                         f"geomean {100 * s['speed_geomean']:.1f}%")
+                         f"geomean {100 * s['abs_speed_geomean']:.1f}%")
     return "\n".join(lines)

@@ -1,11 +1,13 @@
 """Kernel-model features: GEMM alignment, feature versions, and the sampled sizes."""
 import numpy as np
+import pytest
 
 import predictors.calibrate.models as models
 from predictors.calibrate.features import FEATURES_VERSION, _alignment, featurize
 from predictors.calibrate.microbench import _log_sizes
 from predictors.calibrate.samples import random_scenarios
 from predictors.devices.specs import local_cpu_spec
+from predictors.profiles import ProfileError
 
 
 def _mm(m, n, k):
@@ -26,26 +28,63 @@ def test_alignment_counts_trailing_zero_bits_up_to_sixteen():
 def test_gemm_features_tell_aligned_rows_from_unaligned_ones():
     spec, names = _cpu(), ["aten::mm"]
     aligned, odd = (featurize(_mm(320, n, 512), "gemm", spec, names) for n in (2048, 2049))
-    assert FEATURES_VERSION >= 2 and not np.allclose(aligned, odd)
+    # the alignment of m, n and k, just before the op-name one-hot
+    assert list(aligned[-4:-1]) == [4, 4, 4] and list(odd[-4:-1]) == [4, 0, 4]
     old = featurize(_mm(320, 2048, 512), "gemm", spec, names, version=1)
     assert len(old) == len(aligned) - 3
 
 
-def test_a_model_saved_without_a_feature_version_predicts_with_version_one(monkeypatch):
+def _op(name, ins, out, phase="forward"):
+    return {"name": name, "input_shapes": ins, "input_dtypes": ["float32"] * len(ins),
+            "input_nnz": [None] * len(ins), "output_shapes": [out],
+            "output_dtypes": ["float32"], "output_nnz": [None], "phase": phase}
+
+
+def test_elementwise_features_see_the_innermost_dim_broadcast_and_phase():
+    spec, names = _cpu(), ["aten::add", "aten::add_"]
+    full = featurize(_op("aten::add", [(64, 95), (64, 95)], (64, 95)), "elementwise", spec,
+                     names)
+    bias = featurize(_op("aten::add", [(64, 95), (95,)], (64, 95)), "elementwise", spec,
+                     names)
+    step = featurize(_op("aten::add_", [(64, 95), (64, 95)], (64, 95), "optimizer"),
+                     "elementwise", spec, names)
+    # [log inner, inner alignment, log rows, log second, smaller second, 3 phases], names
+    tail = slice(-10, -2)
+    assert list(full[tail][[1, 4, 5, 6, 7]]) == [0, 0, 1, 0, 0]
+    assert bias[tail][4] == 1 and bias[tail][3] < full[tail][3]
+    assert list(step[tail][5:]) == [0, 0, 1]
+    scalar = featurize(_op("aten::mul", [(), ()], ()), "elementwise", spec, names)
+    assert np.isfinite(scalar).all()
+    assert len(featurize(_op("aten::add", [(8,)], (8,)), "elementwise", spec, names,
+                         version=2)) == len(full) - 8
+
+
+def test_a_model_saved_without_a_feature_version_predicts_with_version_one():
     spec = _cpu()
     nodes = [_mm(m, n, 64) for m in (16, 64, 256) for n in (32, 100, 512)]
     ms = np.array([1e-6 * 2 * n["input_shapes"][0][0] * n["output_shapes"][0][1] * 64
                    for n in nodes])
-    real = models.featurize
-    monkeypatch.setattr(models, "featurize",
-                        lambda n, c, d, names, version=1: real(n, c, d, names, 1))
-    old = models.fit_class_model("gemm", nodes, ms, spec, kinds=("gbm",))
-    monkeypatch.setattr(models, "featurize", real)
+    # an MLP: its first layer's width is the feature count, so a wrong version raises
+    old = models.fit_class_model("gemm", nodes, ms, spec, kinds=("mlp",), features=1)
     meta, arrays = old.to_json()
-    meta.pop("features")  # as profiles written before feature versions
+    assert meta.pop("features") == 1  # as profiles written before feature versions
     loaded = models.LearnedKernelModel.from_json(meta, arrays, spec)
     assert loaded.features == 1
-    assert np.allclose(loaded.predict_ms(nodes), old.predict_ms(nodes))
+    x1 = np.stack([featurize(n, "gemm", spec, loaded.names, version=1) for n in nodes])
+    assert np.allclose(np.log(loaded.predict_ms(nodes)), loaded._raw(x1))
+    with pytest.raises(ValueError):  # the current features do not fit this model
+        loaded._raw(np.stack([featurize(n, "gemm", spec, loaded.names) for n in nodes]))
+
+
+def test_a_model_from_a_newer_feature_set_is_refused():
+    spec = _cpu()
+    nodes = [_mm(m, 64, 64) for m in (16, 64, 256, 512, 1024)]
+    model = models.fit_class_model("gemm", nodes, np.arange(1, 6) * 0.01, spec,
+                                   kinds=("mlp",))
+    meta, arrays = model.to_json()
+    meta["features"] = FEATURES_VERSION + 1
+    with pytest.raises(ProfileError, match="feature set"):
+        models.LearnedKernelModel.from_json(meta, arrays, spec)
 
 
 def test_gemm_sweep_sizes_are_both_odd_and_aligned():

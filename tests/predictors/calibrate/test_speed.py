@@ -13,7 +13,7 @@ def test_probe_measures_a_gemm_and_a_streaming_add():
 def test_combine_takes_medians_and_the_gemm_spread():
     c = combine([{"gemm_gflops": g, "stream_gbps": 10.0} for g in (40, 50, 60, 70, 80)])
     assert c["gemm_gflops"] == 60 and c["stream_gbps"] == 10 and c["probes"] == 5
-    assert c["gemm_gflops_p10"] == 40 and c["gemm_gflops_p90"] == 70
+    assert c["gemm_gflops_p10"] == 44 and c["gemm_gflops_p90"] == 76
     assert combine([]) == {}
 
 
@@ -29,7 +29,7 @@ def _result(speed):
            "error": 0.2, "noise": 0.02, "other_cpus": 0.0, "speed": speed}
     summary = {"n": 1, "geomean_abs_error": 0.2, "mean_abs_error": 0.2,
                "worst_abs_error": 0.2, "noise_geomean": 0.02, "noise_worst": 0.02,
-               "speed_geomean": None if speed is None else abs(speed)}
+               "abs_speed_geomean": None if speed is None else abs(speed)}
     return {"profile": "p", "threads": 1, "kernel_classes": {}, "rows": [row],
             "summary": {"dlrm": summary}}
 
@@ -41,8 +41,16 @@ def test_report_shows_the_drift_beside_the_error():
     assert "|speed|" not in old and old.splitlines()[-1].startswith("  dlrm")
 
 
-def test_probe_runs_with_the_profiles_threads_and_restores_torchs():
+def test_probe_runs_with_the_profiles_threads_and_restores_torchs(monkeypatch):
     import torch
+
+    import predictors.calibrate.speed as speed
+    seen = []
+    monkeypatch.setattr(speed, "_probe", lambda s: seen.append(torch.get_num_threads()) or {})
     before = torch.get_num_threads()
-    probe(0.02, threads=1)
-    assert torch.get_num_threads() == before
+    torch.set_num_threads(2)
+    try:
+        probe(0.02, threads=1)
+        assert seen == [1] and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
