@@ -107,13 +107,19 @@ def _cmd_calibrate(args) -> int:
                          f"CUDA calibration needs a GPU (torch.cuda.is_available() is False)"
                          if not _cuda_available() else
                          "error: --device cuda: CUDA calibration is not implemented yet")
-    problem = _unwritable(args.out)
-    if problem:  # say so now, not after minutes of measuring
-        print(f"error: --out {args.out}: {problem}", file=sys.stderr)
-        return 2
+    for flag, target in (("--out", args.out), ("--keep-samples", args.keep_samples)):
+        problem = _unwritable(target) if target else None
+        if problem:  # say so now, not after minutes of measuring
+            print(f"error: {flag} {target}: {problem}", file=sys.stderr)
+            return 2
+    kept = {} if args.keep_samples else None
     prof = calibrate_cpu(threads=args.threads, budget_s=args.budget_s, seed=args.seed,
-                         progress=_progress_printer(args.quiet))
+                         progress=_progress_printer(args.quiet), keep_samples=kept)
     path = save_profile(prof, args.out)
+    if kept is not None:
+        from .calibrate.kept_samples import save_samples
+        print(f"wrote {save_samples(kept, prof.provenance, args.keep_samples)} "
+              f"(training samples)")
     classes = prof.validation.get("classes", {})
     print(f"wrote {path} ({prof.provenance['elapsed_s']} s, "
           f"{prof.provenance['profiled_steps']} profiled steps, "
@@ -208,6 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--budget-s", type=float, default=600.0, help="time budget (default 600)")
     c.add_argument("--threads", type=int, default=1, help="CPU threads (default 1)")
     c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--keep-samples", metavar="SAMPLES.json.gz",
+                   help="also write the training samples (benchmarks/feature_ab.py refits "
+                        "from them)")
     c.add_argument("--quiet", action="store_true", help="no progress on stderr")
     c.set_defaults(func=_cmd_calibrate)
     va = sub.add_parser("validate", help="measure and predict random scenarios")

@@ -130,8 +130,12 @@ def pooled_profiler_cost(steps, fallback: float) -> float:
 
 def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
                   progress: Callable[[float, str], None] | None = None,
-                  cancelled: Callable[[], bool] | None = None) -> DeviceProfile:
-    """Measure this CPU with ``threads`` intra-op threads; return its profile."""
+                  cancelled: Callable[[], bool] | None = None,
+                  keep_samples: dict | None = None) -> DeviceProfile:
+    """Measure this CPU with ``threads`` intra-op threads; return its profile.
+
+    ``keep_samples``: a dict that receives each class's training samples, ``{class:
+    [(node, ms), ...]}`` (``kept_samples.save_samples`` writes them)."""
     t_start = time.perf_counter()
     deadline = t_start + budget_s
     rng = np.random.default_rng(seed)
@@ -208,6 +212,8 @@ def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
     load.__exit__(None, None, None)
 
     spec = local_cpu_spec(threads)
+    if keep_samples is not None:
+        keep_samples.update({cls: list(rows) for cls, rows in samples.items()})
     models, validation = {}, {"classes": {}}
     for cls in MODEL_CLASSES:
         data = samples.get(cls, [])
