@@ -84,12 +84,20 @@ def _percent(value) -> str:
     return "–"
 
 
+_LABEL_KEYS = ("name", "scenario", "device", "op")  # what labels a record in a list
+_SIGNED_FRACTIONS = ("error", "speed")  # validate's relative figures, e.g. +4.2 %
+_FRACTIONS = ("gmae", "mape", "noise", "geomean", "worst") + _SIGNED_FRACTIONS
+
+
 def _format_value(key: str, value) -> str:
     if isinstance(value, bool) or value is None:
         return str(value)
     if isinstance(value, float):
-        if key.lower().endswith(("gmae", "mape")) and abs(value) < 100:
-            return f"{100 * value:.1f} %"
+        k = key.lower()
+        if k.endswith(_FRACTIONS) and abs(value) < 100:
+            signed = k.endswith(_SIGNED_FRACTIONS) and not any(
+                w in k for w in ("abs", "mean", "worst"))  # averages of |error| have no sign
+            return f"{100 * value:{'+' if signed else ''}.1f} %"
         return f"{value:.4g}"
     return str(value)
 
@@ -102,8 +110,8 @@ def _fill_tree(parent: QTreeWidgetItem, value, depth: int = 0) -> None:
     """Key/value rows of any JSON value.  Lists of records are labelled by their name; a
     small record of plain figures also reads as one line (``n 1350 · gmae 3.2 %``)."""
     items = (value.items() if isinstance(value, dict) else
-             ((next((str(v[k]) for k in ("name", "scenario", "device", "op") if
-                     isinstance(v, dict) and k in v), f"[{i}]"), v)
+             ((next((str(v[k]) for k in _LABEL_KEYS if isinstance(v, dict) and k in v),
+                    f"[{i}]"), v)
               for i, v in enumerate(value)))
     for key, v in items:
         key = str(key)
@@ -112,9 +120,11 @@ def _fill_tree(parent: QTreeWidgetItem, value, depth: int = 0) -> None:
             if isinstance(v, list) and all(_is_scalar(x) for x in v):
                 child.setText(1, ", ".join(_format_value(key, x) for x in v))
             else:
-                if isinstance(v, dict) and len(v) <= 6 and all(_is_scalar(x) for x in v.values()):
-                    child.setText(1, " · ".join(f"{k} {_format_value(str(k), x)}"
-                                                for k, x in v.items()))
+                if isinstance(v, dict) and len(v) <= 8 and all(_is_scalar(x) for x in v.values()):
+                    # a record in a list is labelled by its name: not repeated on its line
+                    child.setText(1, " · ".join(
+                        f"{k} {_format_value(str(k), x)}" for k, x in v.items()
+                        if not (isinstance(value, list) and k in _LABEL_KEYS)))
                 _fill_tree(child, v, depth + 1)
                 child.setExpanded(not child.text(1) and depth < 2)
         else:

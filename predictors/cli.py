@@ -151,8 +151,11 @@ def _cuda_available() -> bool:
 
 
 def _cmd_validate(args) -> int:
-    from .calibrate.validate import format_report, validate_cpu
-    from .profiles import default_profile, resolve_profile
+    from pathlib import Path
+
+    from .calibrate.validate import end_to_end_record, format_report, validate_cpu
+    from .profiles import (ProfileError, default_profile, profile_file, record_validation,
+                           resolve_profile)
 
     prof = (resolve_profile(args.profile) if args.profile
             else default_profile("cpu", "cpu", args.threads))
@@ -160,9 +163,23 @@ def _cmd_validate(args) -> int:
         raise SystemExit(f"error: no calibrated CPU profile for {args.threads} thread(s); "
                          f"run `python -m predictors calibrate --device cpu --out P.json`")
     kinds = ("dlrm", "transformer") if args.kind == "all" else (args.kind,)
+    target = None
+    if args.record:  # know where it goes before minutes of measuring
+        target = (Path(args.profile) if args.profile and Path(args.profile).is_file()
+                  else profile_file(prof))
+        if target is None:
+            raise SystemExit(f"error: --record: no profile file for {args.profile!r}")
     result = validate_cpu(prof, n=args.n, seed=args.seed, iters=args.iters, kinds=kinds,
                           rounds=args.rounds, progress=_progress_printer(args.quiet))
     print(json.dumps(result) if args.json else format_report(result))
+    if target is not None:
+        try:
+            record_validation(target, "end_to_end", end_to_end_record(result, " ".join(
+                ["python -m predictors validate"] + sys.argv[2:])))
+        except (ProfileError, OSError) as e:
+            print(f"error: --record: {e}", file=sys.stderr)
+            return 1
+        print(f"recorded in {target} (validation.end_to_end)", file=sys.stderr)
     return 0
 
 
@@ -231,6 +248,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="measurements per scenario, each round through all scenarios "
                          "(default 2; the fastest is kept)")
     va.add_argument("--json", action="store_true")
+    va.add_argument("--record", action="store_true",
+                    help="store the end-to-end figures in the profile (validation.end_to_end; "
+                         "the Profiles tab shows them)")
     va.add_argument("--quiet", action="store_true")
     va.set_defaults(func=_cmd_validate)
     v = sub.add_parser("check", help="validate scenario files and compile their models")

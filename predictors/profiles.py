@@ -21,7 +21,7 @@ from .fileio import atomic_write_bytes
 
 __all__ = ["PROFILE_FORMAT", "PROFILE_VERSION", "OpOverheads", "OverheadTable", "KernelModel",
            "DeviceProfile", "save_profile", "load_profile", "ProfileError",
-           "KERNEL_MODEL_TYPES"]
+           "KERNEL_MODEL_TYPES", "record_validation", "profile_file"]
 
 PROFILE_FORMAT = "ml-dse/device-profile"
 PROFILE_VERSION = 1
@@ -162,6 +162,28 @@ def save_profile(profile: DeviceProfile, path: str | os.PathLike) -> Path:
         atomic_write_bytes(path.with_suffix(".npz"), buf.getvalue())
     atomic_write_bytes(path, (json.dumps(doc, indent=1) + "\n").encode())
     return path
+
+
+def record_validation(path: str | os.PathLike, key: str, figures: dict) -> Path:
+    """Store ``figures`` as ``validation[key]`` of the profile file at ``path`` (atomic;
+    the models and their arrays are left as they are)."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise ProfileError(f"{path}: cannot record validation: {e}") from None
+    if not isinstance(doc, dict) or doc.get("format") != PROFILE_FORMAT:
+        raise ProfileError(f"{path}: not a device profile")
+    validation = doc.get("validation") if isinstance(doc.get("validation"), dict) else {}
+    validation[key] = figures
+    doc["validation"] = validation
+    atomic_write_bytes(path, (json.dumps(doc, indent=1) + "\n").encode())
+    return path
+
+
+def profile_file(profile: "DeviceProfile") -> Path | None:
+    """The bundled file a profile was loaded from, or None."""
+    return next((p for p in bundled_profiles() if _cached(p) is profile), None)
 
 
 def load_profile(path: str | os.PathLike) -> DeviceProfile:

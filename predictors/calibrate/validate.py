@@ -86,6 +86,18 @@ def validate_cpu(profile: DeviceProfile, n: int = 10, seed: int = 1000, iters: i
             "profile": profile.name, "threads": threads}
 
 
+def end_to_end_record(result: dict, command: str) -> dict:
+    """What a profile keeps of a validation: when, how, the summary and every scenario."""
+    import datetime
+    import socket
+    keep = ("scenario", "measured_ms", "predicted_ms", "error", "noise", "speed",
+            "other_cpus")
+    return {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "host": socket.gethostname(), "command": command,
+            "summary": result["summary"],
+            "rows": [{k: r.get(k) for k in keep} for r in result["rows"]]}
+
+
 def _cpus(x) -> str:
     return f"{x:>5.2f}" if isinstance(x, (int, float)) else f"{'?':>5}"
 

@@ -100,7 +100,7 @@ def test_bundled_and_added_profiles_with_kinds_provenance_and_validation(qtbot, 
     assert d.classes.isHidden() and not d.other.isHidden()
     rows = tree_texts(d.other)
     assert ("A100", "gmae 8.3 %") in rows and ("gmae", "8.3 %") in rows
-    assert ("dlrm-v100-8x", "name dlrm-v100-8x · iteration_error 0.071") in rows
+    assert ("dlrm-v100-8x", "iteration_error +7.1 %") in rows  # labelled, not repeated
     assert ("data", "neusight-gemm, datasheet") in tree_texts(d.provenance)
     assert "fitted from public data" in d.header.text()
 
@@ -115,7 +115,7 @@ def test_bundled_and_added_profiles_with_kinds_provenance_and_validation(qtbot, 
     assert t.item(1, 0).text() == "gemm" and t.item(1, 4).text() == "4.3"
     assert t.item(0, 6).text() == "6.4" and t.item(1, 6).text() == "–"  # noise floor
     assert "inside training steps: model 10.0 %, noise floor 9.0 %" in t.item(0, 0).toolTip()
-    assert ("dlrm_geomean_error", "0.054") in tree_texts(d.other)
+    assert ("dlrm_geomean_error", "5.4 %") in tree_texts(d.other)
     prov = dict(tree_texts(d.provenance))
     assert prov["host"] == "bench-7" and prov["cpu_model"] == "AMD EPYC 7B13"
     assert prov["threads"] == "1" and prov["torch"] == "2.13.0+cpu"
@@ -288,3 +288,27 @@ def test_a_failing_calibration_shows_its_error_and_the_app_stays_usable(make_win
     qtbot.waitUntil(lambda: not w.profiles.runner.is_running(), timeout=3_000)
     w.predict_now()
     qtbot.waitUntil(lambda: idle(w) and w.prediction is not None, timeout=10_000)
+
+
+def test_recorded_end_to_end_validation_reads_one_line_per_scenario(qtbot, tmp_path,
+                                                                    monkeypatch):
+    """What ``validate --record`` stores shows under Other figures: a line per scenario
+    with signed errors, and the summary's absolute figures unsigned."""
+    rows = [{"scenario": "random LM (2x488, seq 89, batch 8)", "measured_ms": 687.6,
+             "predicted_ms": 687.3, "error": -0.0004, "noise": 0.005, "speed": -0.135},
+            {"scenario": "random DLRM (3 tables, dim 28, batch 128)", "measured_ms": 11.29,
+             "predicted_ms": 10.88, "error": -0.036, "noise": 0.028, "speed": 0.05}]
+    e2e = {"date": "2026-11-29", "command": "python -m predictors validate --record",
+           "summary": {"dlrm": {"n": 1, "geomean_abs_error": 0.036, "worst_abs_error": 0.036}},
+           "rows": rows}
+    path = write_profile(tmp_path / "bundled" / "cpu.json",
+                         validation={**CPU_VALIDATION, "end_to_end": e2e})
+    monkeypatch.setattr(profiles_panel, "bundled_profiles", lambda: [path])
+    panel = ProfilesPanel(settings_in(tmp_path))
+    qtbot.addWidget(panel)
+    panel.select_profile(path)
+    texts = dict(tree_texts(panel.details.other))
+    line = texts["random DLRM (3 tables, dim 28, batch 128)"]
+    assert "error -3.6 %" in line and "speed +5.0 %" in line and "scenario" not in line
+    assert "geomean_abs_error 3.6 %" in texts["dlrm"]
+    assert not panel.details.classes.isHidden()  # the class table stays beside them

@@ -48,3 +48,32 @@ def test_calibrate_refuses_an_unwritable_out_before_measuring(tmp_path, capsys):
     assert "cannot write" in capsys.readouterr().err
     assert main(["calibrate", "--device", "cpu", "--out", str(tmp_path)]) == 2
     assert "is a folder" in capsys.readouterr().err
+
+
+def test_validate_record_stores_the_figures_in_the_profile(tmp_path, monkeypatch, capsys):
+    """``validate --record``: the end-to-end figures land in the profile file (atomic, the
+    models untouched) and load back; a file that is not a profile is an error, not a
+    crash."""
+    import shutil
+
+    import predictors.calibrate.validate as validate
+    from paths import ROOT as root
+    from predictors.profiles import load_profile
+
+    src = root / "resources" / "profiles" / "cpu" / "local-cpu-1t.json"
+    prof = tmp_path / "p.json"
+    shutil.copy(src, prof)
+    shutil.copy(src.with_suffix(".npz"), tmp_path / src.with_suffix(".npz").name)
+    row = {"kind": "dlrm", "scenario": "s", "measured_ms": 10.0, "predicted_ms": 11.0,
+           "error": 0.1, "noise": 0.05, "other_cpus": 0.0, "speed": -0.02, "runs_ms": [10, 10.5]}
+    canned = {"rows": [row], "profile": "p", "threads": 1, "kernel_classes": {},
+              "summary": {"dlrm": {"n": 1, "geomean_abs_error": 0.1, "mean_abs_error": 0.1,
+                                   "worst_abs_error": 0.1, "noise_geomean": 0.05,
+                                   "noise_worst": 0.05, "abs_speed_geomean": 0.02}}}
+    monkeypatch.setattr(validate, "validate_cpu", lambda *a, **k: canned)
+    assert main(["validate", "--profile", str(prof), "--n", "1", "--record"]) == 0
+    rec = load_profile(prof).validation["end_to_end"]
+    assert rec["summary"]["dlrm"]["geomean_abs_error"] == 0.1 and rec["rows"][0]["scenario"] == "s"
+    assert "gemm" in load_profile(prof).kernel_models and "validate" in rec["command"]
+    prof.write_text("{}")
+    assert main(["validate", "--profile", str(prof), "--n", "1", "--record"]) != 0
