@@ -168,12 +168,7 @@ def record_validation(path: str | os.PathLike, key: str, figures: dict) -> Path:
     """Store ``figures`` as ``validation[key]`` of the profile file at ``path`` (atomic;
     the models and their arrays are left as they are)."""
     path = Path(path)
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise ProfileError(f"{path}: cannot record validation: {e}") from None
-    if not isinstance(doc, dict) or doc.get("format") != PROFILE_FORMAT:
-        raise ProfileError(f"{path}: not a device profile")
+    doc = _read_doc(path)
     validation = doc.get("validation") if isinstance(doc.get("validation"), dict) else {}
     validation[key] = figures
     doc["validation"] = validation
@@ -203,7 +198,8 @@ def load_profile(path: str | os.PathLike) -> DeviceProfile:
         raise ProfileError(f"{path}: malformed profile ({type(exc).__name__}: {exc})") from None
 
 
-def _load_profile(path: Path) -> DeviceProfile:
+def _read_doc(path: Path) -> dict:
+    """A profile file's JSON, its format and version checked."""
     try:
         doc = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
@@ -213,6 +209,11 @@ def _load_profile(path: Path) -> DeviceProfile:
     if doc.get("version") != PROFILE_VERSION:
         raise ProfileError(f"{path}: version: expected {PROFILE_VERSION}, "
                            f"got {doc.get('version')!r}")
+    return doc
+
+
+def _load_profile(path: Path) -> DeviceProfile:
+    doc = _read_doc(path)
     arrays: dict[str, dict[str, np.ndarray]] = {}
     if doc.get("arrays"):
         with np.load(path.parent / doc["arrays"], allow_pickle=False) as npz:

@@ -7,7 +7,9 @@ beside the prediction error, and the machine's drift against its calibration bes
 """
 from __future__ import annotations
 
+import datetime
 import math
+import socket
 from typing import Callable
 
 from ..measure import measure
@@ -72,10 +74,10 @@ def validate_cpu(profile: DeviceProfile, n: int = 10, seed: int = 1000, iters: i
     for kind in kinds:
         sel = [r for r in rows if r["kind"] == kind]
         errs = [abs(r["error"]) for r in sel]
-        speeds_ = [abs(r["speed"]) for r in sel if r["speed"] is not None]
+        drifts = [abs(r["speed"]) for r in sel if r["speed"] is not None]
         noises = [r["noise"] for r in sel if r["noise"] is not None]
         summary[kind] = {"n": len(sel), "geomean_abs_error": _geomean(errs),
-                         "abs_speed_geomean": (_geomean(speeds_) if len(speeds_) == len(sel)
+                         "abs_speed_geomean": (_geomean(drifts) if len(drifts) == len(sel)
                                                else None),
                          "mean_abs_error": sum(errs) / len(errs),
                          "worst_abs_error": max(errs),
@@ -88,8 +90,6 @@ def validate_cpu(profile: DeviceProfile, n: int = 10, seed: int = 1000, iters: i
 
 def end_to_end_record(result: dict, command: str) -> dict:
     """What a profile keeps of a validation: when, how, the summary and every scenario."""
-    import datetime
-    import socket
     keep = ("scenario", "measured_ms", "predicted_ms", "error", "noise", "speed",
             "other_cpus")
     return {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
