@@ -76,7 +76,7 @@ def unique_fraction(rows: int, lookups: int, distribution: dict | None) -> float
 
 
 def _alignment(x: float) -> float:
-    """Trailing zero bits of a GEMM dimension, capped at 4 (a multiple of 16).
+    """Trailing zero bits of a dimension, capped at 4 (a multiple of 16).
 
     On this CPU an ``mm``/``addmm`` whose output rows are not a multiple of 8 floats takes
     ~1.5x the time of an aligned one of the same size (320x2049x512: 31 GFLOP/s,
@@ -94,8 +94,8 @@ def _layout_features(node: dict) -> list[float]:
       bias or scalar tensor; one piece of a ``cat``).
     - The phase: optimizer updates read weights and gradients that the backward pass
       has evicted from the caches; forward ops mostly read what the op before wrote.
-    Held-out GMAE with these (session-4 calibration samples, mean of four splits):
-    elementwise 14.8 -> 12.4 %, reductions 14.2 -> 13.1 %, copies 19.8 -> 17.0 %."""
+    Held-out GMAE on the bundled profile's samples, v2 -> v3 (``benchmarks/feature_ab.py``):
+    elementwise 14.6 -> 11.6 %, reductions 13.9 -> 12.9 %, copies 20.1 -> 16.2 %."""
     ins = node["input_shapes"]
     first = tuple(ins[0]) if ins and ins[0] else (1,)
     second = math.prod(ins[1]) if len(ins) > 1 and ins[1] else 1

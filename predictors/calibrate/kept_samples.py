@@ -11,6 +11,8 @@ import json
 import os
 from pathlib import Path
 
+from ..fileio import atomic_write_bytes
+
 __all__ = ["save_samples", "load_samples"]
 
 FORMAT, VERSION = "ml-dse/calibration-samples", 1
@@ -23,10 +25,8 @@ def save_samples(classes: dict[str, list[tuple[dict, float]]], provenance: dict,
     doc = {"format": FORMAT, "version": VERSION, "provenance": provenance,
            "classes": {cls: [[node, float(ms)] for node, ms in rows]
                        for cls, rows in classes.items()}}
-    tmp = path.with_name(path.name + ".part")
-    with gzip.open(tmp, "wt", encoding="utf-8") as f:
-        json.dump(doc, f, default=str)  # shapes are tuples: lists in JSON
-    os.replace(tmp, path)
+    # shapes are tuples: lists in JSON
+    atomic_write_bytes(path, gzip.compress(json.dumps(doc, default=str).encode()))
     return path
 
 
