@@ -7,18 +7,20 @@ the block it came from, and edges to the ops that produced its tensor inputs.
 """
 from __future__ import annotations
 
+import threading
 import weakref
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 import networkx as nx
 import torch
+import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from .gc_pause import collection_paused
 from .workload import Workload
 
-__all__ = ["OpRecorder", "capture_training_step", "op_sequence"]
+__all__ = ["OpRecorder", "capture_training_step", "fused_attention", "op_sequence"]
 
 
 def _dtype_name(t: torch.Tensor) -> str:
@@ -130,11 +132,62 @@ def _attach_block_hooks(module, recorder: OpRecorder):
     return handles
 
 
-def capture_training_step(workload: Workload) -> nx.DiGraph:
+_ORIGINAL_SDPA = F.scaled_dot_product_attention
+_fusing = threading.local()  # per thread: is this thread capturing for a GPU?
+_patch_lock = threading.Lock()
+_patch_users = 0
+
+
+def _gpu_sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+              scale=None, enable_gqa=False):
+    """``scaled_dot_product_attention`` as a GPU runs it, in threads inside
+    :func:`fused_attention`; the original everywhere else."""
+    if (not getattr(_fusing, "on", False) or attn_mask is not None or enable_gqa
+            or query.dim() != 4):
+        return _ORIGINAL_SDPA(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p,
+                              is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+    if query.dtype in (torch.float16, torch.bfloat16) and query.shape[-1] <= 256:
+        return torch.ops.aten._scaled_dot_product_flash_attention(
+            query, key, value, dropout_p, is_causal, False, scale=scale)[0]
+    return torch.ops.aten._scaled_dot_product_efficient_attention(
+        query, key, value, None, True, dropout_p, is_causal, scale=scale)[0]
+
+
+@contextmanager
+def fused_attention():
+    """Inside, this thread's ``scaled_dot_product_attention`` calls are recorded as a GPU
+    runs them: one fused kernel forward and one backward (flash attention for 16-bit
+    inputs, memory-efficient attention for fp32), not the matmul-softmax-matmul a meta or
+    CPU tensor decomposes into.
+
+    Measured on an H200 (session 5): a bf16 LM's attention ran as cuDNN flash kernels and
+    fp32 as memory-efficient ones, while the meta capture had recorded fp32 ``bmm`` s
+    (softmax upcast) that predicted its step 77 % too slow.  Masks and grouped queries
+    keep the decomposed form.  The function is swapped while any thread is inside (a
+    count, under a lock) and the swap acts only in those threads: predictions run in
+    worker threads beside real CPU runs."""
+    global _patch_users
+    with _patch_lock:
+        if _patch_users == 0:
+            F.scaled_dot_product_attention = _gpu_sdpa
+        _patch_users += 1
+    previous, _fusing.on = getattr(_fusing, "on", False), True
+    try:
+        yield
+    finally:
+        _fusing.on = previous
+        with _patch_lock:
+            _patch_users -= 1
+            if _patch_users == 0:
+                F.scaled_dot_product_attention = _ORIGINAL_SDPA
+
+
+def capture_training_step(workload: Workload, *, gpu: bool = False) -> nx.DiGraph:
     """The op graph of one training step of ``workload`` (usually on meta).
 
     The inputs are made before recording, as a data loader would; the graph holds
-    forward (with the loss), backward and the optimizer step.
+    forward (with the loss), backward and the optimizer step.  ``gpu``: record the ops a
+    CUDA device runs where they differ from the CPU's (:func:`fused_attention`).
     """
     module = workload.module
     batch = workload.make_batch()
@@ -146,7 +199,7 @@ def capture_training_step(workload: Workload) -> nx.DiGraph:
             recorder.lookups[id(indices)] = (weakref.ref(indices), dict(spec))
     handles = _attach_block_hooks(module, recorder)
     try:
-        with collection_paused(), recorder:
+        with collection_paused(), (fused_attention() if gpu else nullcontext()), recorder:
             with recorder.in_phase("forward"):
                 loss = module(batch)
             with recorder.in_phase("backward"):

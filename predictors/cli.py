@@ -102,11 +102,8 @@ def _cmd_calibrate(args) -> int:
     from .calibrate.validate import format_classes
     from .profiles import save_profile
 
-    if args.device != "cpu":
-        raise SystemExit(f"error: --device {args.device}: calibration runs on the CPU here; "
-                         f"CUDA calibration needs a GPU (torch.cuda.is_available() is False)"
-                         if not _cuda_available() else
-                         "error: --device cuda: CUDA calibration is not implemented yet")
+    if args.device == "cuda" or args.from_measurements:
+        return _calibrate_cuda(args)
     for flag, target in (("--out", args.out), ("--keep-samples", args.keep_samples)):
         problem = _unwritable(target) if target else None
         if problem:  # say so now, not after minutes of measuring
@@ -125,6 +122,54 @@ def _cmd_calibrate(args) -> int:
           f"{prof.provenance['profiled_steps']} profiled steps, "
           f"{prof.provenance['microbenchmarks']} microbenchmarks)")
     print("\n".join(format_classes(classes)))
+    return 0
+
+
+def _calibrate_cuda(args) -> int:
+    """``calibrate --device cuda``: measure this GPU into a folder, then build its profile
+    (``--from-measurements DIR`` builds from a folder measured before, anywhere)."""
+    from pathlib import Path
+
+    from .calibrate.cuda_profile import (geomean_abs_pct, profile_from_measurements,
+                                         scenario_errors)
+    from .profiles import save_profile
+
+    problem = _unwritable(args.out)
+    if problem:
+        print(f"error: --out {args.out}: {problem}", file=sys.stderr)
+        return 2
+    folder = args.from_measurements
+    if folder is None:
+        if not _cuda_available():
+            print("error: --device cuda: no GPU here (torch.cuda.is_available() is False); "
+                  "measure on the GPU machine, or build from its folder with "
+                  "--from-measurements DIR", file=sys.stderr)
+            return 2
+        from .calibrate.cuda_collect import collect, gpu_scenarios
+
+        folder = args.measurements or str(Path(args.out).with_suffix("")) + "-measurements"
+        import torch
+        name = torch.cuda.get_device_name()
+        collect(folder, device="cuda", scenarios=gpu_scenarios(name, args.seed),
+                kernels=False, budget_s=args.budget_s,
+                log=(lambda s: None) if args.quiet else
+                (lambda s: print(s, file=sys.stderr, flush=True)))
+    prof = profile_from_measurements(folder)
+    rows = scenario_errors(folder)
+    prof.validation["end_to_end"] = {
+        "metric": "each measured scenario's iteration predicted with overheads from the "
+                  "other scenarios' traces (leave one out)",
+        "geomean_abs_error_pct": geomean_abs_pct([r["error_pct"] for r in rows]),
+        "scenarios": [{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}
+                      for r in rows]}
+    path = save_profile(prof, args.out)
+    print(f"wrote {path} from {folder} ({prof.provenance['profiled_steps']} profiled steps)")
+    for r in rows:
+        print(f"  {r['scenario'][:58]:58s} measured {r['measured_ms']:9.3f} ms  predicted "
+              f"{r['predicted_ms']:9.3f} ms  {r['error_pct']:+6.1f}%")
+    g = prof.validation["end_to_end"]["geomean_abs_error_pct"]
+    if g is not None:
+        print(f"  geomean |error| {g:.1f}% over {len(rows)} scenarios (leave one out)")
     return 0
 
 
@@ -234,6 +279,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--keep-samples", metavar="SAMPLES.json.gz",
                    help="also write the training samples (benchmarks/feature_ab.py refits "
                         "from them)")
+    c.add_argument("--measurements", metavar="DIR",
+                   help="cuda: where the measurements go (default: beside --out)")
+    c.add_argument("--from-measurements", metavar="DIR",
+                   help="build a GPU profile from a folder measured before (no GPU needed)")
     c.add_argument("--quiet", action="store_true", help="no progress on stderr")
     c.set_defaults(func=_cmd_calibrate)
     va = sub.add_parser("validate", help="measure and predict random scenarios")

@@ -80,7 +80,7 @@ def predict(scenario: dict, *, profile=None, overheads=None,
     step(0.1, "building the model")
     workload = build_workload(doc)
     step(0.3, "capturing the training step")
-    graph = capture_training_step(workload)
+    graph = capture_training_step(workload, gpu=platform.device != "cpu")
     step(0.6, "costing kernels")
     costed = cost_op_graph(graph, platform, profile, overheads)
     step(0.8, "simulating")

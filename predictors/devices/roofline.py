@@ -23,6 +23,20 @@ VIEW_OPS = frozenset(
     "resize_ set_ _sparse_coo_tensor_with_dims_and_tensors _sparse_coo_tensor_unsafe".split())
 
 GEMM_OPS = frozenset("mm addmm bmm baddbmm addbmm matmul _scaled_mm".split())
+# Fused attention (what scaled_dot_product_attention runs on a GPU): two GEMMs forward,
+# five backward (the scores are recomputed), softmax and dropout in registers.
+ATTENTION_OPS = frozenset(
+    f"{op}{suffix}" for op in ("_scaled_dot_product_flash_attention",
+                               "_scaled_dot_product_efficient_attention",
+                               "_scaled_dot_product_cudnn_attention", "_flash_attention",
+                               "_efficient_attention")
+    for suffix in ("", "_forward", "_backward"))
+# Their fraction of the dtype's datasheet peak, measured on an H200 (session 5,
+# benchmarks/cuda_validation.py; seq 512-1024, head dim 64-128): fp32 memory-efficient
+# attention 0.37 forward / 0.45 backward, bf16 cuDNN flash attention 0.25 / 0.37.  The
+# published FlashAttention-2 figures for H100 (~35 % of peak forward) agree.
+ATTENTION_EFFICIENCY = {("float32", False): 0.37, ("float32", True): 0.45,
+                        ("half", False): 0.25, ("half", True): 0.37}
 EMBEDDING_OPS = frozenset(
     "embedding embedding_bag _embedding_bag _embedding_bag_forward_only _embedding_bag_backward "
     "_embedding_bag_sparse_backward _embedding_bag_dense_backward embedding_dense_backward "
@@ -85,8 +99,8 @@ def classify(name: str) -> str:
     op = _base(name)
     if op in VIEW_OPS:
         return "view"
-    if op in GEMM_OPS or op in CONV_OPS:
-        return "gemm"  # convolutions run as implicit GEMMs
+    if op in GEMM_OPS or op in CONV_OPS or op in ATTENTION_OPS:
+        return "gemm"  # convolutions run as implicit GEMMs, attention as fused GEMMs
     if op in EMBEDDING_OPS:
         return "embedding"
     if op in REDUCTION_OPS:
@@ -119,6 +133,31 @@ def _gemm_flops(op: str, ins: list) -> float:
         a, b = (ins[0], ins[1]) if op == "bmm" else (ins[1], ins[2])
         return 2.0 * a[0] * a[1] * a[2] * b[2]
     return 0.0
+
+
+def attention_flops(op: str, ins: list) -> float:
+    """FLOPs of a fused attention op: ``4 B H Sq Sk D`` forward (QK^T and PV), 2.5x that
+    backward; the inputs start with q, k (after the output gradient, backward)."""
+    if op not in ATTENTION_OPS or len(ins) < 2:
+        return 0.0
+    q = ins[1] if op.endswith("_backward") else ins[0]
+    k = ins[2] if op.endswith("_backward") else ins[1]
+    if len(q) != 4 or len(k) != 4:
+        return 0.0
+    if op.startswith("_scaled_dot_product"):  # (B, H, S, D)
+        fwd = 4.0 * q[0] * q[1] * q[2] * k[2] * q[3]
+    else:  # the kernels' own ops take (B, S, H, D)
+        fwd = 4.0 * q[0] * q[2] * q[1] * k[1] * q[3]
+    return 2.5 * fwd if op.endswith("_backward") else fwd
+
+
+def attention_efficiency(op: str, dtype: str) -> float | None:
+    """The fraction of the dtype's datasheet peak a fused attention op reaches, or None
+    for other ops."""
+    if op not in ATTENTION_OPS:
+        return None
+    kind = "float32" if dtype == "float32" else "half"
+    return ATTENTION_EFFICIENCY[(kind, op.endswith("_backward"))]
 
 
 def _embedding_bytes(op: str, node: dict) -> float:
@@ -207,8 +246,13 @@ def kernel_cost(node: dict, device: DeviceSpec) -> KernelCost:
     out_elems = sum(_numel(s) for s in node["output_shapes"]) or (
         _numel(node["input_shapes"][0]) if node["input_shapes"] else 1)
     if category == "gemm":
-        flops = conv_flops(node) if op in CONV_OPS else _gemm_flops(op, node["input_shapes"])
-        compute = flops / (device.flops(dtype) * GEMM_EFFICIENCY)
+        if op in ATTENTION_OPS:
+            flops = attention_flops(op, node["input_shapes"])
+            compute = flops / (device.flops(dtype) * attention_efficiency(op, dtype))
+        else:
+            flops = (conv_flops(node) if op in CONV_OPS
+                     else _gemm_flops(op, node["input_shapes"]))
+            compute = flops / (device.flops(dtype) * GEMM_EFFICIENCY)
     else:
         per = HEAVY_ELEMENTWISE.get(op.rstrip("_") if op not in HEAVY_ELEMENTWISE else op, 1)
         if category == "reduction":

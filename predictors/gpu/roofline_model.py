@@ -13,7 +13,7 @@ import dataclasses
 
 import numpy as np
 
-from ..devices.roofline import kernel_cost
+from ..devices.roofline import attention_efficiency, kernel_cost
 from ..devices.specs import DeviceSpec
 from ..profiles import KERNEL_MODEL_TYPES
 from .peaks import MeasuredPeaks
@@ -60,6 +60,12 @@ class MeasuredRooflineModel:
             if cost.category == "view":
                 continue
             dtype = (node.get("input_dtypes") or ["float32"])[0]
+            eff = attention_efficiency(node["name"].split("::")[-1], dtype)
+            if eff is not None:  # fused attention: its own share of the datasheet peak
+                mem = cost.bytes / self.peaks.dram_bw
+                out[i] = self.floor_ms + 1e3 * max(cost.flops / (self.spec.flops(dtype) * eff),
+                                                   mem)
+                continue
             out[i] = self.time_ms(cost.flops, cost.bytes, cost.category, dtype)
         return out
 

@@ -119,3 +119,47 @@ def _nested():
     from predictors.gc_pause import collection_paused
     with collection_paused():
         return gc.isenabled()
+
+
+@pytest.mark.parametrize("dtype, fused", [
+    ("float32", "aten::_scaled_dot_product_efficient_attention"),
+    ("bfloat16", "aten::_scaled_dot_product_flash_attention")])
+def test_gpu_capture_records_fused_attention(dtype, fused):
+    """On a GPU, scaled_dot_product_attention runs as one fused kernel each way (seen in
+    the H200 traces); the CPU capture keeps the decomposed matmuls."""
+    doc = small_transformer()
+    doc["training"]["dtype"] = dtype
+    gpu = op_sequence(capture_training_step(build_workload(doc), gpu=True))
+    cpu = op_sequence(capture_training_step(build_workload(doc)))
+    layers = doc["model"]["nodes"][1]["params"]["count"]
+    assert gpu.count(fused) == layers
+    assert gpu.count(fused + "_backward") == layers
+    assert "aten::bmm" not in gpu and fused not in cpu
+    assert cpu.count("aten::bmm") >= 2 * layers
+    import torch.nn.functional as F
+    assert F.scaled_dot_product_attention.__name__ == "scaled_dot_product_attention"
+
+
+def test_gpu_captures_in_threads_leave_cpu_captures_alone():
+    """Predictions run in worker threads: a GPU capture in one thread must not change
+    what a CPU capture (or a real CPU run) in another records, nor outlive itself."""
+    import threading
+
+    import torch.nn.functional as F
+    doc = small_transformer()
+    fused = "aten::_scaled_dot_product_efficient_attention"
+    seen: dict[int, set] = {}
+
+    def run(i):
+        for _ in range(3):
+            ops = op_sequence(capture_training_step(build_workload(doc), gpu=i % 2 == 0))
+            seen.setdefault(i, set()).add((fused in ops, "aten::bmm" in ops))
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen == {0: {(True, False)}, 1: {(False, True)}, 2: {(True, False)},
+                    3: {(False, True)}}
+    assert F.scaled_dot_product_attention.__name__ == "scaled_dot_product_attention"

@@ -130,3 +130,21 @@ def test_training_batch_norm_reads_its_input_twice():
     assert classify("aten::cudnn_batch_norm") == "reduction"
     assert 3 * act <= fwd.bytes < 3.01 * act
     assert 5 * act <= bwd.bytes < 5.01 * act
+
+
+def test_fused_attention_flops_and_efficiency():
+    """4·B·H·S²·D forward, 2.5x backward, in both layouts; its own share of the peak."""
+    from predictors.devices.roofline import (attention_efficiency, attention_flops,
+                                             classify)
+    fwd = attention_flops("_scaled_dot_product_flash_attention",
+                          [(8, 16, 1024, 128), (8, 16, 1024, 128), (8, 16, 1024, 128)])
+    assert fwd == 4.0 * 8 * 16 * 1024 * 1024 * 128
+    bwd = attention_flops("_scaled_dot_product_flash_attention_backward",
+                          [(8, 16, 1024, 128)] * 4)
+    assert bwd == 2.5 * fwd
+    # the kernels' own ops take (B, S, H, D)
+    assert attention_flops("_efficient_attention_forward",
+                           [(8, 1024, 16, 128), (8, 1024, 16, 128)]) == fwd
+    assert classify("aten::_scaled_dot_product_efficient_attention_backward") == "gemm"
+    assert attention_efficiency("_scaled_dot_product_flash_attention", "bfloat16") == 0.25
+    assert attention_efficiency("mm", "float32") is None
