@@ -136,6 +136,23 @@ def cmd_report(args) -> int:
             print(f"  {r['op']:6s} {r['dtype']:8s} {r['shapes']:4d} shapes  GMAE "
                   f"{r['gmae_pct']:5.1f}%  median predicted/measured {r['median_ratio']:.2f}"
                   + al)
+    other_profile = None
+    if args.profile_from:
+        from predictors.calibrate.cuda_profile import profile_from_measurements
+        other_profile = profile_from_measurements(args.profile_from)
+        half = other_profile.kernel_models.get("gemm_half")
+        rows = [r for r in doc.get("gemm") or []
+                if r.get("ms") and r["dtype"] in ("bfloat16", "float16")]
+        if half is not None and rows:
+            from predictors.gpu.train import gmae
+            print(f"\nfp16/bf16 GEMMs against the tensor-core model calibrated from "
+                  f"{args.profile_from} ({half.info.get('samples')} GEMMs):")
+            for op in ("linear", "bmm"):
+                sel = [r for r in rows if r["op"] == op]
+                if sel:
+                    pred = half.predict_rows(sel)
+                    meas = np.array([r["ms"] for r in sel])
+                    print(f"  {op:6s} {len(sel):4d} shapes  GMAE {100 * gmae(pred, meas):5.1f}%")
     if doc.get("scenarios"):
         print("\ntraining iterations: measured (median of 30) against predicted")
         print(f"  {'scenario':56s} {'measured':>9s} {'bundled':>8s} {'this host':>9s}")
@@ -144,10 +161,8 @@ def cmd_report(args) -> int:
         for a, b in zip(loo, base):
             print(f"  {a['scenario'][:56]:56s} {a['measured_ms']:7.2f}ms "
                   f"{b['error_pct']:+7.1f}% {a['error_pct']:+8.1f}%")
-        if args.profile_from:
-            from predictors.calibrate.cuda_profile import profile_from_measurements
-            other = scenario_errors(args.folder,
-                                    profile=profile_from_measurements(args.profile_from))
+        if other_profile is not None:
+            other = scenario_errors(args.folder, profile=other_profile)
             print(f"  with the profile calibrated from {args.profile_from} (other "
                   f"scenarios, another machine start): geomean |error| "
                   f"{geomean_abs_pct([r['error_pct'] for r in other]):.1f}% ("

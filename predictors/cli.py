@@ -145,13 +145,14 @@ def _calibrate_cuda(args) -> int:
                   "measure on the GPU machine, or build from its folder with "
                   "--from-measurements DIR", file=sys.stderr)
             return 2
-        from .calibrate.cuda_collect import collect, gpu_scenarios
+        from .calibrate.cuda_collect import collect, gpu_scenarios, half_gemm_shapes
 
         folder = args.measurements or str(Path(args.out).with_suffix("")) + "-measurements"
         import torch
         name = torch.cuda.get_device_name()
         collect(folder, device="cuda", scenarios=gpu_scenarios(name, args.seed),
-                kernels=False, budget_s=args.budget_s,
+                gemm_shapes=half_gemm_shapes(args.seed), kernels=False,
+                budget_s=args.budget_s,
                 log=(lambda s: None) if args.quiet else
                 (lambda s: print(s, file=sys.stderr, flush=True)))
     prof = profile_from_measurements(folder)

@@ -73,6 +73,26 @@ def _peaks(doc: dict, base):
                          "an 8192^3 fp32 GEMM (TF32 off), an L2-resident copy")
 
 
+MIN_HALF_GEMMS = 100
+
+
+def _tensor_core_model(doc: dict, base: DeviceProfile):
+    """A fp16/bf16 GEMM model fitted on the folder's half-precision GEMMs, or None."""
+    from ..gpu.features import figures_from_spec
+    from ..gpu.tensor_core_gemm import HALF_DTYPES, TensorCoreGemmModel
+
+    rows = [r for r in doc.get("gemm") or []
+            if r.get("ms") and r.get("dtype") in HALF_DTYPES]
+    if len(rows) < MIN_HALF_GEMMS:
+        return None
+    spec = base.device
+    return TensorCoreGemmModel.fit(
+        figures_from_spec(spec), spec.flops("bfloat16"), rows,
+        info={"source": f"fitted on {len(rows)} fp16/bf16 GEMMs measured on "
+                        f"{doc['device'].get('name')} ({doc['device'].get('date')})",
+              "samples": len(rows)})
+
+
 def profile_from_measurements(folder: str | Path, *, exclude: set[int] = frozenset(),
                               base: DeviceProfile | None = None) -> DeviceProfile:
     """The measured profile of the GPU in ``folder`` (``exclude``: scenario indices whose
@@ -93,6 +113,14 @@ def profile_from_measurements(folder: str | Path, *, exclude: set[int] = frozens
     if isinstance(other, MeasuredRooflineModel):
         peaks = _peaks(doc, other.peaks)
         models["other"] = MeasuredRooflineModel(other.spec, peaks, floor_ms=other.floor_ms)
+    embedding = models.get("embedding")
+    if embedding is not None and hasattr(embedding, "peaks") and "other" in models:
+        models["embedding"] = type(embedding)(models["other"].peaks,
+                                              default_distribution=embedding.default_distribution,
+                                              kernel_floor_ms=embedding.kernel_floor_ms)
+    half = _tensor_core_model(doc, base)
+    if half is not None:
+        models["gemm_half"] = half  # after "other": it overrides the roofline for fp16/bf16
     recs = {i: r for i, r in _recordings(doc).items() if i not in exclude}
     overheads, launch_map = base.overheads, base.launch_map
     if recs:
@@ -110,6 +138,8 @@ def profile_from_measurements(folder: str | Path, *, exclude: set[int] = frozens
         "peaks": (doc.get("peaks") or {}), "gemm": f"model of the bundled {base.name} "
                                                    "profile (public measurements)",
         "overheads": overheads.source if overheads is not None else "none",
+        "gemm_half": half.info.get("source") if half is not None else
+        "no half-precision GEMMs measured: the roofline",
         "profiled_steps": len(recs)}
     return DeviceProfile(dev["name"], "measured", base.device, overheads, launch_map, models,
                          provenance, {k: v for k, v in base.validation.items()})

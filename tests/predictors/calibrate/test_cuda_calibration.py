@@ -64,6 +64,8 @@ def test_profile_from_the_h200_measurements():
     assert "measured on" in prof.overheads.source and prof.provenance["profiled_steps"] == 16
     # the host's launch path, not the public traces' V100-era hosts
     assert prof.overheads.default.t4 < 20e-6
+    assert "gemm_half" in prof.kernel_models  # 279 fp16/bf16 GEMMs in this folder
+    assert prof.kernel_models["embedding"].peaks is peaks
 
 
 def test_h200_scenarios_leave_one_out():
@@ -94,3 +96,33 @@ def test_calibrate_cuda_without_a_gpu_says_so(tmp_path, capsys):
         pytest.skip("this machine has a GPU")
     assert main(["calibrate", "--device", "cuda", "--out", str(tmp_path / "p.json")]) == 2
     assert "no GPU here" in capsys.readouterr().err
+
+
+def _gemms(folder):
+    doc = json.loads(gzip.decompress((folder / "measurements.json.gz").read_bytes()))
+    return [r for r in doc["gemm"] if r.get("ms") and r["dtype"] in ("bfloat16", "float16")]
+
+
+def test_tensor_core_gemm_model_learns_alignment_and_transfers():
+    """Fitted on one machine start's sweep, it predicts the other start's bf16 GEMMs on
+    NeuSight's (mostly unaligned) shapes; the roofline's error there was 72 %."""
+    import numpy as np
+
+    from predictors.gpu.features import figures_from_spec
+    from predictors.gpu.tensor_core_gemm import TensorCoreGemmModel
+    from predictors.gpu.train import gmae
+
+    spec = profile_from_measurements(H200).device
+    model = TensorCoreGemmModel.fit(figures_from_spec(spec), spec.flops("bfloat16"),
+                                    _gemms(ROOT / "resources" / "measurements"
+                                           / "nvidia-h200-2026-11-29-rerun"))
+    held = [r for r in _gemms(H200) if r["op"] == "linear"]
+    pred = model.predict_rows(held)
+    assert gmae(pred, np.array([r["ms"] for r in held])) < 0.2  # 9.9 % measured
+    aligned, odd = model.predict_shapes(1, [4096, 4096], [4096, 4095], [4096, 4095])
+    assert odd > 1.5 * aligned  # the fast path needs 16-byte rows
+    node = {"name": "aten::mm", "input_shapes": [(4096, 4096), (4096, 4096)],
+            "input_dtypes": ["bfloat16", "bfloat16"]}
+    fp32 = dict(node, input_dtypes=["float32", "float32"])
+    out = model.predict_ms([node, fp32])
+    assert out[0] == pytest.approx(aligned) and np.isnan(out[1])
