@@ -24,6 +24,10 @@ __all__ = ["MeasuredRooflineModel"]
 # reductions); GEMMs in other dtypes use the datasheet tensor peak x GEMM_EFFICIENCY.
 VECTOR_EFFICIENCY = 0.5
 GEMM_EFFICIENCY = 0.7
+# A dense tensor updated with sparse rows (SGD on an embedding table: ``index_add_`` with
+# atomics at random rows) reaches this share of the copy bandwidth on the roofline's
+# bytes (H200, session 5: 0.43-0.53 over three GPU-sized DLRMs).
+SPARSE_UPDATE_EFFICIENCY = 0.5
 
 
 class MeasuredRooflineModel:
@@ -60,6 +64,11 @@ class MeasuredRooflineModel:
             if cost.category == "view":
                 continue
             dtype = (node.get("input_dtypes") or ["float32"])[0]
+            if cost.category != "gemm" and any(
+                    n is not None for n in (node.get("input_nnz") or [])[1:]):
+                mem = cost.bytes / (self.peaks.dram_bw * SPARSE_UPDATE_EFFICIENCY)
+                out[i] = self.floor_ms + 1e3 * mem
+                continue
             eff = attention_efficiency(node["name"].split("::")[-1], dtype)
             if eff is not None:  # fused attention: its own share of the datasheet peak
                 mem = cost.bytes / self.peaks.dram_bw
