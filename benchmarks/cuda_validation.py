@@ -8,7 +8,7 @@
 trained on other GPUs with) and scenarios: random DLRMs and transformer LMs in the
 accuracy targets' ranges (issue 3) and larger ones that keep a GPU busy.  ``run``
 measures them with :mod:`predictors.calibrate.cuda_collect`.  ``report`` prints, for the
-measured GPU, the GEMM error of its bundled (datasheet) profile and the iteration-time
+measured GPU, the GEMM error of its profile fitted on public data and the iteration-time
 error of every scenario.
 """
 from __future__ import annotations
@@ -128,8 +128,8 @@ def cmd_report(args) -> int:
     bundled = profile_for_device(dev["name"])
     rows = gemm_errors(doc, bundled)
     if rows:
-        print(f"\nGEMMs against the bundled profile ({bundled.kind}: no data of this GPU "
-              "in its training):")
+        print(f"\nGEMMs against the profile fitted on public data ({bundled.kind}: no data "
+              "of this GPU in its training):")
         for r in rows:
             al = ("" if r["aligned_gmae_pct"] is None
                   else f"   N, K multiples of 8: {r['aligned_gmae_pct']:5.1f}%")
@@ -155,7 +155,7 @@ def cmd_report(args) -> int:
                     print(f"  {op:6s} {len(sel):4d} shapes  GMAE {100 * gmae(pred, meas):5.1f}%")
     if doc.get("scenarios"):
         print("\ntraining iterations: measured (median of 30) against predicted")
-        print(f"  {'scenario':56s} {'measured':>9s} {'bundled':>8s} {'this host':>9s}")
+        print(f"  {'scenario':56s} {'measured':>9s} {'fitted':>8s} {'this host':>9s}")
         loo = scenario_errors(args.folder)
         base = scenario_errors(args.folder, profile=bundled)
         for a, b in zip(loo, base):
@@ -167,7 +167,7 @@ def cmd_report(args) -> int:
                   f"scenarios, another machine start): geomean |error| "
                   f"{geomean_abs_pct([r['error_pct'] for r in other]):.1f}% ("
                   + ", ".join(f"{r['error_pct']:+.0f}%" for r in other) + ")")
-        print(f"  geomean |error|: bundled profile "
+        print(f"  geomean |error|: the profile fitted on public data "
               f"{geomean_abs_pct([r['error_pct'] for r in base]):.1f}%, with this host's "
               f"overheads and peaks (leave one out) "
               f"{geomean_abs_pct([r['error_pct'] for r in loo]):.1f}%")

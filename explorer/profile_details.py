@@ -20,9 +20,9 @@ from predictors.profiles import PROFILE_FORMAT
 __all__ = ["ProfileInfo", "ProfileDetails", "read_profile_info", "KIND_LABELS", "KIND_SHORT",
            "KIND_COLORS"]
 
-KIND_LABELS = {"measured": "measured here", "fitted": "fitted from public data",
+KIND_LABELS = {"measured": "measured on the device", "fitted": "fitted from public data",
                "datasheet": "datasheet only"}
-KIND_SHORT = {"measured": "measured here", "fitted": "fitted (public)",
+KIND_SHORT = {"measured": "measured", "fitted": "fitted (public)",
               "datasheet": "datasheet only"}  # the list column; tooltips say it in full
 # (text, background) of each kind's badge
 KIND_COLORS = {"measured": ("#1b5e20", "#e3f4e4"), "fitted": ("#0d47a1", "#e3edfb"),

@@ -283,8 +283,10 @@ def resolve_profile(name_or_path: str) -> DeviceProfile:
 
 
 def default_profile(device_name: str, kind: str, threads: int = 1) -> DeviceProfile | None:
-    """The bundled profile for a GPU by the name it reports, or for the local CPU with
-    ``threads`` threads; None where none is bundled (the roofline then applies)."""
+    """The bundled profile for a GPU by the name it reports (a measured one before one
+    fitted from public data), or for the local CPU with ``threads`` threads; None where
+    none is bundled (the roofline then applies)."""
+    fallback = None
     for path in bundled_profiles():
         try:
             prof = _cached(path)
@@ -294,5 +296,7 @@ def default_profile(device_name: str, kind: str, threads: int = 1) -> DeviceProf
             if int(prof.provenance.get("threads", 1)) == threads:
                 return prof
         elif kind != "cpu" and prof.device.name == device_name:
-            return prof
-    return None
+            if prof.kind == "measured":
+                return prof
+            fallback = fallback or prof
+    return fallback

@@ -127,9 +127,9 @@ def profile_from_measurements(folder: str | Path, *, exclude: set[int] = frozens
         overheads, launch_map, info = trace_overheads(list(recs.values()),
                                                       ["this host"] * len(recs))
         overheads = dataclasses.replace(
-            overheads, source=f"measured on {dev.get('host')} ({dev.get('cpu_model')}, "
-                              f"torch {dev.get('torch')}) from {len(recs)} profiled "
-                              f"training steps ({info['ops']:,} ops)")
+            overheads, source=f"measured from {len(recs)} profiled training steps "
+                              f"({info['ops']:,} ops) on {dev.get('host')} "
+                              f"({dev.get('cpu_model')}, torch {dev.get('torch')})")
     provenance = {
         "kind": "measured", "source": "calibrated on this GPU by `python -m predictors "
                                       "calibrate --device cuda`",

@@ -119,7 +119,7 @@ def test_bundled_and_added_profiles_with_kinds_provenance_and_validation(qtbot, 
     prov = dict(tree_texts(d.provenance))
     assert prov["host"] == "bench-7" and prov["cpu_model"] == "AMD EPYC 7B13"
     assert prov["threads"] == "1" and prov["torch"] == "2.13.0+cpu"
-    assert "measured here" in d.header.text()
+    assert "measured on the device" in d.header.text()
 
     # Remembered in the settings; a second panel lists it too, and Remove forgets it.
     again = ProfilesPanel(settings_in(tmp_path))
@@ -183,7 +183,7 @@ def test_choosing_a_profile_changes_what_predict_receives(make_window, qtbot, tm
     panel.add_profile(path)
     panel.use_button.click()
     qtbot.waitUntil(lambda: fake.profiles[-1] == str(path) and idle(w), timeout=10_000)
-    assert "local CPU, 1 thread (measured here)" in w.profiles.label.text()
+    assert "local CPU, 1 thread (measured on the device)" in w.profiles.label.text()
 
     # A view setting: remembered across windows, never written into the scenario.
     assert "profile" not in str(w.editor.document.snapshot().get("platform"))

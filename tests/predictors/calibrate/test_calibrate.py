@@ -50,15 +50,22 @@ def test_quick_calibration_measures_each_classs_noise_floor(quick_profile):
     prof, path = quick_profile
     classes = prof.validation["classes"]
     gemm = classes["gemm"]["noise_floor"]
-    # GEMMs come from both sources: microbenchmarks repeated, profiled steps' spread
+    # GEMMs come from both sources: microbenchmarks repeated, profiled steps' spread.
+    # The repeat pairs' floor needs 3 pairs, which a 40 s calibration on a slow moment
+    # of a 2-core machine may not reach: then it must say so (None), not make one up.
     assert gemm["samples_isolated"] > 0 and gemm["samples_in_context"] > 0
-    for key in ("gmae", "gmae_isolated", "gmae_in_context"):
+    pairs = prof.provenance["microbenchmarks_repeated"].get("gemm", 0)
+    keys = ("gmae", "gmae_isolated", "gmae_in_context") if pairs >= 3 else (
+        "gmae_in_context",)
+    for key in keys:
         assert 0 < gemm[key] < 1, gemm
+    if pairs < 3:  # the combined floor needs both parts
+        assert gemm["gmae_isolated"] is None and gemm["gmae"] is None
     assert 0 < classes["elementwise"]["noise_floor"]["gmae_in_context"] < 1
     assert "gmae_isolated" in classes["gemm"][classes["gemm"]["chosen"]]
     assert load_profile(path).validation["classes"]["gemm"]["noise_floor"] == gemm
     table = "\n".join(format_classes(classes))
-    assert f"{100 * gemm['gmae']:.1f}%" in table
+    assert (f"{100 * gemm['gmae']:.1f}%" if gemm["gmae"] is not None else "-") in table
 
 
 def test_quick_profile_predicts_real_runs_within_a_loose_bound(quick_profile):
