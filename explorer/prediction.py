@@ -13,7 +13,7 @@ from typing import Callable
 
 from PySide6.QtCore import QObject, QThread, QTimer, Signal
 
-from predictors.gc_pause import collection_paused
+from predictors.gc_pause import collection_paused, pause_collection, resume_collection
 from predictors.predict import Cancelled, predict
 from predictors.scenario import ScenarioError
 
@@ -187,6 +187,11 @@ class PredictionController(QObject):
         self._threads.add(th)
         self._current = th
         self.sigStarted.emit()
+        # Paused here and resumed in _reap, on this (GUI) thread once the worker has
+        # stopped: a collection the GUI thread starts in the instant the worker leaves
+        # its own pause, while torch objects of the worker are still alive, crashed the
+        # GUI tests (a segfault in "Garbage-collecting", session 5).
+        pause_collection()
         th.start()
         return self._run_id
 
@@ -259,3 +264,4 @@ class PredictionController(QObject):
         if th in self._threads and not th.isRunning():
             self._threads.discard(th)
             th.deleteLater()
+            resume_collection()  # the pause start() took for this thread

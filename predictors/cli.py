@@ -130,8 +130,7 @@ def _calibrate_cuda(args) -> int:
     (``--from-measurements DIR`` builds from a folder measured before, anywhere)."""
     from pathlib import Path
 
-    from .calibrate.cuda_profile import (geomean_abs_pct, profile_from_measurements,
-                                         scenario_errors)
+    from .calibrate.cuda_profile import profile_from_measurements, scenario_errors
     from .profiles import save_profile
 
     problem = _unwritable(args.out)
@@ -157,28 +156,98 @@ def _calibrate_cuda(args) -> int:
                 (lambda s: print(s, file=sys.stderr, flush=True)))
     prof = profile_from_measurements(folder)
     rows = scenario_errors(folder)
-    geomean = geomean_abs_pct([r["error_pct"] for r in rows])
-    # the shape `validate --record` gives CPU profiles (the Profiles tab reads both)
-    end_to_end = {
-        "date": prof.provenance.get("date"), "host": prof.provenance.get("host"),
-        "command": "python -m predictors calibrate --device cuda (leave one scenario out: "
-                   "each predicted with overheads from the other scenarios' traces)",
-        "summary": {"scenarios": len(rows),
-                    "geomean_abs_error": None if geomean is None else geomean / 100},
-        "rows": [{"scenario": r["scenario"], "measured_ms": round(r["measured_ms"], 3),
-                  "predicted_ms": round(r["predicted_ms"], 3),
-                  "error": round(r["error_pct"] / 100, 4),
-                  "noise": None if r["spread_pct"] is None else round(r["spread_pct"] / 100, 4)}
-                 for r in rows]}
+    end_to_end = gpu_end_to_end(rows, prof.provenance, "python -m predictors calibrate "
+                                "--device cuda (leave one scenario out: each predicted with "
+                                "overheads from the other scenarios' traces)")
     # first: this device's own figures, then the inherited GEMM model's
     prof.validation = {"end_to_end": end_to_end, **prof.validation}
     path = save_profile(prof, args.out)
     print(f"wrote {path} from {folder} ({prof.provenance['profiled_steps']} profiled steps)")
+    _print_gpu_rows(rows, "leave one out")
+    return 0
+
+
+def gpu_end_to_end(rows: list[dict], provenance: dict, command: str) -> dict:
+    """A GPU validation in the shape ``validate --record`` gives CPU profiles (the
+    Profiles tab reads both): when, how, the summary and every scenario."""
+    from .calibrate.cuda_profile import geomean_abs_pct
+
+    geomean = geomean_abs_pct([r["error_pct"] for r in rows])
+    return {"date": provenance.get("date"), "host": provenance.get("host"),
+            "command": command,
+            "summary": {"scenarios": len(rows),
+                        "geomean_abs_error": None if geomean is None else geomean / 100},
+            "rows": [{"scenario": r["scenario"], "measured_ms": round(r["measured_ms"], 3),
+                      "predicted_ms": round(r["predicted_ms"], 3),
+                      "error": round(r["error_pct"] / 100, 4),
+                      "noise": None if r["spread_pct"] is None
+                      else round(r["spread_pct"] / 100, 4)} for r in rows]}
+
+
+def _print_gpu_rows(rows: list[dict], how: str) -> None:
+    from .calibrate.cuda_profile import geomean_abs_pct
+
     for r in rows:
         print(f"  {r['scenario'][:58]:58s} measured {r['measured_ms']:9.3f} ms  predicted "
-              f"{r['predicted_ms']:9.3f} ms  {r['error_pct']:+6.1f}%")
-    if geomean is not None:
-        print(f"  geomean |error| {geomean:.1f}% over {len(rows)} scenarios (leave one out)")
+              f"{r['predicted_ms']:9.3f} ms  {r['error_pct']:+6.1f}%  (spread "
+              f"{r['spread_pct'] or 0:.0f}%)")
+    for kind in ("DLRM", "LM"):
+        errs = [r["error_pct"] for r in rows if f" {kind} " in f" {r['scenario']}"]
+        if errs:
+            print(f"  {kind}: geomean |error| {geomean_abs_pct(errs):.1f}% over {len(errs)} "
+                  f"({how}), worst {max(errs, key=abs):+.1f}%")
+    g = geomean_abs_pct([r["error_pct"] for r in rows])
+    if g is not None:
+        print(f"  all: geomean |error| {g:.1f}% over {len(rows)} scenarios ({how})")
+
+
+def _validate_cuda(args) -> int:
+    """``validate --device cuda``: measure random scenarios on this GPU (and six GPU-sized
+    ones) and predict them with a profile (default: the GPU's bundled one)."""
+    import tempfile
+
+    import datetime
+    import socket
+
+    from .calibrate.cuda_profile import scenario_errors
+    from .profiles import (ProfileError, default_profile, profile_file, record_validation,
+                           resolve_profile)
+
+    if not _cuda_available():
+        print("error: --device cuda: no GPU here (torch.cuda.is_available() is False)",
+              file=sys.stderr)
+        return 2
+    import torch
+
+    from .calibrate.cuda_collect import collect, gpu_scenarios
+    from .gpu.build import profile_for_device
+
+    name = torch.cuda.get_device_name()
+    prof = (resolve_profile(args.profile) if args.profile
+            else default_profile(name, "gpu") or profile_for_device(name))
+    folder = args.measurements or tempfile.mkdtemp(prefix="ml-dse-validate-")
+    collect(folder, device="cuda", scenarios=gpu_scenarios(name, args.seed, 2 * args.n),
+            kernels=False, budget_s=600.0,
+            log=(lambda s: None) if args.quiet else
+            (lambda s: print(s, file=sys.stderr, flush=True)))
+    rows = scenario_errors(folder, profile=prof)
+    print(json.dumps(rows) if args.json else f"Validation of profile {prof.name!r} "
+          f"({prof.kind}) on {name}; measurements in {folder}")
+    if not args.json:
+        _print_gpu_rows(rows, "profile as it is")
+    if args.record:
+        target = profile_file(prof)
+        if target is None:
+            print(f"error: --record: no profile file for {prof.name!r}", file=sys.stderr)
+            return 1
+        try:
+            when = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+            record_validation(target, "end_to_end", gpu_end_to_end(
+                rows, {"date": when, "host": socket.gethostname()},
+                " ".join(["python -m predictors validate"] + sys.argv[2:])))
+        except (ProfileError, OSError) as e:
+            print(f"error: --record: {e}", file=sys.stderr)
+            return 1
     return 0
 
 
@@ -211,6 +280,8 @@ def _cmd_validate(args) -> int:
     from .profiles import (ProfileError, default_profile, profile_file, record_validation,
                            resolve_profile)
 
+    if args.device == "cuda":
+        return _validate_cuda(args)
     prof = (resolve_profile(args.profile) if args.profile
             else default_profile("cpu", "cpu", args.threads))
     if prof is None:
@@ -295,7 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--quiet", action="store_true", help="no progress on stderr")
     c.set_defaults(func=_cmd_calibrate)
     va = sub.add_parser("validate", help="measure and predict random scenarios")
-    va.add_argument("--device", default="cpu", choices=["cpu"])
+    va.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     va.add_argument("--profile", help="profile path or name (default: the bundled one)")
     va.add_argument("--n", type=int, default=10, help="scenarios per kind (default 10)")
     va.add_argument("--kind", default="all", choices=["all", "dlrm", "transformer"])
@@ -309,6 +380,8 @@ def build_parser() -> argparse.ArgumentParser:
     va.add_argument("--record", action="store_true",
                     help="store the end-to-end figures in the profile (validation.end_to_end; "
                          "the Profiles tab shows them)")
+    va.add_argument("--measurements", metavar="DIR",
+                    help="cuda: keep the measurements and traces here (default: a temp folder)")
     va.add_argument("--quiet", action="store_true")
     va.set_defaults(func=_cmd_validate)
     v = sub.add_parser("check", help="validate scenario files and compile their models")

@@ -187,3 +187,25 @@ def test_real_predict_on_the_default_scenario(qtbot, no_leftover_threads):
         c.start(load_scenario(DEFAULT))
     assert done.args[0].iteration_ms > 0 and len(done.args[0].timeline) > 0
     assert c.shutdown()
+
+
+def test_automatic_gc_is_paused_until_the_worker_thread_has_stopped(qtbot):
+    """The GUI thread must not start a collection while a worker still holds torch
+    objects: the pause ends on the GUI thread once the thread is reaped, not when the
+    worker leaves predict."""
+    import gc
+
+    assert gc.isenabled()
+    seen = []
+
+    def fake(scenario, progress=None, cancelled=None):
+        seen.append(gc.isenabled())
+        return FakePredict()(scenario, progress, cancelled)
+
+    _, c = make(qtbot, fake)
+    with qtbot.waitSignal(c.sigFinished, timeout=5000):
+        c.start()
+        assert not gc.isenabled()  # from the start, on the GUI thread
+    qtbot.waitUntil(lambda: not c._threads, timeout=5000)
+    assert seen == [False] and gc.isenabled()
+    assert c.shutdown()

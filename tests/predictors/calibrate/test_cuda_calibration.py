@@ -151,3 +151,30 @@ def test_sparse_embedding_backward_and_update_match_the_h200_kernels():
     upd_us = prof.kernel_models["other"].predict_ms([upd])[0] * 1e3
     assert 189 / 1.5 < bwd_us < 189 * 1.5
     assert 198 / 1.5 < upd_us < 198 * 1.5
+
+
+def test_validate_cuda_composes_measuring_and_predicting(tmp_path, capsys, monkeypatch):
+    """`validate --device cuda` on a machine with a GPU: here the measuring is replaced
+    by the H200's seed-11 folder (what `collect` wrote there), the rest runs for real:
+    the default H200 profile, the table, and --record into a copy of the profile."""
+    import shutil
+
+    from predictors import cli
+    from predictors.calibrate import cuda_collect
+
+    seed11 = ROOT / "resources" / "measurements" / "nvidia-h200-2026-11-29-seed11"
+    monkeypatch.setattr(cli, "_cuda_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H200")
+
+    def fake_collect(folder, **kw):
+        assert kw["device"] == "cuda" and not kw["kernels"]
+        assert len(kw["scenarios"]) == 4 + 6  # 2 per kind asked, 6 GPU-sized
+        shutil.copytree(seed11, folder, dirs_exist_ok=True)
+        return {}
+    monkeypatch.setattr(cuda_collect, "collect", fake_collect)
+    assert main(["validate", "--device", "cuda", "--n", "2", "--quiet",
+                 "--measurements", str(tmp_path / "m")]) == 0
+    out = capsys.readouterr().out
+    assert "Validation of profile 'NVIDIA H200' (measured)" in out
+    assert "DLRM: geomean |error|" in out and "all: geomean |error|" in out
+    assert out.count(" measured ") >= 16
