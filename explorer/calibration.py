@@ -1,11 +1,13 @@
-"""Run ▸ Calibrate This Device…: measures the local CPU in a worker thread with progress and
-cancel, and saves the profile.
+"""Run ▸ Calibrate This Device…: measures the local CPU, or this machine's CUDA GPU, in a
+worker thread with progress and cancel, and saves the profile.
 
-``calibrate_cpu`` imports torch, so it is imported in the worker, never on the GUI thread.
+The calibrations import torch, so they are imported in the worker, never on the GUI
+thread; whether a GPU may be there is read from the NVIDIA driver's files instead.
 """
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 import time
 import traceback
@@ -13,23 +15,35 @@ from pathlib import Path
 from typing import Callable
 
 from PySide6.QtCore import QObject, QStandardPaths, QThread, QTimer, Signal
-from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFileDialog, QFormLayout,
-                               QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton,
-                               QSpinBox, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QFileDialog,
+                               QFormLayout, QHBoxLayout, QLabel, QLineEdit, QProgressBar,
+                               QPushButton, QSpinBox, QVBoxLayout, QWidget)
 
 from .widgets import ErrorBar
 
-__all__ = ["CalibrationRunner", "CalibrationDialog", "default_profile_path"]
+__all__ = ["CalibrationRunner", "CalibrationDialog", "default_profile_path",
+           "nvidia_driver_present"]
 
 
-def default_profile_path(threads: int) -> Path:
-    """``<AppDataLocation>/profiles/local-cpu-<threads>t.json``."""
+def default_profile_path(threads: int, device: str = "cpu") -> Path:
+    """``<AppDataLocation>/profiles/local-cpu-<threads>t.json`` (``local-gpu.json`` for
+    ``device="cuda"``)."""
     base = QStandardPaths.writableLocation(QStandardPaths.AppDataLocation) or \
         os.path.join(os.path.expanduser("~"), ".ml-dse")
-    return Path(base) / "profiles" / f"local-cpu-{threads}t.json"
+    name = "local-gpu.json" if device == "cuda" else f"local-cpu-{threads}t.json"
+    return Path(base) / "profiles" / name
 
 
-def _real_calibrate(**kwargs):
+def nvidia_driver_present() -> bool:
+    """Whether an NVIDIA driver is installed (without importing torch)."""
+    return os.path.exists("/proc/driver/nvidia/version") or bool(shutil.which("nvidia-smi"))
+
+
+def _real_calibrate(device: str = "cpu", **kwargs):
+    if device == "cuda":  # ~1 minute: peaks, fp16/bf16 GEMMs, traced training steps
+        from predictors.calibrate.cuda_profile import calibrate_cuda
+        kwargs.pop("threads", None)
+        return calibrate_cuda(**kwargs)[0]
     from predictors.calibrate.calibrate import calibrate_cpu
     return calibrate_cpu(**kwargs)
 
@@ -46,18 +60,21 @@ class _CalibrateThread(QThread):
     sigAborted = Signal()
 
     def __init__(self, calibrate_fn: Callable, save_fn: Callable, threads: int,
-                 budget_s: float, path: Path, parent=None):
+                 budget_s: float, path: Path, parent=None, device: str = "cpu"):
         super().__init__(parent)
         self.calibrate_fn, self.save_fn = calibrate_fn, save_fn
         self.threads, self.budget_s, self.path = threads, budget_s, path
+        self.device = device
         self.cancel_event = threading.Event()
 
     def run(self) -> None:  # the worker thread
+        # the CPU calibration's keywords; a GPU one is asked for by name
+        extra = {"device": self.device} if self.device != "cpu" else {}
         try:
             profile = self.calibrate_fn(
                 threads=self.threads, budget_s=self.budget_s,
                 progress=lambda f, stage: self.sigProgress.emit(float(f), str(stage)),
-                cancelled=self.cancel_event.is_set)
+                cancelled=self.cancel_event.is_set, **extra)
             if self.cancel_event.is_set():
                 self.sigAborted.emit()
                 return
@@ -98,11 +115,11 @@ class CalibrationRunner(QObject):
         self.save_fn = save_fn or _real_save
         self._thread: _CalibrateThread | None = None
 
-    def start(self, threads: int, budget_s: float, path) -> None:
+    def start(self, threads: int, budget_s: float, path, device: str = "cpu") -> None:
         if self.is_running():
             raise RuntimeError("a calibration is already running")
         th = _CalibrateThread(self.calibrate_fn, self.save_fn, int(threads), float(budget_s),
-                              Path(path))
+                              Path(path), device=device)
         th.sigProgress.connect(self.sigProgress)
         th.sigDone.connect(self.sigFinished)
         th.sigError.connect(self.sigFailed)
@@ -153,6 +170,16 @@ class CalibrationDialog(QDialog):
         self.setWindowTitle("Calibrate This Device")
         self.setMinimumWidth(520)
         self.runner = runner
+        self.device = QComboBox(self)
+        self.device.addItem("This CPU", "cpu")
+        self.device.addItem("This machine's CUDA GPU", "cuda")
+        if not nvidia_driver_present():
+            item = self.device.model().item(1)
+            item.setEnabled(False)
+            item.setToolTip("No NVIDIA driver on this machine")
+        self.device.setToolTip("CPU: microbenchmarks and profiled steps, the budget you set. "
+                               "GPU: peaks, fp16/bf16 GEMMs and 16 traced training steps "
+                               "(about a minute)")
         self.threads = QSpinBox(self)
         self.threads.setRange(1, max(1, os.cpu_count() or 1))
         self.threads.setValue(1)
@@ -170,11 +197,11 @@ class CalibrationDialog(QDialog):
         path_row.addWidget(self.path_edit, 1)
         path_row.addWidget(browse)
         form = QFormLayout()
+        form.addRow("Device", self.device)
         form.addRow("Threads", self.threads)
         form.addRow("Budget", self.budget)
         form.addRow("Save to", path_row)
-        note = QLabel("Runs microbenchmarks and profiled training steps on this CPU. Keep the "
-                      "machine otherwise idle while it runs.", self)
+        self.note = note = QLabel(self)
         note.setWordWrap(True)
         note.setStyleSheet("color: #556;")
         self.error = ErrorBar(self)
@@ -199,6 +226,8 @@ class CalibrationDialog(QDialog):
 
         browse.clicked.connect(self._browse)
         self.threads.valueChanged.connect(self._on_threads)
+        self.device.currentIndexChanged.connect(self._on_device)
+        self._on_device()
         self.path_edit.textEdited.connect(lambda _t: setattr(self, "_path_edited", True))
         self.start_button.clicked.connect(self.start)
         self.cancel_button.clicked.connect(self.cancel)
@@ -224,7 +253,8 @@ class CalibrationDialog(QDialog):
         self.progress.show()
         self.progress.setValue(0)
         self.stage.setText("Starting…")
-        self.runner.start(self.threads.value(), self.budget.value(), path)
+        self.runner.start(self.threads.value(), self.budget.value(), path,
+                          device=self.device.currentData())
 
     def cancel(self) -> None:
         """Cancel the running calibration, or close the dialog when none runs."""
@@ -244,15 +274,20 @@ class CalibrationDialog(QDialog):
     # --- feedback -----------------------------------------------------------------------
 
     def _set_running(self, running: bool) -> None:
-        for w in (self.threads, self.budget, self.path_edit, self.start_button):
+        for w in (self.device, self.threads, self.budget, self.path_edit, self.start_button):
             w.setEnabled(not running)
+        if not running:
+            self.threads.setEnabled(self.device.currentData() == "cpu")
         self.cancel_button.setEnabled(True)
 
     def _on_progress(self, fraction: float, stage: str) -> None:
         self.progress.setValue(int(1000 * max(0.0, min(1.0, fraction))))
         elapsed = time.monotonic() - self._t0
+        # a GPU calibration takes about a minute whatever the budget (its upper bound)
+        expected = self.budget.value() if self.device.currentData() == "cpu" else min(
+            60, self.budget.value())
         self.stage.setText(f"{stage}… ({int(elapsed) // 60}:{int(elapsed) % 60:02d} of "
-                           f"~{self.budget.value() // 60}:{self.budget.value() % 60:02d})")
+                           f"~{expected // 60}:{expected % 60:02d})")
 
     def _on_finished(self, path: str, profile) -> None:
         self._set_running(False)
@@ -274,7 +309,19 @@ class CalibrationDialog(QDialog):
 
     def _on_threads(self, threads: int) -> None:
         if not self._path_edited:
-            self.path_edit.setText(str(default_profile_path(threads)))
+            self.path_edit.setText(str(default_profile_path(threads,
+                                                            self.device.currentData())))
+
+    def _on_device(self, *_args) -> None:
+        gpu = self.device.currentData() == "cuda"
+        self.threads.setEnabled(not gpu and not self.runner.is_running())
+        self.note.setText(
+            "Measures this machine's GPU: copy and GEMM peaks, 600 fp16/bf16 GEMMs and 16 "
+            "training steps with their traces (about a minute), then checks each step "
+            "against a prediction from the others. Keep the GPU otherwise idle." if gpu else
+            "Runs microbenchmarks and profiled training steps on this CPU. Keep the "
+            "machine otherwise idle while it runs.")
+        self._on_threads(self.threads.value())
 
     def _browse(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Save Profile As", self.path_edit.text(),

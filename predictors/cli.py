@@ -130,58 +130,32 @@ def _calibrate_cuda(args) -> int:
     (``--from-measurements DIR`` builds from a folder measured before, anywhere)."""
     from pathlib import Path
 
-    from .calibrate.cuda_profile import profile_from_measurements, scenario_errors
+    from .calibrate.cuda_profile import (calibrate_cuda, profile_from_measurements,
+                                         with_validation)
     from .profiles import save_profile
 
     problem = _unwritable(args.out)
     if problem:
         print(f"error: --out {args.out}: {problem}", file=sys.stderr)
         return 2
-    folder = args.from_measurements
-    if folder is None:
+    if args.from_measurements:
+        folder = args.from_measurements
+        prof, rows = with_validation(profile_from_measurements(folder), folder)
+    else:
         if not _cuda_available():
             print("error: --device cuda: no GPU here (torch.cuda.is_available() is False); "
                   "measure on the GPU machine, or build from its folder with "
                   "--from-measurements DIR", file=sys.stderr)
             return 2
-        from .calibrate.cuda_collect import collect, gpu_scenarios, half_gemm_shapes
-
         folder = args.measurements or str(Path(args.out).with_suffix("")) + "-measurements"
-        import torch
-        name = torch.cuda.get_device_name()
-        collect(folder, device="cuda", scenarios=gpu_scenarios(name, args.seed),
-                gemm_shapes=half_gemm_shapes(args.seed), kernels=False,
-                budget_s=args.budget_s,
-                log=(lambda s: None) if args.quiet else
-                (lambda s: print(s, file=sys.stderr, flush=True)))
-    prof = profile_from_measurements(folder)
-    rows = scenario_errors(folder)
-    end_to_end = gpu_end_to_end(rows, prof.provenance, "python -m predictors calibrate "
-                                "--device cuda (leave one scenario out: each predicted with "
-                                "overheads from the other scenarios' traces)")
-    # first: this device's own figures, then the inherited GEMM model's
-    prof.validation = {"end_to_end": end_to_end, **prof.validation}
+        prof, rows = calibrate_cuda(
+            args.budget_s, args.seed, folder,
+            log=(lambda s: None) if args.quiet else
+            (lambda s: print(s, file=sys.stderr, flush=True)))
     path = save_profile(prof, args.out)
     print(f"wrote {path} from {folder} ({prof.provenance['profiled_steps']} profiled steps)")
     _print_gpu_rows(rows, "leave one out")
     return 0
-
-
-def gpu_end_to_end(rows: list[dict], provenance: dict, command: str) -> dict:
-    """A GPU validation in the shape ``validate --record`` gives CPU profiles (the
-    Profiles tab reads both): when, how, the summary and every scenario."""
-    from .calibrate.cuda_profile import geomean_abs_pct
-
-    geomean = geomean_abs_pct([r["error_pct"] for r in rows])
-    return {"date": provenance.get("date"), "host": provenance.get("host"),
-            "command": command,
-            "summary": {"scenarios": len(rows),
-                        "geomean_abs_error": None if geomean is None else geomean / 100},
-            "rows": [{"scenario": r["scenario"], "measured_ms": round(r["measured_ms"], 3),
-                      "predicted_ms": round(r["predicted_ms"], 3),
-                      "error": round(r["error_pct"] / 100, 4),
-                      "noise": None if r["spread_pct"] is None
-                      else round(r["spread_pct"] / 100, 4)} for r in rows]}
 
 
 def _print_gpu_rows(rows: list[dict], how: str) -> None:
@@ -209,7 +183,7 @@ def _validate_cuda(args) -> int:
     import datetime
     import socket
 
-    from .calibrate.cuda_profile import scenario_errors
+    from .calibrate.cuda_profile import gpu_end_to_end, scenario_errors
     from .profiles import (ProfileError, default_profile, profile_file, record_validation,
                            resolve_profile)
 

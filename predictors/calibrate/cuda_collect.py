@@ -164,7 +164,8 @@ def measure_peaks(device: torch.device, scale: int = 1) -> dict:
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
-def gemm_sweep(shapes: list[dict], device: torch.device, deadline: float) -> list[dict]:
+def gemm_sweep(shapes: list[dict], device: torch.device, deadline: float,
+               check: Callable[[], None] | None = None) -> list[dict]:
     """Time each ``{"op": "linear"|"bmm", "b", "m", "n", "k", "dtype"}``.
 
     ``linear`` is NeuSight's op: ``(b, m, k)`` inputs times a ``(n, k)`` weight, i.e. one
@@ -174,6 +175,8 @@ def gemm_sweep(shapes: list[dict], device: torch.device, deadline: float) -> lis
     for s in shapes:
         if time.perf_counter() > deadline:
             break
+        if check is not None:
+            check()
         b, m, n, k = (int(s[key]) for key in ("b", "m", "n", "k"))
         dt = _DTYPES[s.get("dtype", "float32")]
         try:
@@ -301,15 +304,19 @@ def _export(prof, path: str) -> None:
 
 
 def scenario_runs(docs: list[dict], device: torch.device, folder: Path, deadline: float,
-                  iters: int = 30, warmup: int = 10, trace_every: int = 1) -> list[dict]:
+                  iters: int = 30, warmup: int = 10, trace_every: int = 1,
+                  check: Callable[[int, str], None] | None = None) -> list[dict]:
     """Measure each scenario's training iteration (:func:`predictors.measure.measure`)
-    and record one traced step of every ``trace_every``-th."""
+    and record one traced step of every ``trace_every``-th; ``check(i, name)`` is called
+    before each (progress, and a cancel that raises)."""
     from ..measure import measure
 
     rows = []
     for i, doc in enumerate(docs):
         if time.perf_counter() > deadline:
             break
+        if check is not None:
+            check(i, doc["name"])
         trace = str(folder / f"scenario{i:02d}.json.gz") if i % trace_every == 0 else None
         try:
             result = measure(doc, device=str(device), iters=iters, warmup=warmup,
@@ -431,38 +438,62 @@ def gpu_scenarios(name: str, seed: int = 0, n_random: int = 10) -> list[dict]:
 
 def collect(folder: str | os.PathLike, *, device: str = "cuda", gemm_shapes=(),
             scenarios=(), budget_s: float = 300.0, scale: int = 1, kernels: bool = True,
-            log: Callable[[str], None] = print) -> dict:
+            log: Callable[[str], None] | None = print,
+            progress: Callable[[float, str], None] | None = None,
+            cancelled: Callable[[], bool] | None = None) -> dict:
     """Run every measurement within ``budget_s`` and write ``measurements.json`` (after
-    each stage, so a stage that fails or runs out of time keeps what came before)."""
+    each stage, so a stage that fails or runs out of time keeps what came before).
+    ``progress(fraction, stage)`` follows the stages and scenarios; when ``cancelled()``
+    answers True, :class:`~predictors.calibrate.CalibrationCancelled` is raised."""
+    from . import CalibrationCancelled
+
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     dev = torch.device(device)
     t0 = time.perf_counter()
     doc: dict = {"format": "ml-dse-measurements", "version": 1, "device": device_info(dev),
                  "budget_s": budget_s, "stages": {}}
+    gemm_shapes, scenarios = list(gemm_shapes), list(scenarios)
 
     def save():
         tmp = folder / "measurements.json.tmp"
         tmp.write_text(json.dumps(doc, indent=1))
         os.replace(tmp, folder / "measurements.json")
 
+    def check(fraction: float | None = None, stage: str = ""):
+        if cancelled is not None and cancelled():
+            raise CalibrationCancelled(stage)
+        if progress is not None and fraction is not None:
+            progress(min(0.99, fraction), stage)
+
+    def scenario_check(i: int, name: str):
+        check(0.55 + 0.4 * i / max(1, len(scenarios)),
+              f"scenario {i + 1} of {len(scenarios)}: {name}")
+
     stages = [
         ("peaks", 0.10, lambda end: measure_peaks(dev, scale)),
-        ("gemm", 0.40, lambda end: gemm_sweep(list(gemm_shapes), dev, end)),
+        ("gemm", 0.40, lambda end: gemm_sweep(gemm_shapes, dev, end, check=check)),
         ("kernels", 0.55, lambda end: kernel_sweep(dev, end, str(folder / "kernels.json.gz"),
                                                     scale) if kernels else []),
-        ("scenarios", 0.97, lambda end: scenario_runs(list(scenarios), dev, folder, end)),
+        ("scenarios", 0.97, lambda end: scenario_runs(scenarios, dev, folder, end,
+                                                      check=scenario_check)),
     ]
+    starts = {"peaks": 0.0, "gemm": 0.05, "kernels": 0.4, "scenarios": 0.55}
     for name, until, run in stages:
         start = time.perf_counter()
-        log(f"[{start - t0:6.1f} s] {name}")
+        check(starts[name], name)
+        if log is not None:
+            log(f"[{start - t0:6.1f} s] {name}")
         try:
             doc[name] = run(t0 + until * budget_s)
+        except CalibrationCancelled:
+            raise
         except Exception as exc:  # noqa: BLE001 - record it and go on to the next stage
             import traceback
             doc[name] = None
             doc["stages"][f"{name}_error"] = traceback.format_exc()
-            log(f"  {name} failed: {exc}")
+            if log is not None:
+                log(f"  {name} failed: {exc}")
         doc["stages"][name] = round(time.perf_counter() - start, 2)
         save()
     return doc

@@ -23,7 +23,8 @@ from pathlib import Path
 
 from ..profiles import DeviceProfile, ProfileError
 
-__all__ = ["load_measurements", "profile_from_measurements", "scenario_errors"]
+__all__ = ["load_measurements", "profile_from_measurements", "scenario_errors",
+           "calibrate_cuda", "gpu_end_to_end", "geomean_abs_pct"]
 
 
 def load_measurements(folder: str | Path) -> dict:
@@ -176,3 +177,54 @@ def geomean_abs_pct(errors) -> float | None:
     if not vals:
         return None
     return math.exp(sum(math.log(max(v, 1e-6)) for v in vals) / len(vals))
+
+
+def gpu_end_to_end(rows: list[dict], provenance: dict, command: str) -> dict:
+    """A GPU validation in the shape ``validate --record`` gives CPU profiles (the
+    Profiles tab reads both): when, how, the summary and every scenario."""
+    geomean = geomean_abs_pct([r["error_pct"] for r in rows])
+    return {"date": provenance.get("date"), "host": provenance.get("host"),
+            "command": command,
+            "summary": {"scenarios": len(rows),
+                        "geomean_abs_error": None if geomean is None else geomean / 100},
+            "rows": [{"scenario": r["scenario"], "measured_ms": round(r["measured_ms"], 3),
+                      "predicted_ms": round(r["predicted_ms"], 3),
+                      "error": round(r["error_pct"] / 100, 4),
+                      "noise": None if r["spread_pct"] is None
+                      else round(r["spread_pct"] / 100, 4)} for r in rows]}
+
+
+def with_validation(prof: DeviceProfile, folder: str | Path,
+                    progress=None) -> tuple[DeviceProfile, list[dict]]:
+    """``prof`` with its leave-one-scenario-out validation first in ``validation``."""
+    if progress is not None:
+        progress(0.97, "validating: each scenario predicted from the others' overheads")
+    rows = scenario_errors(folder)
+    end_to_end = gpu_end_to_end(rows, prof.provenance, "python -m predictors calibrate "
+                                "--device cuda (leave one scenario out: each predicted with "
+                                "overheads from the other scenarios' traces)")
+    prof.validation = {"end_to_end": end_to_end, **prof.validation}
+    return prof, rows
+
+
+def calibrate_cuda(budget_s: float = 600.0, seed: int = 0, folder: str | Path | None = None,
+                   progress=None, cancelled=None, log=None) -> tuple[DeviceProfile, list[dict]]:
+    """Measure this machine's CUDA GPU into ``folder`` (a new temporary folder by default)
+    and return its profile, validated, with the validation rows.  Raises
+    :class:`ProfileError` without a GPU and ``CalibrationCancelled`` on cancel."""
+    import tempfile
+
+    import torch
+
+    from .cuda_collect import collect, gpu_scenarios, half_gemm_shapes
+
+    if not torch.cuda.is_available():
+        raise ProfileError("no CUDA GPU here (torch.cuda.is_available() is False)")
+    name = torch.cuda.get_device_name()
+    folder = Path(folder) if folder else Path(tempfile.mkdtemp(prefix="ml-dse-cuda-"))
+    collect(folder, device="cuda", scenarios=gpu_scenarios(name, seed),
+            gemm_shapes=half_gemm_shapes(seed), kernels=False, budget_s=budget_s, log=log,
+            progress=progress, cancelled=cancelled)
+    prof = profile_from_measurements(folder)
+    prof.provenance["measurements"] = str(folder)
+    return with_validation(prof, folder, progress)

@@ -252,6 +252,39 @@ def test_calibrate_runs_in_a_worker_saves_and_selects_the_profile(make_window, q
     assert panel.details.classes.rowCount() == 2
 
 
+def test_gpu_calibration_is_offered_only_with_a_driver_and_asks_for_cuda(
+        make_window, qtbot, tmp_path, monkeypatch):
+    from explorer import calibration
+
+    w = make_window(predict_fn=RecordingPredict(), calibrate_fn=FakeCalibration())
+    monkeypatch.setattr(calibration, "nvidia_driver_present", lambda: False)
+    dialog = calibration.CalibrationDialog(w.profiles.calibrate_dialog().runner)
+    qtbot.addWidget(dialog)
+    gpu_item = dialog.device.model().item(1)
+    assert not gpu_item.isEnabled() and "No NVIDIA driver" in gpu_item.toolTip()
+
+    asked = []
+
+    def fake_gpu(threads=1, budget_s=600.0, progress=None, cancelled=None, device="cpu"):
+        asked.append(device)
+        progress(0.5, "scenario 1 of 16: random DLRM")
+        return DeviceProfile("NVIDIA H200", "measured", cpu_spec(1),
+                             provenance={"kind": "measured"})
+    monkeypatch.setattr(calibration, "nvidia_driver_present", lambda: True)
+    runner = calibration.CalibrationRunner(calibrate_fn=fake_gpu)
+    dialog = calibration.CalibrationDialog(runner)
+    qtbot.addWidget(dialog)
+    assert dialog.device.model().item(1).isEnabled()
+    dialog.device.setCurrentIndex(1)
+    assert not dialog.threads.isEnabled() and "GPU" in dialog.note.text()
+    assert dialog.path_edit.text().endswith("local-gpu.json")
+    dialog.path_edit.setText(str(tmp_path / "gpu.json"))
+    with qtbot.waitSignal(dialog.sigProfileSaved, timeout=10_000):
+        dialog.start_button.click()
+    assert asked == ["cuda"] and (tmp_path / "gpu.json").exists()
+    runner.shutdown()
+
+
 def test_cancel_stops_the_calibration_and_saves_nothing(make_window, qtbot, tmp_path):
     fake = FakeCalibration(steps=1000)  # ~10 s unless cancelled
     w = make_window(predict_fn=RecordingPredict(), calibrate_fn=fake)

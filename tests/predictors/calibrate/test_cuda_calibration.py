@@ -178,3 +178,33 @@ def test_validate_cuda_composes_measuring_and_predicting(tmp_path, capsys, monke
     assert "Validation of profile 'NVIDIA H200' (measured)" in out
     assert "DLRM: geomean |error|" in out and "all: geomean |error|" in out
     assert out.count(" measured ") >= 16
+
+
+def test_collect_reports_progress_and_cancels(tmp_path):
+    """The same measuring code on the CPU (wall-clock timing): stages and scenarios are
+    reported in order, a cancel raises and keeps what was measured before it."""
+    from predictors.calibrate import CalibrationCancelled
+    from predictors.calibrate.cuda_collect import collect
+    from predictors.calibrate.samples import random_scenarios
+
+    shapes = [{"op": "linear", "b": 1, "m": 16, "n": 16, "k": 16, "dtype": "float32"}] * 3
+    docs = random_scenarios(1, seed=5, kinds=("dlrm",))
+    seen = []
+    doc = collect(tmp_path / "a", device="cpu", gemm_shapes=shapes, scenarios=docs,
+                  kernels=False, budget_s=600, scale=256, log=None,
+                  progress=lambda f, s: seen.append((f, s)))
+    assert [s for _, s in seen][:2] == ["peaks", "gemm"]
+    assert seen[-1][1].startswith("scenario 1 of 1")
+    assert all(a[0] <= b[0] for a, b in zip(seen, seen[1:]))
+    assert len(doc["gemm"]) == 3 and doc["scenarios"][0]["measure"]["iteration_ms"] > 0
+
+    calls = []
+
+    def cancel_in_gemms():
+        calls.append(1)
+        return len(calls) > 2  # peaks and the first GEMM pass
+    with pytest.raises(CalibrationCancelled):
+        collect(tmp_path / "b", device="cpu", gemm_shapes=shapes, scenarios=docs,
+                kernels=False, budget_s=600, scale=256, log=None, cancelled=cancel_in_gemms)
+    saved = json.loads((tmp_path / "b" / "measurements.json").read_text())
+    assert saved["peaks"]["gemm_fp32_tflops"] > 0 and "scenarios" not in saved
