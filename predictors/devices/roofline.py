@@ -29,8 +29,10 @@ ATTENTION_OPS = frozenset(
     f"{op}{suffix}" for op in ("_scaled_dot_product_flash_attention",
                                "_scaled_dot_product_efficient_attention",
                                "_scaled_dot_product_cudnn_attention", "_flash_attention",
-                               "_efficient_attention")
+                               "_efficient_attention", "_cudnn_attention")
     for suffix in ("", "_forward", "_backward"))
+# The kernels' own ops that take (B, S, H, D); the others take (B, H, S, D).
+_BSHD_ATTENTION = ("_flash_attention", "_efficient_attention")
 # Their fraction of the dtype's datasheet peak, measured on an H200 (session 5,
 # benchmarks/cuda_validation.py; seq 512-1024, head dim 64-128): fp32 memory-efficient
 # attention 0.37 forward / 0.45 backward, bf16 cuDNN flash attention 0.25 / 0.37.  The
@@ -144,10 +146,10 @@ def attention_flops(op: str, ins: list) -> float:
     k = ins[2] if op.endswith("_backward") else ins[1]
     if len(q) != 4 or len(k) != 4:
         return 0.0
-    if op.startswith("_scaled_dot_product"):  # (B, H, S, D)
-        fwd = 4.0 * q[0] * q[1] * q[2] * k[2] * q[3]
-    else:  # the kernels' own ops take (B, S, H, D)
+    if op.startswith(_BSHD_ATTENTION):
         fwd = 4.0 * q[0] * q[2] * q[1] * k[1] * q[3]
+    else:
+        fwd = 4.0 * q[0] * q[1] * q[2] * k[2] * q[3]
     return 2.5 * fwd if op.endswith("_backward") else fwd
 
 

@@ -145,6 +145,8 @@ def test_fused_attention_flops_and_efficiency():
     # the kernels' own ops take (B, S, H, D)
     assert attention_flops("_efficient_attention_forward",
                            [(8, 1024, 16, 128), (8, 1024, 16, 128)]) == fwd
+    assert attention_flops("_cudnn_attention_forward",  # cuDNN's op: (B, H, S, D)
+                           [(8, 16, 1024, 128), (8, 16, 1024, 128)]) == fwd
     assert classify("aten::_scaled_dot_product_efficient_attention_backward") == "gemm"
     assert attention_efficiency("_scaled_dot_product_flash_attention", "bfloat16") == 0.25
     assert attention_efficiency("mm", "float32") is None
