@@ -51,7 +51,10 @@ def test_profile_step_accounts_for_every_event_and_the_whole_step():
     assert step.profiled_steps == 3 and step.unaligned == 0 and step.records
     raw, events = step.raw_us()
     assert events == step.events  # every event lies in an op, a gap or the tail
-    assert raw <= step.profiled_step_us * 1.05
+    # Sum of per-op medians against the median profiled step: equal on a quiet machine,
+    # apart by the steps' spread on a busy one (5.0-7.2 ms seen); double counting would
+    # be 2x.
+    assert raw <= step.profiled_step_us * 1.3
     assert all(r["dur_us"] > 0 and r["gap_us"] >= 0 for r in step.records)
     assert step.records[0]["gap_us"] == 0.0 and step.tail_us > 0
     before = step.covered_us
