@@ -26,6 +26,8 @@ from typing import Callable
 
 import torch
 
+from ..devices.specs import cpu_model
+
 __all__ = ["time_kernel", "device_info", "measure_peaks", "gemm_sweep", "kernel_sweep",
            "scenario_runs", "collect", "gpu_scenarios", "single_gpu_preset",
            "half_gemm_shapes"]
@@ -91,7 +93,7 @@ def time_kernel(fn: Callable, device: torch.device, target_ms: float = 2.0,
 
 def device_info(device: torch.device) -> dict:
     info = {"host": socket.gethostname(), "python": _platform.python_version(),
-            "torch": torch.__version__, "cpu_model": _cpu_model(),
+            "torch": torch.__version__, "cpu_model": cpu_model(),
             "cpu_count": os.cpu_count(),
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     if device.type == "cuda":
@@ -103,17 +105,6 @@ def device_info(device: torch.device) -> dict:
     else:
         info["name"] = info["cpu_model"]
     return info
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return _platform.processor() or "unknown"
 
 
 def measure_peaks(device: torch.device, scale: int = 1) -> dict:

@@ -9,7 +9,7 @@ import os
 import platform
 from dataclasses import dataclass, field
 
-__all__ = ["DeviceSpec", "GPU_SPECS", "local_cpu_spec", "device_spec"]
+__all__ = ["DeviceSpec", "GPU_SPECS", "local_cpu_spec", "device_spec", "cpu_model"]
 
 
 @dataclass(frozen=True)
@@ -160,7 +160,8 @@ GPU_SPECS: dict[str, DeviceSpec] = {s.name: s for s in [
 ]}
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """This machine's CPU model name (``/proc/cpuinfo``)."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -194,7 +195,7 @@ def local_cpu_spec(threads: int | None = None) -> DeviceSpec:
     lanes = 16 if "avx512f" in flags else 8 if "avx2" in flags else 4
     per_core = lanes * 2 * 2 * 2.5e9
     return DeviceSpec(
-        f"{_cpu_model()} ({threads} thread{'s' if threads != 1 else ''})", "cpu",
+        f"{cpu_model()} ({threads} thread{'s' if threads != 1 else ''})", "cpu",
         {"float32": per_core * threads, "bfloat16": per_core * threads,
          "float16": per_core * threads / 4},
         vector_flops=per_core * threads / 4, mem_bw=min(80e9, 10e9 * threads),
