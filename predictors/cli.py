@@ -178,10 +178,9 @@ def _print_gpu_rows(rows: list[dict], how: str) -> None:
 def _validate_cuda(args) -> int:
     """``validate --device cuda``: measure random scenarios on this GPU (and six GPU-sized
     ones) and predict them with a profile (default: the GPU's bundled one)."""
-    import tempfile
-
     import datetime
     import socket
+    import tempfile
 
     from .calibrate.cuda_profile import gpu_end_to_end, scenario_errors
     from .profiles import (ProfileError, default_profile, profile_file, record_validation,

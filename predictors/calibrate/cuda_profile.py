@@ -8,7 +8,7 @@ public measurements, and replaces what the measurements know better:
 - the CPU overheads T1-T5 and the launch map, from the profiled training steps of this
   host: on the H200 machine measured in session 5 the bundled overheads (pooled from
   public V100/A100-era traces of other hosts) predicted launch-bound steps 55-190 % too
-  slow, and this host's own traces brought the same scenarios to 13 % (leave one out).
+  slow, and this host's own traces brought the same scenarios to 12 % (leave one out).
 
 The folder's scenarios also validate the profile: each one's iteration is predicted with
 overheads pooled from the *other* scenarios' traces (leave one out) and compared with its
@@ -94,19 +94,17 @@ def _tensor_core_model(doc: dict, base: DeviceProfile):
               "samples": len(rows)})
 
 
-def profile_from_measurements(folder: str | Path, *, exclude: set[int] = frozenset(),
-                              base: DeviceProfile | None = None) -> DeviceProfile:
-    """The measured profile of the GPU in ``folder`` (``exclude``: scenario indices whose
-    traces stay out of the overheads, for leave-one-out validation)."""
+def _measured_parts(folder: str | Path, base: DeviceProfile | None = None) -> tuple:
+    """What a profile takes from ``folder`` whichever scenarios are left out: the
+    measurements, the base profile, its kernel models with the measured peaks and the
+    tensor-core GEMM model, and every traced scenario's recording."""
     from ..gpu.build import profile_for_device
-    from ..gpu.overheads import trace_overheads
     from ..gpu.roofline_model import MeasuredRooflineModel
 
     doc = load_measurements(folder)
-    dev = doc["device"]
     if base is None:
         try:
-            base = profile_for_device(dev["name"])
+            base = profile_for_device(doc["device"]["name"])
         except KeyError as exc:
             raise ProfileError(f"{folder}: {exc.args[0]}") from None
     models = dict(base.kernel_models)
@@ -122,11 +120,19 @@ def profile_from_measurements(folder: str | Path, *, exclude: set[int] = frozens
     half = _tensor_core_model(doc, base)
     if half is not None:
         models["gemm_half"] = half  # after "other": it overrides the roofline for fp16/bf16
-    recs = {i: r for i, r in _recordings(doc).items() if i not in exclude}
+    return doc, base, models, half, _recordings(doc)
+
+
+def _assemble(doc: dict, base: DeviceProfile, models: dict, half, recordings: dict,
+              exclude: set[int] = frozenset()) -> DeviceProfile:
+    """The measured profile, T1-T5 from the recordings not in ``exclude``."""
+    from ..gpu.overheads import trace_overheads
+
+    dev = doc["device"]
+    recs = [r for i, r in recordings.items() if i not in exclude]
     overheads, launch_map = base.overheads, base.launch_map
     if recs:
-        overheads, launch_map, info = trace_overheads(list(recs.values()),
-                                                      ["this host"] * len(recs))
+        overheads, launch_map, info = trace_overheads(recs, ["this host"] * len(recs))
         overheads = dataclasses.replace(
             overheads, source=f"measured from {len(recs)} profiled training steps "
                               f"({info['ops']:,} ops) on {dev.get('host')} "
@@ -142,26 +148,32 @@ def profile_from_measurements(folder: str | Path, *, exclude: set[int] = frozens
         "gemm_half": half.info.get("source") if half is not None else
         "no half-precision GEMMs measured: the roofline",
         "profiled_steps": len(recs)}
-    return DeviceProfile(dev["name"], "measured", base.device, overheads, launch_map, models,
-                         provenance, {k: v for k, v in base.validation.items()})
+    return DeviceProfile(dev["name"], "measured", base.device, overheads, launch_map,
+                         dict(models), provenance, dict(base.validation))
 
 
-def scenario_errors(folder: str | Path, *, leave_one_out: bool = True,
+def profile_from_measurements(folder: str | Path, *, exclude: set[int] = frozenset(),
+                              base: DeviceProfile | None = None) -> DeviceProfile:
+    """The measured profile of the GPU in ``folder`` (``exclude``: scenario indices whose
+    traces stay out of the overheads, for leave-one-out validation)."""
+    return _assemble(*_measured_parts(folder, base), exclude)
+
+
+def scenario_errors(folder: str | Path, *,
                     profile: DeviceProfile | None = None) -> list[dict]:
     """Predicted against measured iteration of every measured scenario in ``folder``:
-    with this host's overheads from the other scenarios (``leave_one_out``), or with
-    ``profile`` as it is."""
+    with ``profile`` as it is, or (without one) with this folder's profile whose
+    overheads come from the *other* scenarios' traces (leave one out; the models and
+    recordings are made once)."""
     from ..predict import predict
 
-    doc = load_measurements(folder)
+    parts = _measured_parts(folder) if profile is None else None
+    doc = parts[0] if parts is not None else load_measurements(folder)
     rows = []
     for row in doc.get("scenarios") or []:
         if not row.get("measure"):
             continue
-        prof = profile
-        if prof is None:
-            prof = profile_from_measurements(folder, exclude={row["index"]}
-                                             if leave_one_out else set())
+        prof = profile if profile is not None else _assemble(*parts, {row["index"]})
         pred = predict(row["doc"], profile=prof)
         measured = row["measure"]["iteration_ms"]
         rows.append({"index": row["index"], "scenario": row["doc"]["name"],
