@@ -110,6 +110,15 @@ def gemm_errors(doc: dict, profile) -> list[dict]:
     return out
 
 
+def _other_profile(path: str):
+    """A measured profile: a profile file as it is, or one built from a measurements
+    folder."""
+    from predictors.calibrate.cuda_profile import profile_from_measurements
+    from predictors.profiles import load_profile
+
+    return load_profile(path) if Path(path).is_file() else profile_from_measurements(path)
+
+
 def cmd_report(args) -> int:
     from predictors.calibrate.cuda_profile import (geomean_abs_pct, load_measurements,
                                                    scenario_errors)
@@ -138,19 +147,19 @@ def cmd_report(args) -> int:
                   + al)
     other_profile = None
     if args.profile_from:
-        from predictors.calibrate.cuda_profile import profile_from_measurements
-        other_profile = profile_from_measurements(args.profile_from)
-        half = other_profile.kernel_models.get("gemm_half")
-        rows = [r for r in doc.get("gemm") or []
-                if r.get("ms") and r["dtype"] in ("bfloat16", "float16")]
-        if half is not None and rows:
+        other_profile = _other_profile(args.profile_from)
+        for key, dtypes in (("gemm_half", ("bfloat16", "float16")), ("gemm_fp32", ("float32",))):
+            model = other_profile.kernel_models.get(key)
+            rows = [r for r in doc.get("gemm") or [] if r.get("ms") and r["dtype"] in dtypes]
+            if model is None or not rows:
+                continue
             from predictors.gpu.train import gmae
-            print(f"\nfp16/bf16 GEMMs against the tensor-core model calibrated from "
-                  f"{args.profile_from} ({half.info.get('samples')} GEMMs):")
+            print(f"\n{'/'.join(dtypes)} GEMMs against the model measured for "
+                  f"{args.profile_from} ({model.info.get('source')}):")
             for op in ("linear", "bmm"):
                 sel = [r for r in rows if r["op"] == op]
                 if sel:
-                    pred = half.predict_rows(sel)
+                    pred = model.predict_rows(sel)
                     meas = np.array([r["ms"] for r in sel])
                     print(f"  {op:6s} {len(sel):4d} shapes  GMAE {100 * gmae(pred, meas):5.1f}%")
     if doc.get("scenarios"):
@@ -163,8 +172,7 @@ def cmd_report(args) -> int:
                   f"{b['error_pct']:+7.1f}% {a['error_pct']:+8.1f}%")
         if other_profile is not None:
             other = scenario_errors(args.folder, profile=other_profile)
-            print(f"  with the profile calibrated from {args.profile_from} (other "
-                  f"scenarios, another machine start): geomean |error| "
+            print(f"  with the profile {args.profile_from}: geomean |error| "
                   f"{geomean_abs_pct([r['error_pct'] for r in other]):.1f}% ("
                   + ", ".join(f"{r['error_pct']:+.0f}%" for r in other) + ")")
         print(f"  geomean |error|: the profile fitted on public data "
@@ -193,8 +201,9 @@ def main(argv=None) -> int:
     r.set_defaults(fn=cmd_run)
     rp = sub.add_parser("report")
     rp.add_argument("folder", help="a measurements folder (resources/measurements/...)")
-    rp.add_argument("--profile-from", metavar="DIR",
-                    help="also predict with the profile calibrated from another folder")
+    rp.add_argument("--profile-from", metavar="DIR|PROFILE",
+                    help="also predict with a measured profile: built from another "
+                         "folder, or a profile file (e.g. the bundled one)")
     rp.set_defaults(fn=cmd_report)
     args = p.parse_args(argv)
     return args.fn(args)

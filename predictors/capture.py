@@ -20,7 +20,7 @@ from torch.utils._pytree import tree_flatten
 from .gc_pause import collection_paused
 from .workload import Workload
 
-__all__ = ["OpRecorder", "capture_training_step", "fused_attention", "op_sequence"]
+__all__ = ["OpRecorder", "capture_training_step", "gpu_fused_ops", "op_sequence"]
 
 
 def _dtype_name(t: torch.Tensor) -> str:
@@ -132,46 +132,89 @@ def _attach_block_hooks(module, recorder: OpRecorder):
     return handles
 
 
-_ORIGINAL_SDPA = F.scaled_dot_product_attention
+_ORIGINALS = {"scaled_dot_product_attention": F.scaled_dot_product_attention,
+              "dropout": F.dropout}
 _fusing = threading.local()  # per thread: is this thread capturing for a GPU?
 _patch_lock = threading.Lock()
 _patch_users = 0
 
 
+def _fusing_here() -> bool:
+    return getattr(_fusing, "on", False)
+
+
 def _gpu_sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
               scale=None, enable_gqa=False):
     """``scaled_dot_product_attention`` as a GPU runs it, in threads inside
-    :func:`fused_attention`; the original everywhere else."""
-    if (not getattr(_fusing, "on", False) or attn_mask is not None or enable_gqa
-            or query.dim() != 4):
-        return _ORIGINAL_SDPA(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p,
-                              is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
-    if query.dtype in (torch.float16, torch.bfloat16) and query.shape[-1] <= 256:
+    :func:`gpu_fused_ops`; the original everywhere else."""
+    if not _fusing_here() or attn_mask is not None or enable_gqa or query.dim() != 4:
+        return _ORIGINALS["scaled_dot_product_attention"](
+            query, key, value, attn_mask=attn_mask, dropout_p=dropout_p,
+            is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+    half = query.dtype in (torch.float16, torch.bfloat16)
+    if query.shape[-1] % (8 if half else 4) or value.shape[-1] % (8 if half else 4):
+        # the fused kernels need aligned head dims: torch falls back to its math path
+        # (seen on the H200 for head dim 38)
+        return _gpu_math_attention(query, key, value, dropout_p, is_causal, scale)
+    if half and query.shape[-1] <= 256:
         return torch.ops.aten._scaled_dot_product_flash_attention(
             query, key, value, dropout_p, is_causal, False, scale=scale)[0]
     return torch.ops.aten._scaled_dot_product_efficient_attention(
         query, key, value, None, True, dropout_p, is_causal, scale=scale)[0]
 
 
-@contextmanager
-def fused_attention():
-    """Inside, this thread's ``scaled_dot_product_attention`` calls are recorded as a GPU
-    runs them: one fused kernel forward and one backward (flash attention for 16-bit
-    inputs, memory-efficient attention for fp32), not the matmul-softmax-matmul a meta or
-    CPU tensor decomposes into.
+def _gpu_math_attention(query, key, value, dropout_p, is_causal, scale):
+    """torch's math attention as a GPU runs it (``_scaled_dot_product_attention_math``:
+    both operands scaled by the root of the scale, ``_safe_softmax``, a fused dropout)."""
+    import math
 
-    Measured on an H200 (session 5): a bf16 LM's attention ran as cuDNN flash kernels and
-    fp32 as memory-efficient ones, while the meta capture had recorded fp32 ``bmm`` s
-    (softmax upcast) that predicted its step 77 % too slow.  Masks and grouped queries
-    keep the decomposed form.  The function is swapped while any thread is inside (a
-    count, under a lock) and the swap acts only in those threads: predictions run in
-    worker threads beside real CPU runs."""
+    root = math.sqrt(scale if scale is not None else 1.0 / math.sqrt(query.shape[-1]))
+    attn = torch.matmul(query * root, (key * root).transpose(-2, -1))
+    if is_causal:
+        n, m = attn.shape[-2:]
+        mask = torch.ones(n, m, dtype=torch.bool, device=attn.device).tril()
+        attn = attn.masked_fill(~mask, float("-inf"))
+    attn = torch.ops.aten._safe_softmax(attn, -1)
+    if dropout_p > 0.0:
+        attn = torch.ops.aten.native_dropout(attn, dropout_p, True)[0]
+    return torch.matmul(attn, value)
+
+
+def _gpu_dropout(input, p=0.5, training=True, inplace=False):
+    """``dropout`` as a GPU runs it (one ``native_dropout`` kernel forward, one
+    ``native_dropout_backward``), in threads inside :func:`gpu_fused_ops`."""
+    if _fusing_here() and training and 0.0 < p < 1.0 and not inplace and input.numel():
+        return torch.ops.aten.native_dropout(input, p, True)[0]
+    return _ORIGINALS["dropout"](input, p, training, inplace)
+
+
+_GPU_VERSIONS = {"scaled_dot_product_attention": _gpu_sdpa, "dropout": _gpu_dropout}
+
+
+@contextmanager
+def gpu_fused_ops():
+    """Inside, this thread's ``scaled_dot_product_attention`` and ``dropout`` calls are
+    recorded as a GPU runs them, not as a meta or CPU tensor decomposes them:
+
+    - attention: one fused kernel each way (flash attention for 16-bit inputs,
+      memory-efficient attention for fp32), not matmul-softmax-matmul.  Measured on an
+      H200 (session 5): a bf16 LM ran cuDNN flash kernels while the meta capture had
+      recorded fp32 ``bmm`` s (softmax upcast) that predicted its step 77 % too slow.
+      Head dims the fused kernels cannot take run torch's math path (with a fused
+      dropout); masks and grouped queries keep the decomposed form;
+    - dropout: ``native_dropout`` (one kernel), not ``bernoulli_``, ``div_`` and ``mul``
+      (three ops and their dispatch, seen in the same traces).
+
+    The functions are swapped while any thread is inside (a count, under a lock) and
+    the swap acts only in those threads: predictions run in worker threads beside real
+    CPU runs."""
     global _patch_users
     with _patch_lock:
         if _patch_users == 0:
-            F.scaled_dot_product_attention = _gpu_sdpa
+            for name, fn in _GPU_VERSIONS.items():
+                setattr(F, name, fn)
         _patch_users += 1
-    previous, _fusing.on = getattr(_fusing, "on", False), True
+    previous, _fusing.on = _fusing_here(), True
     try:
         yield
     finally:
@@ -179,7 +222,8 @@ def fused_attention():
         with _patch_lock:
             _patch_users -= 1
             if _patch_users == 0:
-                F.scaled_dot_product_attention = _ORIGINAL_SDPA
+                for name, fn in _ORIGINALS.items():
+                    setattr(F, name, fn)
 
 
 def capture_training_step(workload: Workload, *, gpu: bool = False) -> nx.DiGraph:
@@ -187,11 +231,13 @@ def capture_training_step(workload: Workload, *, gpu: bool = False) -> nx.DiGrap
 
     The inputs are made before recording, as a data loader would; the graph holds
     forward (with the loss), backward and the optimizer step.  ``gpu``: record the ops a
-    CUDA device runs where they differ from the CPU's (:func:`fused_attention`).
+    CUDA device runs where they differ from the CPU's (dropout and attention as :func:`gpu_fused_ops` records them, the
+    multi-tensor optimizer step).
     """
     module = workload.module
     batch = workload.make_batch()
-    optimizer = workload.optimizer()
+    # On a GPU, SGD updates all dense parameters with one ``_foreach_add_``.
+    optimizer = workload.optimizer(foreach=True if gpu else None)
     optimizer.zero_grad(set_to_none=True)
     recorder = OpRecorder()
     for nid, tables in batch["sparse"].items():
@@ -199,7 +245,7 @@ def capture_training_step(workload: Workload, *, gpu: bool = False) -> nx.DiGrap
             recorder.lookups[id(indices)] = (weakref.ref(indices), dict(spec))
     handles = _attach_block_hooks(module, recorder)
     try:
-        with collection_paused(), (fused_attention() if gpu else nullcontext()), recorder:
+        with collection_paused(), (gpu_fused_ops() if gpu else nullcontext()), recorder:
             with recorder.in_phase("forward"):
                 loss = module(batch)
             with recorder.in_phase("backward"):

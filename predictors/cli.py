@@ -132,7 +132,7 @@ def _calibrate_cuda(args) -> int:
 
     from .calibrate.cuda_profile import (calibrate_cuda, profile_from_measurements,
                                          with_validation)
-    from .profiles import save_profile
+    from .profiles import ProfileError, save_profile
 
     problem = _unwritable(args.out)
     if problem:
@@ -140,7 +140,12 @@ def _calibrate_cuda(args) -> int:
         return 2
     if args.from_measurements:
         folder = args.from_measurements
-        prof, rows = with_validation(profile_from_measurements(folder), folder)
+        try:
+            prof = profile_from_measurements(folder, gemms_from=args.gemms_from or [])
+        except ProfileError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        prof, rows = with_validation(prof, folder, gemms_from=args.gemms_from or [])
     else:
         if not _cuda_available():
             print("error: --device cuda: no GPU here (torch.cuda.is_available() is False); "
@@ -336,6 +341,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cuda: where the measurements go (default: beside --out)")
     c.add_argument("--from-measurements", metavar="DIR",
                    help="build a GPU profile from a folder measured before (no GPU needed)")
+    c.add_argument("--gemms-from", metavar="DIR", action="append",
+                   help="with --from-measurements: also fit the GEMMs measured in DIR (the "
+                        "same GPU, another run; repeatable)")
     c.add_argument("--quiet", action="store_true", help="no progress on stderr")
     c.set_defaults(func=_cmd_calibrate)
     va = sub.add_parser("validate", help="measure and predict random scenarios")

@@ -302,9 +302,12 @@ class Workload:
                                                dev, gen)
         return batch
 
-    def optimizer(self) -> torch.optim.Optimizer:
-        """Plain SGD over all parameters (sparse rows for the embedding bags)."""
-        return torch.optim.SGD(self.module.parameters(), lr=self.lr)
+    def optimizer(self, foreach: bool | None = None) -> torch.optim.Optimizer:
+        """Plain SGD over all parameters (sparse rows for the embedding bags).
+        ``foreach``: torch's choice by default (the multi-tensor update where every
+        parameter is on a CUDA device, one ``add_`` per parameter elsewhere or when a
+        gradient is sparse); True makes a meta capture record what a GPU runs."""
+        return torch.optim.SGD(self.module.parameters(), lr=self.lr, foreach=foreach)
 
 
 def _randn(shape, dtype, device, gen):

@@ -63,7 +63,8 @@ def gap_samples(steps) -> list[tuple[str, str, str, float, float]]:
     spec = local_cpu_spec(1)
     out = []
     for step in steps:
-        sizes = [kernel_cost(r["node"], spec).bytes for r in step.records]
+        sizes = [r["bytes"] if "bytes" in r else kernel_cost(r["node"], spec).bytes
+                 for r in step.records]
         for k in range(1, len(step.records)):
             node, prev = step.records[k]["node"], step.records[k - 1]["node"]
             key = f"{node['phase']}:{node['name']}"

@@ -30,7 +30,7 @@ from ..devices.specs import cpu_model
 
 __all__ = ["time_kernel", "device_info", "measure_peaks", "gemm_sweep", "kernel_sweep",
            "scenario_runs", "collect", "gpu_scenarios", "single_gpu_preset",
-           "half_gemm_shapes"]
+           "calibration_gemm_shapes"]
 
 
 def _sync(device: torch.device) -> None:
@@ -321,15 +321,17 @@ def scenario_runs(docs: list[dict], device: torch.device, folder: Path, deadline
     return rows
 
 
-def half_gemm_shapes(seed: int = 0, n: int = 600) -> list[dict]:
-    """``n`` fp16/bf16 GEMMs (3 in 4 ``linear``, the rest ``bmm``) with log-uniform sizes
-    from 16 to 16384, half of them with N and K rounded to a multiple of 8-128: alignment
-    decides a tensor-core GEMM's speed (``gpu/tensor_core_gemm.py``)."""
+def calibration_gemm_shapes(seed: int = 0, n: int = 600, n_fp32: int = 200) -> list[dict]:
+    """``n`` fp16/bf16 GEMMs and ``n_fp32`` fp32 ones (3 in 4 ``linear``, the rest
+    ``bmm``) with log-uniform sizes from 16 to 16384, half of them with N and K rounded to
+    a multiple of 8-128: alignment decides a tensor-core GEMM's speed
+    (``gpu/tensor_core_gemm.py``).  fp32 products stay under 1e12 FLOPs (20 ms at an
+    H200's sgemm rate)."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
     shapes: list[dict] = []
-    while len(shapes) < n:
+    while len(shapes) < n + n_fp32:
         m, nn, k = (int(np.exp(rng.uniform(np.log(16), np.log(16384)))) for _ in range(3))
         op = "bmm" if rng.random() < 0.25 else "linear"
         b = int(rng.choice([4, 8, 16, 32, 64])) if op == "bmm" else 1
@@ -338,10 +340,11 @@ def half_gemm_shapes(seed: int = 0, n: int = 600) -> list[dict]:
             nn, k = max(step, round(nn / step) * step), max(step, round(k / step) * step)
             if rng.random() < 0.5:
                 m = max(8, round(m / 8) * 8)
-        if not 1e5 <= 2.0 * b * m * nn * k <= 2e12:
+        fp32 = len(shapes) >= n
+        if not 1e5 <= 2.0 * b * m * nn * k <= (1e12 if fp32 else 2e12):
             continue
-        shapes.append({"op": op, "b": b, "m": m, "n": nn, "k": k,
-                       "dtype": "bfloat16" if rng.random() < 0.7 else "float16"})
+        dtype = "float32" if fp32 else ("bfloat16" if rng.random() < 0.7 else "float16")
+        shapes.append({"op": op, "b": b, "m": m, "n": nn, "k": k, "dtype": dtype})
     return shapes
 
 

@@ -16,7 +16,6 @@ measured (unprofiled) iteration.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from pathlib import Path
@@ -74,30 +73,40 @@ def _peaks(doc: dict, base):
                          "an 8192^3 fp32 GEMM (TF32 off), an L2-resident copy")
 
 
-MIN_HALF_GEMMS = 100
+MIN_GEMMS = 100  # per precision: fewer measured GEMMs keep the model the profile had
 
 
-def _tensor_core_model(doc: dict, base: DeviceProfile):
-    """A fp16/bf16 GEMM model fitted on the folder's half-precision GEMMs, or None."""
+def _gemm_models(doc: dict, base: DeviceProfile, extra: list[dict] = ()) -> dict:
+    """GEMM models fitted on the measured GEMMs of ``doc`` (and of ``extra`` folders of
+    the same GPU): ``gemm_half`` (fp16/bf16) and ``gemm_fp32``, each where at least
+    :data:`MIN_GEMMS` were measured."""
     from ..gpu.features import figures_from_spec
-    from ..gpu.tensor_core_gemm import HALF_DTYPES, TensorCoreGemmModel
+    from ..gpu.tensor_core_gemm import FP32_DTYPES, HALF_DTYPES, TensorCoreGemmModel
 
-    rows = [r for r in doc.get("gemm") or []
-            if r.get("ms") and r.get("dtype") in HALF_DTYPES]
-    if len(rows) < MIN_HALF_GEMMS:
-        return None
-    spec = base.device
-    return TensorCoreGemmModel.fit(
-        figures_from_spec(spec), spec.flops("bfloat16"), rows,
-        info={"source": f"fitted on {len(rows)} fp16/bf16 GEMMs measured on "
-                        f"{doc['device'].get('name')} ({doc['device'].get('date')})",
-              "samples": len(rows)})
+    spec, out = base.device, {}
+    sources = [doc, *extra]
+    for key, dtypes, peak_dtype, label in (("gemm_half", HALF_DTYPES, "bfloat16", "fp16/bf16"),
+                                           ("gemm_fp32", FP32_DTYPES, "float32", "fp32")):
+        rows = [r for d in sources for r in d.get("gemm") or []
+                if r.get("ms") and r.get("dtype") in dtypes]
+        if len(rows) < MIN_GEMMS:
+            continue
+        starts = ", ".join(sorted({f"{d['device'].get('date')}" for d in sources
+                                   if any(r.get("dtype") in dtypes for r in d.get("gemm") or [])}))
+        out[key] = TensorCoreGemmModel.fit(
+            figures_from_spec(spec), spec.flops(peak_dtype), rows, dtypes=dtypes,
+            info={"source": f"fitted on {len(rows)} {label} GEMMs measured on "
+                            f"{doc['device'].get('name')} ({starts})",
+                  "samples": len(rows)})
+    return out
 
 
-def _measured_parts(folder: str | Path, base: DeviceProfile | None = None) -> tuple:
+def _measured_parts(folder: str | Path, base: DeviceProfile | None = None,
+                    gemms_from: list = ()) -> tuple:
     """What a profile takes from ``folder`` whichever scenarios are left out: the
     measurements, the base profile, its kernel models with the measured peaks and the
-    tensor-core GEMM model, and every traced scenario's recording."""
+    GEMM models fitted on the measured GEMMs (of ``gemms_from`` folders too), every
+    traced scenario's recording and its step aligned with its capture."""
     from ..gpu.build import profile_for_device
     from ..gpu.roofline_model import MeasuredRooflineModel
 
@@ -117,61 +126,90 @@ def _measured_parts(folder: str | Path, base: DeviceProfile | None = None) -> tu
         models["embedding"] = type(embedding)(models["other"].peaks,
                                               default_distribution=embedding.default_distribution,
                                               kernel_floor_ms=embedding.kernel_floor_ms)
-    half = _tensor_core_model(doc, base)
-    if half is not None:
-        models["gemm_half"] = half  # after "other": it overrides the roofline for fp16/bf16
-    return doc, base, models, half, _recordings(doc)
+    extra = []
+    for other_folder in gemms_from:
+        more = load_measurements(other_folder)
+        if more["device"].get("name") != doc["device"].get("name"):
+            raise ProfileError(f"{other_folder}: measured on {more['device'].get('name')}, "
+                               f"not on {doc['device'].get('name')}")
+        extra.append(more)
+    gemms = _gemm_models(doc, base, extra)
+    # after "gemm" and "other": they override the public model and the roofline
+    models.update(gemms)
+    recordings = _recordings(doc)
+    return doc, base, models, gemms, recordings, _aligned_steps(doc, recordings)
 
 
-def _assemble(doc: dict, base: DeviceProfile, models: dict, half, recordings: dict,
-              exclude: set[int] = frozenset()) -> DeviceProfile:
-    """The measured profile, T1-T5 from the recordings not in ``exclude``."""
+def _aligned_steps(doc: dict, recordings: dict) -> dict:
+    """Each traced scenario's step aligned with its capture (index -> StepProfile)."""
+    from .cuda_overheads import aligned_step
+
+    return {row["index"]: aligned_step(row["doc"], recordings[row["index"]],
+                                       row["measure"]["iteration_ms"])
+            for row in doc.get("scenarios") or []
+            if row.get("measure") and row["index"] in recordings}
+
+
+def _assemble(doc: dict, base: DeviceProfile, models: dict, gemms: dict, recordings: dict,
+              steps: dict, exclude: set[int] = frozenset()) -> DeviceProfile:
+    """The measured profile, T1-T5 from the traced steps not in ``exclude``: per
+    captured op (:mod:`.cuda_overheads`); the launch map from the recordings' leaf ops."""
     from ..gpu.overheads import trace_overheads
+    from .cuda_overheads import aligned_overheads
 
     dev = doc["device"]
     recs = [r for i, r in recordings.items() if i not in exclude]
+    kept = [s for i, s in steps.items() if i not in exclude]
     overheads, launch_map = base.overheads, base.launch_map
+    fitted = {}
     if recs:
-        overheads, launch_map, info = trace_overheads(recs, ["this host"] * len(recs))
-        overheads = dataclasses.replace(
-            overheads, source=f"measured from {len(recs)} profiled training steps "
-                              f"({info['ops']:,} ops) on {dev.get('host')} "
-                              f"({dev.get('cpu_model')}, torch {dev.get('torch')})")
+        _, launch_map, _ = trace_overheads(recs, ["this host"] * len(recs))
+    if kept:
+        overheads, fitted = aligned_overheads(
+            kept, f"measured from {len(kept)} profiled training steps "
+                  f"({sum(len(s.records) for s in kept):,} ops aligned with their "
+                  f"captures) on {dev.get('host')} ({dev.get('cpu_model')}, torch "
+                  f"{dev.get('torch')})")
     provenance = {
         "kind": "measured", "source": "calibrated on this GPU by `python -m predictors "
                                       "calibrate --device cuda`",
         "host": dev.get("host"), "gpu": dev.get("name"), "cpu_model": dev.get("cpu_model"),
         "torch": dev.get("torch"), "cuda": dev.get("cuda"), "date": dev.get("date"),
-        "peaks": (doc.get("peaks") or {}), "gemm": f"model of the bundled {base.name} "
-                                                   "profile (public measurements)",
+        "peaks": (doc.get("peaks") or {}),
+        "gemm": gemms["gemm_fp32"].info["source"] if "gemm_fp32" in gemms else
+        f"model of the bundled {base.name} profile (public measurements)",
         "overheads": overheads.source if overheads is not None else "none",
-        "gemm_half": half.info.get("source") if half is not None else
+        "gemm_half": gemms["gemm_half"].info["source"] if "gemm_half" in gemms else
         "no half-precision GEMMs measured: the roofline",
-        "profiled_steps": len(recs)}
+        "profiled_steps": len(kept),
+        "profiler_us_per_event": fitted.get("profiler_us_per_event")}
     return DeviceProfile(dev["name"], "measured", base.device, overheads, launch_map,
                          dict(models), provenance, dict(base.validation))
 
 
 def profile_from_measurements(folder: str | Path, *, exclude: set[int] = frozenset(),
-                              base: DeviceProfile | None = None) -> DeviceProfile:
+                              base: DeviceProfile | None = None,
+                              gemms_from: list = ()) -> DeviceProfile:
     """The measured profile of the GPU in ``folder`` (``exclude``: scenario indices whose
-    traces stay out of the overheads, for leave-one-out validation)."""
-    return _assemble(*_measured_parts(folder, base), exclude)
+    traces stay out of the overheads, for leave-one-out validation; ``gemms_from``:
+    other folders of the same GPU whose GEMMs are fitted too)."""
+    return _assemble(*_measured_parts(folder, base, gemms_from), exclude)
 
 
-def scenario_errors(folder: str | Path, *,
-                    profile: DeviceProfile | None = None) -> list[dict]:
+def scenario_errors(folder: str | Path, *, profile: DeviceProfile | None = None,
+                    gemms_from: list = (), only: set[int] | None = None) -> list[dict]:
     """Predicted against measured iteration of every measured scenario in ``folder``:
     with ``profile`` as it is, or (without one) with this folder's profile whose
     overheads come from the *other* scenarios' traces (leave one out; the models and
-    recordings are made once)."""
+    recordings are made once; ``gemms_from`` as for :func:`profile_from_measurements`).
+    ``only``: the scenario indices to predict (default all)."""
     from ..predict import predict
 
-    parts = _measured_parts(folder) if profile is None else None
+    parts = _measured_parts(folder, gemms_from=gemms_from) if profile is None else None
     doc = parts[0] if parts is not None else load_measurements(folder)
     rows = []
     for row in doc.get("scenarios") or []:
-        if not row.get("measure"):
+        if not row.get("measure") or (only is not None and row["index"] not in only):
             continue
         prof = profile if profile is not None else _assemble(*parts, {row["index"]})
         pred = predict(row["doc"], profile=prof)
@@ -206,12 +244,12 @@ def gpu_end_to_end(rows: list[dict], provenance: dict, command: str) -> dict:
                       else round(r["spread_pct"] / 100, 4)} for r in rows]}
 
 
-def with_validation(prof: DeviceProfile, folder: str | Path,
-                    progress=None) -> tuple[DeviceProfile, list[dict]]:
+def with_validation(prof: DeviceProfile, folder: str | Path, progress=None,
+                    gemms_from: list = ()) -> tuple[DeviceProfile, list[dict]]:
     """``prof`` with its leave-one-scenario-out validation first in ``validation``."""
     if progress is not None:
         progress(0.97, "validating: each scenario predicted from the others' overheads")
-    rows = scenario_errors(folder)
+    rows = scenario_errors(folder, gemms_from=gemms_from)
     end_to_end = gpu_end_to_end(rows, prof.provenance, "python -m predictors calibrate "
                                 "--device cuda (leave one scenario out: each predicted with "
                                 "overheads from the other scenarios' traces)")
@@ -228,14 +266,14 @@ def calibrate_cuda(budget_s: float = 600.0, seed: int = 0, folder: str | Path | 
 
     import torch
 
-    from .cuda_collect import collect, gpu_scenarios, half_gemm_shapes
+    from .cuda_collect import calibration_gemm_shapes, collect, gpu_scenarios
 
     if not torch.cuda.is_available():
         raise ProfileError("no CUDA GPU here (torch.cuda.is_available() is False)")
     name = torch.cuda.get_device_name()
     folder = Path(folder) if folder else Path(tempfile.mkdtemp(prefix="ml-dse-cuda-"))
     collect(folder, device="cuda", scenarios=gpu_scenarios(name, seed),
-            gemm_shapes=half_gemm_shapes(seed), kernels=False, budget_s=budget_s, log=log,
+            gemm_shapes=calibration_gemm_shapes(seed), kernels=False, budget_s=budget_s, log=log,
             progress=progress, cancelled=cancelled)
     prof = profile_from_measurements(folder)
     prof.provenance["measurements"] = str(folder)

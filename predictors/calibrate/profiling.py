@@ -63,6 +63,7 @@ class StepProfile:
     step_samples_us: list[float] = field(default_factory=list)
     events: int = 0  # events one profiled step records
     tail_raw: tuple[float, int] | None = None
+    device_busy_us: float | None = None  # GPU steps: the traced step's kernel time
 
     def remove_profiler_cost(self, per_event_us: float) -> None:
         """Set ``dur_us``, ``gap_us`` and ``tail_us`` from the raw figures (``dur_raw``,

@@ -222,6 +222,12 @@ def _dense_bytes(op: str, node: dict) -> float:
         # form first copies the whole destination
         copy = 0.0 if op.endswith("_") else 2 * reads[0]
         return sum(reads[1:-1]) + 3 * reads[-1] + copy
+    if op.startswith("_foreach_") and op.endswith("_") and len(reads) >= 2:
+        # in place over a list: the first list (``len(ins) / lists`` tensors) is read
+        # and written, the others (gradients, scalars lists) read
+        lists = 2 if len(reads) % 2 == 0 else 1
+        dest = len(reads) // lists
+        return 2 * sum(reads[:dest]) + sum(reads[dest:])
     if op.endswith("_") and reads:
         return sum(reads[1:]) + reads[0] * (1 if op in OVERWRITE_OPS else 2)
     if op in GATHER_OPS:
@@ -247,6 +253,9 @@ def kernel_cost(node: dict, device: DeviceSpec) -> KernelCost:
         nbytes = _dense_bytes(op, node)
     out_elems = sum(_numel(s) for s in node["output_shapes"]) or (
         _numel(node["input_shapes"][0]) if node["input_shapes"] else 1)
+    if op.startswith("_foreach_") and not node["output_shapes"]:  # in place over a list
+        ins = node["input_shapes"]
+        out_elems = sum(_numel(s) for s in ins[:max(1, len(ins) // 2)])
     if category == "gemm":
         if op in ATTENTION_OPS:
             flops = attention_flops(op, node["input_shapes"])

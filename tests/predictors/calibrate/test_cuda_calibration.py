@@ -56,8 +56,13 @@ def test_measurements_folder_errors(tmp_path):
         load_measurements(tmp_path)
 
 
-def test_profile_from_the_h200_measurements():
-    prof = profile_from_measurements(H200)
+@pytest.fixture(scope="module")
+def h200_profile():
+    return profile_from_measurements(H200)
+
+
+def test_profile_from_the_h200_measurements(h200_profile):
+    prof = h200_profile
     assert prof.kind == "measured" and prof.name == "NVIDIA H200"
     peaks = prof.kernel_models["other"].peaks
     assert 2.0e12 < peaks.dram_bw < 4.8e12 and 40e12 < peaks.fp32_flops < 67e12
@@ -71,13 +76,13 @@ def test_profile_from_the_h200_measurements():
 
 def test_h200_scenarios_leave_one_out():
     """Each measured H200 iteration predicted with the other scenarios' overheads: the
-    figures docs/gpu_profiles.md reports (11.7 % geomean; loose bound here)."""
+    figures docs/gpu_profiles.md reports (7.3 % geomean over 16; looser bound here)."""
     doc = json.loads(gzip.decompress((H200 / "measurements.json.gz").read_bytes()))
     picks = {0, 1, 13, 15}  # a DLRM and an LM (launch-bound), fp32 and bf16 GPU-sized LMs
-    rows = [r for r in scenario_errors(H200) if r["index"] in picks]
+    rows = scenario_errors(H200, only=picks)
     assert len(rows) == len(picks)
     for r in rows:
-        assert abs(r["error_pct"]) < 60, r
+        assert abs(r["error_pct"]) < 30, r
     measured = {r["index"]: r["measure"]["iteration_ms"] for r in doc["scenarios"]}
     assert all(r["measured_ms"] == measured[r["index"]] for r in rows)
 
@@ -115,7 +120,9 @@ def test_tensor_core_gemm_model_learns_alignment_and_transfers():
     from predictors.gpu.tensor_core_gemm import TensorCoreGemmModel
     from predictors.gpu.train import gmae
 
-    spec = profile_from_measurements(H200).device
+    from predictors.gpu.build import profile_for_device
+
+    spec = profile_for_device("NVIDIA H200").device
     model = TensorCoreGemmModel.fit(figures_from_spec(spec), spec.flops("bfloat16"),
                                     _gemms(ROOT / "resources" / "measurements"
                                            / "nvidia-h200-2026-11-29-rerun"))
@@ -131,12 +138,38 @@ def test_tensor_core_gemm_model_learns_alignment_and_transfers():
     assert out[0] == pytest.approx(aligned) and np.isnan(out[1])
 
 
-def test_sparse_embedding_backward_and_update_match_the_h200_kernels():
+def test_measured_fp32_gemm_model_beats_the_public_one_on_held_out_shapes():
+    """The H200's fp32 GEMMs, fitted on four in five and checked on the rest: the model
+    trained on other GPUs' public measurements misses them by 19.6 % (21 % fast)."""
+    import numpy as np
+
+    from predictors.gpu.build import profile_for_device
+    from predictors.gpu.features import figures_from_spec
+    from predictors.gpu.tensor_core_gemm import FP32_DTYPES, TensorCoreGemmModel
+    from predictors.gpu.train import gmae
+
+    doc = json.loads(gzip.decompress((H200 / "measurements.json.gz").read_bytes()))
+    rows = [r for r in doc["gemm"] if r.get("ms") and r["dtype"] == "float32"]
+    order = np.random.default_rng(0).permutation(len(rows))
+    cut = len(rows) * 4 // 5
+    train, held = [rows[i] for i in order[:cut]], [rows[i] for i in order[cut:]]
+    spec = profile_for_device("NVIDIA H200").device
+    model = TensorCoreGemmModel.fit(figures_from_spec(spec), spec.flops("float32"), train,
+                                    dtypes=FP32_DTYPES)
+    err = gmae(model.predict_rows(held), np.array([r["ms"] for r in held]))
+    assert err < 0.10  # 4-5 % measured
+    node = {"name": "aten::mm", "input_shapes": [(4096, 4096), (4096, 4096)],
+            "input_dtypes": ["float32", "float32"]}
+    out = model.predict_ms([node, dict(node, input_dtypes=["bfloat16", "bfloat16"])])
+    assert out[0] > 0 and np.isnan(out[1])
+
+
+def test_sparse_embedding_backward_and_update_match_the_h200_kernels(h200_profile):
     """The largest seed-0 DLRM (26 tables of 500k x 64, batch 16384): the trace records
     one gather per table's sparse backward (189 us) and one index_add per SGD update
     (198 us); the profile's models land within 1.5x of both (the gather's share of the
     bandwidth varies 0.15-0.48 between DLRMs; this one is the slowest)."""
-    prof = profile_from_measurements(H200)
+    prof = h200_profile
     lookups, batch, rows, dim = 311296, 16384, 500000, 64
     bwd = {"name": "aten::_embedding_bag_backward",
            "input_shapes": [(batch, dim), (lookups,), (batch,), (lookups,), (batch,), (batch,)],
