@@ -44,7 +44,7 @@ class ProfileInfo:
     bundled: bool = False
     error: str | None = None
     overheads_source: str = ""  # where the profile's T1-T5 table comes from
-    overhead_ops: int = 0  # its per-op entries
+    overhead_ops: int = 0  # its per-op entries measured on ops
 
     @property
     def kind_label(self) -> str:
@@ -72,7 +72,9 @@ def read_profile_info(path: str | os.PathLike, bundled: bool = False) -> Profile
         overheads = doc.get("overheads")
         if isinstance(overheads, dict):
             info.overheads_source = str(overheads.get("source") or "")
-            info.overhead_ops = len(overheads.get("per_op") or {})
+            # entries measured on ops (views carry zeros: they run inside the gaps)
+            info.overhead_ops = sum(1 for e in (overheads.get("per_op") or {}).values()
+                                    if e.get("n", 1))
     except (OSError, ValueError, AttributeError) as exc:
         info.error = f"{path.name}: {exc}"
     return info

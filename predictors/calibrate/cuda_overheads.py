@@ -1,11 +1,11 @@
 """CPU overheads of GPU training steps, measured per *captured* op.
 
 The public traces behind the bundled GPU profiles come without their models, so their
-overheads are read per leaf op (:mod:`predictors.gpu.overheads`).  A calibration on the
+overheads are read per dispatch-level op (:mod:`predictors.gpu.overheads`).  A calibration on the
 device knows each traced step's scenario, and so does better: it captures the scenario as
 a prediction would (:func:`~predictors.capture.capture_training_step` with ``gpu=True``)
 and pairs each captured compute op with its recorded twin, as the CPU calibration does
-(:func:`~predictors.calibrate.profiling.comparable_events`).  Per aligned op:
+(:mod:`predictors.traces.dispatch`).  Per aligned op:
 
 - T1: the CPU time since the previous aligned op ended: Python, views, composite
   wrappers (``aten::linear`` around ``aten::addmm``), the autograd engine;
@@ -35,7 +35,9 @@ import numpy as np
 from ..devices.roofline import classify, kernel_cost
 from ..devices.specs import local_cpu_spec
 from ..profiles import OpOverheads, OverheadTable
-from ..traces.kineto import Kind, KinetoTrace
+from ..traces.dispatch import (dispatch_level_ops, fused_token, nest,
+                               runtime_calls_per_op)
+from ..traces.kineto import Kind
 from ..traces.ops import runtime_flags
 from .profiling import StepProfile
 
@@ -52,54 +54,6 @@ MAX_OP_US = 1000.0
 # A scenario is launch-bound when its kernels keep the GPU busy less than this share of
 # its unprofiled iteration.
 LAUNCH_BOUND_BUSY = 0.5
-
-
-def _nest(tr: KinetoTrace, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(order, parent)``: ``sel`` sorted per thread by (start, -duration), and each
-    one's enclosing event of ``sel`` on its thread (-1: none)."""
-    order = sel[np.lexsort((-tr.dur[sel], tr.ts[sel], tr.thread[sel]))]
-    parent = np.full(len(tr), -1, np.int64)
-    stack: list[int] = []
-    current = None
-    for i in order.tolist():
-        if tr.thread[i] != current:
-            stack, current = [], tr.thread[i]
-        while stack and tr.ts[stack[-1]] + tr.dur[stack[-1]] <= tr.ts[i]:
-            stack.pop()
-        if stack:
-            parent[i] = stack[-1]
-        stack.append(i)
-    return order, parent
-
-
-def _comparable(tr: KinetoTrace, order: np.ndarray, parent: np.ndarray,
-                captured: set[str]) -> list[int]:
-    """The recorded ops a dispatch-level capture also sees, by start: aten compute ops
-    that no captured or comparable op encloses and that are not composite wrappers of
-    captured ops (``aten::dropout`` around ``aten::native_dropout``)."""
-    names = {i: tr.names[tr.name_id[i]] for i in order.tolist()}
-    wraps: dict[int, bool] = {}
-    for i in reversed(order.tolist()):  # children before their parents
-        p = int(parent[i])
-        if p >= 0 and (names[i] in captured or wraps.get(i, False)):
-            wraps[p] = True
-    covered: dict[int, bool] = {}
-    out: set[int] = set()
-    for i in order.tolist():  # parents before their children
-        p = int(parent[i])
-        covered[i] = p >= 0 and (covered[p] or names[p] in captured or p in out)
-        if (names[i].startswith("aten::") and classify(names[i]) != "view"
-                and not covered[i] and (names[i] in captured or not wraps.get(i, False))):
-            out.add(i)
-    return sorted(out, key=lambda i: (tr.ts[i], -tr.dur[i]))
-
-
-def _token(name: str) -> str:
-    """The name alignment compares: every fused attention kernel family (flash,
-    memory-efficient, cuDNN; torch picks one per GPU and version) is one token."""
-    if "scaled_dot_product" in name or "attention" in name:
-        return "attention_backward" if "backward" in name else "attention"
-    return name
 
 
 def aligned_step(doc: dict, rec, iteration_ms: float) -> StepProfile:
@@ -121,10 +75,10 @@ def aligned_step(doc: dict, rec, iteration_ms: float) -> StepProfile:
     host = ~tr.thread_is_device[tr.thread]
     inside = host & (tr.ts >= s0) & (tr.ts < s1)
     cpu = np.flatnonzero(inside & (tr.kind == Kind.CPU_OP))
-    order, parent = _nest(tr, cpu)
-    recorded = _comparable(tr, order, parent, {n["name"] for n in compute})
-    matcher = difflib.SequenceMatcher(a=[_token(n["name"]) for n in compute],
-                                      b=[_token(tr.names[tr.name_id[i]]) for i in recorded],
+    order, parent = nest(tr, cpu)
+    recorded = dispatch_level_ops(tr, order, parent, {n["name"] for n in compute})
+    matcher = difflib.SequenceMatcher(a=[fused_token(n["name"]) for n in compute],
+                                      b=[fused_token(tr.names[tr.name_id[i]]) for i in recorded],
                                       autojunk=False)
     pairs = [(blk.a + k, blk.b + k) for blk in matcher.get_matching_blocks()
              for k in range(blk.size)]
@@ -137,7 +91,8 @@ def aligned_step(doc: dict, rec, iteration_ms: float) -> StepProfile:
 
     launch_api, sync_api = runtime_flags(tr)
     spec = local_cpu_spec(1)  # roofline bytes (the T1 line's x) are device independent
-    calls = _calls_per_op(tr, inside, parent, {recorded[b] for _, b in pairs})
+    calls = runtime_calls_per_op(tr, np.flatnonzero(inside & (tr.kind == Kind.RUNTIME)),
+                                 parent, {recorded[b] for _, b in pairs})
     records, prev_end = [], None
     for a, b in pairs:
         e = recorded[b]
@@ -166,24 +121,6 @@ def aligned_step(doc: dict, rec, iteration_ms: float) -> StepProfile:
                              (tr.kind == Kind.MEMSET))
     step.device_busy_us = float(tr.dur[kernels].sum())
     return step
-
-
-def _calls_per_op(tr: KinetoTrace, inside: np.ndarray, parent: np.ndarray,
-                  aligned: set[int]) -> dict[int, list[int]]:
-    """Runtime calls of the step, grouped by the aligned op that encloses them (through
-    the ops nested inside it), each group in call order."""
-    from ..gpu.overheads import innermost_ops
-
-    inner = innermost_ops(tr, None)
-    rt = np.flatnonzero(inside & (tr.kind == Kind.RUNTIME))
-    out: dict[int, list[int]] = {}
-    for c in rt[np.argsort(tr.ts[rt], kind="stable")].tolist():
-        e = int(inner[c])
-        while e >= 0 and e not in aligned:
-            e = int(parent[e])
-        if e >= 0:
-            out.setdefault(e, []).append(c)
-    return out
 
 
 def launch_bound(step: StepProfile) -> bool:

@@ -153,7 +153,7 @@ def _aligned_steps(doc: dict, recordings: dict) -> dict:
 def _assemble(doc: dict, base: DeviceProfile, models: dict, gemms: dict, recordings: dict,
               steps: dict, exclude: set[int] = frozenset()) -> DeviceProfile:
     """The measured profile, T1-T5 from the traced steps not in ``exclude``: per
-    captured op (:mod:`.cuda_overheads`); the launch map from the recordings' leaf ops."""
+    captured op (:mod:`.cuda_overheads`); the launch map from the recordings (dispatch-level ops)."""
     from ..gpu.overheads import trace_overheads
     from .cuda_overheads import aligned_overheads
 

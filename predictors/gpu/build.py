@@ -154,20 +154,23 @@ def attach_trace_overheads(paths: list[Path], traces_dir: Path = TRACES_DIR,
     hosts = {name: name.split("/")[0] for name in jobs}  # a folder: one source, one host
     table, lmap, info = trace_overheads(list(jobs.values()), list(hosts.values()))
     check = overhead_check(jobs, hosts)
-    log(f"overheads: {info['ops']} leaf ops of {len(jobs)} jobs, {info['op_names']} op "
+    log(f"overheads: {info['ops']} dispatch-level ops of {len(jobs)} jobs, {info['op_names']} op "
         f"entries ({time.perf_counter() - t0:.0f} s); leave-one-host-out dispatch time: "
         + ", ".join(f"{k.split('/')[0]} {v['error_pct']:+.0f}%" for k, v in check.items()
                     if v["error_pct"] is not None))
     for path in paths:
         profile = load_profile(path)
+        if profile.kind == "measured":  # its own host's overheads, measured on the device
+            log(f"{path}: a measured profile, left as it is")
+            continue
         profile.overheads, profile.launch_map = table, lmap
         profile.provenance["overheads"] = (
-            f"{table.source}; T1-T5 per leaf aten op (predictors/gpu/overheads.py). Hosts "
+            f"{table.source}; T1-T5 per dispatch-level aten op (predictors/gpu/overheads.py). Hosts "
             "and profiler settings differ: see validation.overheads for how well the pool "
             "predicts a job it did not see")
         profile.validation["overheads"] = {
-            "metric": "leave one host out: the CPU dispatch time of a recorded job's leaf "
-                      "ops predicted from the other hosts' pooled overheads",
+            "metric": "leave one host out: the CPU dispatch time of a recorded job's "
+                      "dispatch-level ops predicted from the other hosts' pooled overheads",
             "jobs": {k: {"ops": v["ops"], "recorded_ms": round(v["recorded_ms"], 3),
                          "predicted_ms": round(v["predicted_ms"], 3),
                          "error_pct": None if v["error_pct"] is None

@@ -74,7 +74,7 @@ def test_a_trace_is_measured_in_a_worker_and_becomes_the_choice(qtbot, tmp_path)
     panel.set_platform(GPU_PLATFORM)
     panel.show()
     assert panel.trace_overheads() is None and panel.overheads() is None
-    assert panel.overheads_label.text().startswith("profile's table (98 ops)")
+    assert panel.overheads_label.text().startswith("profile's table (101 ops)")
     assert "measured from 8 recorded GPU job(s)" in panel.overheads_label.toolTip()
     assert not panel.profile_overheads_button.isEnabled()
 
