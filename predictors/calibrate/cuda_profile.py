@@ -16,6 +16,7 @@ measured (unprofiled) iteration.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 from pathlib import Path
@@ -93,12 +94,28 @@ def _gemm_models(doc: dict, base: DeviceProfile, extra: list[dict] = ()) -> dict
             continue
         starts = ", ".join(sorted({f"{d['device'].get('date')}" for d in sources
                                    if any(r.get("dtype") in dtypes for r in d.get("gemm") or [])}))
-        out[key] = TensorCoreGemmModel.fit(
-            figures_from_spec(spec), spec.flops(peak_dtype), rows, dtypes=dtypes,
-            info={"source": f"fitted on {len(rows)} {label} GEMMs measured on "
-                            f"{doc['device'].get('name')} ({starts})",
-                  "samples": len(rows)})
+        fit = functools.partial(TensorCoreGemmModel.fit, figures_from_spec(spec),
+                                spec.flops(peak_dtype), dtypes=dtypes)
+        out[key] = fit(rows, info={"source": f"fitted on {len(rows)} {label} GEMMs measured "
+                                             f"on {doc['device'].get('name')} ({starts})",
+                                   "samples": len(rows),
+                                   "held_out": _held_out(fit, rows)})
     return out
+
+
+def _held_out(fit, rows: list[dict], seed: int = 0) -> dict:
+    """The per-op-class validation of a measured GEMM model (the Profiles tab's table):
+    fitted on four in five rows, GMAE and MAPE on the fifth."""
+    import numpy as np
+
+    order = np.random.default_rng(seed).permutation(len(rows))
+    cut = len(rows) * 4 // 5
+    held = [rows[i] for i in order[cut:]]
+    pred = fit([rows[i] for i in order[:cut]]).predict_rows(held)
+    err = np.abs(pred / np.array([r["ms"] for r in held]) - 1.0)
+    return {"samples": len(rows), "held_out": len(held), "chosen": "trees",
+            "trees": {"gmae": float(np.exp(np.mean(np.log(np.maximum(err, 1e-4))))),
+                      "mape": float(np.mean(err))}}
 
 
 def _measured_parts(folder: str | Path, base: DeviceProfile | None = None,
@@ -183,8 +200,14 @@ def _assemble(doc: dict, base: DeviceProfile, models: dict, gemms: dict, recordi
         "no half-precision GEMMs measured: the roofline",
         "profiled_steps": len(kept),
         "profiler_us_per_event": fitted.get("profiler_us_per_event")}
+    validation = dict(base.validation)
+    labels = {"gemm_half": "gemm fp16/bf16 (measured)", "gemm_fp32": "gemm fp32 (measured)"}
+    classes = {labels[k]: m.info["held_out"] for k, m in gemms.items()
+               if "held_out" in m.info}
+    if classes:
+        validation["classes"] = classes
     return DeviceProfile(dev["name"], "measured", base.device, overheads, launch_map,
-                         dict(models), provenance, dict(base.validation))
+                         dict(models), provenance, validation)
 
 
 def profile_from_measurements(folder: str | Path, *, exclude: set[int] = frozenset(),

@@ -71,6 +71,10 @@ def test_profile_from_the_h200_measurements(h200_profile):
     # the host's launch path, not the public traces' V100-era hosts
     assert prof.overheads.default.t4 < 20e-6
     assert "gemm_half" in prof.kernel_models  # 279 fp16/bf16 GEMMs in this folder
+    assert "gemm_fp32" in prof.kernel_models  # and 671 fp32 ones
+    fp32 = prof.validation["classes"]["gemm fp32 (measured)"]  # the Profiles tab's table
+    assert fp32["samples"] == 671 and fp32["held_out"] == 135
+    assert 0 < fp32["trees"]["gmae"] < 0.10
     assert prof.kernel_models["embedding"].peaks is peaks
 
 
