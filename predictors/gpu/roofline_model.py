@@ -28,6 +28,25 @@ GEMM_EFFICIENCY = 0.7
 # atomics at random rows) reaches this share of the copy bandwidth on the roofline's
 # bytes (H200, session 5: 0.43-0.53 over three GPU-sized DLRMs).
 SPARSE_UPDATE_EFFICIENCY = 0.5
+# ``index_put_(..., accumulate=True)`` (the backward of advanced indexing: DLRM's
+# interaction reads the pairs ``Z[:, li, lj]``) runs CUDA's sort-based path, whose
+# accumulate kernel reads the values with a stride: latency-bound, far off the roofline.
+# On the H200 traces of session 5 it took 7-1380 us for 14k-5.75M values, 0.20-0.24 ns
+# per value from 225k on (the roofline said 3-47 us): this many bytes of copy bandwidth
+# per value (0.22 ns x 2.7 TB/s).
+ACCUMULATE_BYTES_PER_VALUE = 600.0
+_INDEX_PUT = ("_index_put_impl_", "index_put_", "index_put")
+
+
+def _accumulated_values(node: dict) -> int:
+    """How many values an accumulating ``index_put`` adds in (0: not one)."""
+    if node["name"].split("::")[-1] not in _INDEX_PUT:
+        return 0
+    flags = [a for a in node.get("scalars") or [] if isinstance(a, bool)]
+    shapes = node.get("input_shapes") or []
+    if not flags or not flags[0] or len(shapes) < 2:
+        return 0
+    return int(np.prod(shapes[-1], dtype=float))
 
 
 class MeasuredRooflineModel:
@@ -67,6 +86,11 @@ class MeasuredRooflineModel:
             if cost.category != "gemm" and any(
                     n is not None for n in (node.get("input_nnz") or [])[1:]):
                 mem = cost.bytes / (self.peaks.dram_bw * SPARSE_UPDATE_EFFICIENCY)
+                out[i] = self.floor_ms + 1e3 * mem
+                continue
+            values = _accumulated_values(node)
+            if values:
+                mem = (values * ACCUMULATE_BYTES_PER_VALUE + self.half_bytes) / self.peaks.dram_bw
                 out[i] = self.floor_ms + 1e3 * mem
                 continue
             eff = attention_efficiency(node["name"].split("::")[-1], dtype)

@@ -190,6 +190,27 @@ def test_sparse_embedding_backward_and_update_match_the_h200_kernels(h200_profil
     assert 198 / 1.5 < upd_us < 198 * 1.5
 
 
+def test_accumulating_index_put_matches_the_h200_kernels(h200_profile):
+    """DLRM's interaction backward: ``index_put_(accumulate=True)`` on (B, F, F). The
+    traces record 232 us (B 8192, 136 pairs), 690 us (16384, 190) and 1362-1380 us
+    (16384, 351); the roofline said 12-47 us."""
+    model = h200_profile.kernel_models["other"]
+
+    def node(b, f, pairs):
+        return {"name": "aten::_index_put_impl_",
+                "input_shapes": [(b, f, f), (pairs,), (pairs,), (b, pairs)],
+                "input_dtypes": ["float32", "int64", "int64", "float32"],
+                "input_nnz": [None] * 4, "output_shapes": [(b, f, f)],
+                "output_dtypes": ["float32"], "output_nnz": [None], "scalars": [True]}
+
+    got = model.predict_ms([node(8192, 17, 136), node(16384, 20, 190),
+                            node(16384, 27, 351)]) * 1e3
+    for us, recorded in zip(got, (232, 690, 1370)):
+        assert recorded / 1.25 < us < recorded * 1.25
+    plain = dict(node(16384, 27, 351), scalars=[False])  # no accumulation: the roofline
+    assert model.predict_ms([plain])[0] * 1e3 < 100
+
+
 def test_validate_cuda_composes_measuring_and_predicting(tmp_path, capsys, monkeypatch):
     """`validate --device cuda` on a machine with a GPU: here the measuring is replaced
     by the H200's seed-11 folder (what `collect` wrote there), the rest runs for real:
