@@ -15,7 +15,7 @@ __all__ = ["measure"]
 
 def measure(doc: dict, device: str = "cpu", iters: int = 20, warmup: int = 5,
             trace: str | os.PathLike | None = None, seed: int = 0,
-            fast_init: bool = False) -> dict:
+            fast_init: bool = False, trace_steps: int = 1) -> dict:
     """Time ``iters`` training steps of a validated scenario on ``device``.
 
     ``warmup`` untimed steps come first: besides one-time set-up, glibc only raises its
@@ -23,8 +23,9 @@ def measure(doc: dict, device: str = "cpu", iters: int = 20, warmup: int = 5,
     long training run does not.
 
     The scenario's platform ``threads`` sets torch's intra-op threads on the CPU.  With
-    ``trace``, one more step is recorded with torch.profiler (Kineto JSON, gzipped when
-    the name ends in ``.gz``).  Returns the median, the spread and every sample (ms).
+    ``trace``, ``trace_steps`` more steps are recorded with torch.profiler (Kineto JSON,
+    gzipped when the name ends in ``.gz``; one ``ProfilerStep#k`` span per step).
+    Returns the median, the spread and every sample (ms).
     """
     platform = resolve_platform(doc["platform"])
     old_threads = torch.get_num_threads()
@@ -45,7 +46,8 @@ def measure(doc: dict, device: str = "cpu", iters: int = 20, warmup: int = 5,
             sync()
             samples.append((time.perf_counter() - t0) * 1e3)
         if trace:
-            _record_trace(workload, batch, optimizer, os.fspath(trace), device)
+            _record_trace(workload, batch, optimizer, os.fspath(trace), device, sync,
+                          trace_steps)
     finally:
         torch.set_num_threads(old_threads)
     samples.sort()
@@ -58,16 +60,19 @@ def measure(doc: dict, device: str = "cpu", iters: int = 20, warmup: int = 5,
             "torch": torch.__version__}
 
 
-def _record_trace(workload, batch, optimizer, path: str, device: str) -> None:
+def _record_trace(workload, batch, optimizer, path: str, device: str, sync=lambda: None,
+                  steps: int = 1) -> None:
     from torch.profiler import ProfilerActivity, profile, record_function
 
     activities = [ProfilerActivity.CPU]
     if device.startswith("cuda"):
         activities.append(ProfilerActivity.CUDA)
     with profile(activities=activities, record_shapes=True) as prof:
-        # Mark the step ourselves: without a schedule, prof.step() writes no span.
-        with record_function("ProfilerStep#0"):
-            training_step(workload.module, batch, optimizer)
+        for k in range(max(1, steps)):
+            # Mark the steps ourselves: without a schedule, prof.step() writes no span.
+            with record_function(f"ProfilerStep#{k}"):
+                training_step(workload.module, batch, optimizer)
+            sync()  # as the timed steps: each starts with the GPU idle
     if path.endswith(".gz"):
         import gzip
         import tempfile

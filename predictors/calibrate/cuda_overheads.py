@@ -56,22 +56,56 @@ MAX_OP_US = 1000.0
 LAUNCH_BOUND_BUSY = 0.5
 
 
-def aligned_step(doc: dict, rec, iteration_ms: float) -> StepProfile:
-    """The traced step of ``doc`` in ``rec`` (one profiled step), aligned with its GPU
-    capture: a :class:`StepProfile` whose records hold the raw T1 gap, the op's CPU
-    duration and, for launching ops, ``launch_raw`` = (T2, T4) in microseconds.
-    ``iteration_ms``: the scenario's unprofiled iteration (its ``step_us``)."""
+def aligned_step(doc: dict, rec, iteration_ms: float, *, gpu: bool = True) -> StepProfile:
+    """The traced steps of ``doc`` in ``rec`` (one ``ProfilerStep#k`` span each), aligned
+    with its capture (``gpu``: as a GPU runs it): a :class:`StepProfile` whose records
+    hold, per captured compute op, the medians over the traced steps of the raw T1 gap,
+    the op's CPU duration and, for launching ops, ``launch_raw`` = (T2, T4), in
+    microseconds.  ``iteration_ms``: the scenario's unprofiled iteration (``step_us``)."""
     from ..capture import capture_training_step
     from ..scenario import validate_scenario
     from ..workload import build_workload
 
     doc = validate_scenario(doc)
-    graph = capture_training_step(build_workload(doc), gpu=True)
+    graph = capture_training_step(build_workload(doc), gpu=gpu)
     compute = [graph.nodes[i] for i in sorted(graph.nodes)
                if classify(graph.nodes[i]["name"]) != "view"]
     tr = rec.traces[0]
-    steps = tr.steps()
-    s0, s1 = (steps[0][1], steps[0][1] + steps[0][2]) if steps else (-np.inf, np.inf)
+    spans = [(s, s + d) for _, s, d in tr.steps()] or [(-np.inf, np.inf)]
+    per_step = [_align_span(tr, compute, s0, s1) for s0, s1 in spans]
+    spec = local_cpu_spec(1)  # roofline bytes (the T1 line's x) are device independent
+    records = []
+    for a in sorted({a for found, _, _ in per_step for a in found}):
+        got = [found[a] for found, _, _ in per_step if a in found]
+        launches = [g["launch_raw"] for g in got if g["launch_raw"] is not None]
+        records.append({
+            "node": compute[a], "bytes": kernel_cost(compute[a], spec).bytes,
+            "dur_raw": _median_pair([g["dur_raw"] for g in got]),
+            "gap_raw": _median_pair([g["gap_raw"] for g in got]),
+            "launch_raw": (tuple(statistics.median(x[j] for x in launches) for j in (0, 1))
+                           if launches else None)})
+    step = StepProfile(doc["name"], 1, iteration_ms * 1e3,
+                       statistics.median(s1 - s0 for s0, s1 in spans), DEFAULT_PROFILER_US,
+                       records, unaligned=len(compute) - len(records))
+    step.profiled_steps = len(spans)
+    step.events = int(statistics.median(n for _, _, n in per_step))
+    tails = [t for _, t, _ in per_step if t is not None]
+    step.tail_raw = _median_pair(tails) if tails and np.isfinite(spans[0][0]) else None
+    kernels = np.flatnonzero((tr.kind == Kind.KERNEL) | (tr.kind == Kind.MEMCPY) |
+                             (tr.kind == Kind.MEMSET))
+    step.device_busy_us = float(tr.dur[kernels].sum()) / len(spans)  # per step
+    return step
+
+
+def _median_pair(samples: list[tuple[float, int]]) -> tuple[float, int]:
+    """Median duration and median event count of several steps' ``(us, events)``."""
+    return (float(statistics.median(s[0] for s in samples)),
+            int(statistics.median(s[1] for s in samples)))
+
+
+def _align_span(tr, compute: list[dict], s0: float, s1: float) -> tuple[dict, tuple, int]:
+    """One traced step (the host events in ``[s0, s1)``) aligned with ``compute``:
+    ``({compute index: raw figures}, tail (us, events) or None, events in the step)``."""
     host = ~tr.thread_is_device[tr.thread]
     inside = host & (tr.ts >= s0) & (tr.ts < s1)
     cpu = np.flatnonzero(inside & (tr.kind == Kind.CPU_OP))
@@ -90,37 +124,29 @@ def aligned_step(doc: dict, rec, iteration_ms: float) -> StepProfile:
         return int(bisect.bisect_left(starts, hi) - bisect.bisect_left(starts, lo))
 
     launch_api, sync_api = runtime_flags(tr)
-    spec = local_cpu_spec(1)  # roofline bytes (the T1 line's x) are device independent
     calls = runtime_calls_per_op(tr, np.flatnonzero(inside & (tr.kind == Kind.RUNTIME)),
                                  parent, {recorded[b] for _, b in pairs})
-    records, prev_end = [], None
+    found, prev_end = {}, None
     for a, b in pairs:
         e = recorded[b]
         start, end = float(tr.ts[e]), float(tr.ts[e] + tr.dur[e])
         own = calls.get(e, [])
         wait = sum(float(tr.dur[c]) for c in own if sync_api[tr.name_id[c]])
         launches = [c for c in own if launch_api[tr.name_id[c]]]
-        rec_ = {"node": compute[a], "bytes": kernel_cost(compute[a], spec).bytes,
-                "dur_raw": (end - start - wait, events(start, end)),
-                "gap_raw": (start - prev_end, events(prev_end, start))
-                if prev_end is not None else (0.0, 0),
-                "launch_raw": ((float(tr.ts[launches[0]]) - start,
-                                float(np.mean([tr.dur[c] for c in launches])))
-                               if launches else None)}
-        records.append(rec_)
+        found[a] = {"dur_raw": (end - start - wait, events(start, end)),
+                    "gap_raw": (start - prev_end, events(prev_end, start))
+                    if prev_end is not None else (0.0, 0),
+                    "launch_raw": ((float(tr.ts[launches[0]]) - start,
+                                    float(np.mean([tr.dur[c] for c in launches])))
+                                   if launches else None)}
         prev_end = end
-    step = StepProfile(doc["name"], 1, iteration_ms * 1e3, float(s1 - s0),
-                       DEFAULT_PROFILER_US, records, unaligned=len(compute) - len(pairs))
-    step.events = int(len(starts))
-    if pairs and steps:
+    tail = None
+    if pairs:
         first, last = recorded[pairs[0][1]], recorded[pairs[-1][1]]
-        step.tail_raw = ((float(tr.ts[first]) - s0) + (s1 - float(tr.ts[last] + tr.dur[last])),
-                         events(s0, float(tr.ts[first])) +
-                         events(float(tr.ts[last] + tr.dur[last]), s1))
-    kernels = np.flatnonzero((tr.kind == Kind.KERNEL) | (tr.kind == Kind.MEMCPY) |
-                             (tr.kind == Kind.MEMSET))
-    step.device_busy_us = float(tr.dur[kernels].sum())
-    return step
+        last_end = float(tr.ts[last] + tr.dur[last])
+        tail = ((float(tr.ts[first]) - s0) + (s1 - last_end),
+                events(s0, float(tr.ts[first])) + events(last_end, s1))
+    return found, tail, int(len(starts))
 
 
 def launch_bound(step: StepProfile) -> bool:

@@ -103,3 +103,25 @@ def test_foreach_update_reads_both_lists_and_writes_the_first():
             "output_shapes": [], "output_dtypes": [], "output_nnz": []}
     cost = kernel_cost(node, device_spec("NVIDIA H200"))
     assert cost.bytes == 3 * 1100 * 4 and cost.flops == 1100
+
+
+def test_several_traced_steps_give_per_op_medians(tmp_path):
+    """`measure(trace_steps=3)` (what `calibrate --device cuda` records) writes three
+    step spans; the alignment pairs each step and keeps every op's median.  On the CPU
+    here: the same code, with the capture of a CPU run."""
+    from test_measure import tiny_dlrm
+
+    from predictors.measure import measure
+    from predictors.traces.recording import load_recording
+
+    path = tmp_path / "steps.json.gz"
+    doc = tiny_dlrm()
+    out = measure(doc, iters=3, warmup=1, trace=path, trace_steps=3)
+    rec = load_recording([str(path)])
+    assert len(rec.traces[0].steps()) == 3
+    step = aligned_step(doc, rec, out["iteration_ms"], gpu=False)
+    assert step.profiled_steps == 3 and step.unaligned == 0 and len(step.records) > 20
+    assert all(r["launch_raw"] is None for r in step.records)  # a CPU run launches nothing
+    raw, _ = step.raw_us()  # medians: within the spread of the three steps
+    spans = sorted(d for _, _, d in rec.traces[0].steps())
+    assert 0.5 * spans[0] < raw < 1.5 * spans[-1]
