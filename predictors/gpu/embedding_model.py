@@ -32,10 +32,13 @@ BACKWARD_OPS = ("_embedding_bag_backward", "_embedding_bag_sparse_backward",
                 "_embedding_bag_dense_backward", "embedding_dense_backward",
                 "embedding_backward")
 # The sparse backward is one gather kernel (PyTorch 2.x on CUDA: the uncoalesced lookups
-# become the gradient's rows, no sort); it writes its rows at this share of the copy
-# bandwidth (H200, session 5: 0.15-0.48 over three GPU-sized DLRMs, geometric mean 0.26;
-# held-out DLRMs of another run 0.08-0.31).
-GATHER_EFFICIENCY = 0.25
+# become the gradient's rows, no sort).  It is latency-bound per row, not bandwidth-bound:
+# the 9 GPU-sized DLRMs of the H200 traces (sessions 5-6: 44k-419k lookups per table,
+# dim 64 and 128, tables of 0.5-2 M rows) all took 0.61-0.64 ns per gathered row whatever
+# the row's size (a share of the copy bandwidth, the model before, ranged 0.15-0.48 with
+# the dim).  So a row costs this long on one SM, rows spread over all SMs (0.6 ns on the
+# H200's 132); the bytes at the copy bandwidth bound it for wide rows.
+GATHER_NS_PER_ROW_PER_SM = 80.0
 SECTOR = 32  # bytes per DRAM/L2 sector: a row read rounds up to whole sectors
 L2_SHARE = 0.5  # of L2 that holds table rows (indices, outputs and set conflicts take the rest)
 _BUCKETS = 1500
@@ -113,8 +116,8 @@ def embedding_bag_ms(rows: int, dim: int, batch: int, pooling: float,
     Forward: read indices and offsets, gather ``batch x pooling`` rows through L2 (DRAM
     for misses), write ``batch`` pooled rows.  Backward with sparse gradients (what SGD
     on ``sparse=True`` tables runs): one gather writes a gradient row per lookup from the
-    (L2-resident) output gradient, at :data:`GATHER_EFFICIENCY` of the bandwidth; no
-    table rows are read.  Dense backward: scatter-add every lookup into the table (read
+    (L2-resident) output gradient, :data:`GATHER_NS_PER_ROW_PER_SM` per row and SM (or
+    its bytes at the copy bandwidth, if longer); no table rows are read.  Dense backward: scatter-add every lookup into the table (read
     + write of the touched rows, through L2).
     """
     lookups = int(round(batch * pooling))
@@ -126,8 +129,9 @@ def embedding_bag_ms(rows: int, dim: int, batch: int, pooling: float,
         dram = hit["dram_rows"] * row + idx_bytes + out
         l2 = lookups * row + idx_bytes + out
     elif sparse_grad:
-        dram = (out + idx_bytes + lookups * row) / GATHER_EFFICIENCY
-        l2 = dram
+        dram = out + idx_bytes + lookups * row
+        gather_s = lookups * GATHER_NS_PER_ROW_PER_SM * 1e-9 / peaks.sms
+        return kernel_floor_ms + 1e3 * max(gather_s, dram / peaks.dram_bw)
     else:
         hit = l2_hit_model(rows, dim, lookups, distribution, peaks.l2_bytes, itemsize)
         dram = 2 * hit["dram_rows"] * row + idx_bytes + out + lookups * 16 * 8
