@@ -35,7 +35,7 @@ from .noise import class_floor, pair_floor, steps_floor
 from .profiling import profile_step
 from .samples import random_dlrm, random_transformer
 
-__all__ = ["calibrate_cpu", "CalibrationCancelled"]
+__all__ = ["calibrate_cpu", "CalibrationCancelled", "gap_overheads", "pooled_profiler_cost"]
 
 # ~14 % of the microbenchmark time buys their noise floor.  Odd, so that both sweeps get
 # repeats, and not a multiple of 3, so that all three embedding cases of a table do.
@@ -73,7 +73,7 @@ def gap_samples(steps) -> list[tuple[str, str, str, float, float]]:
     return out
 
 
-def _overheads(steps) -> OverheadTable:
+def gap_overheads(steps) -> OverheadTable:
     """The CPU gap before each op, per ``phase:name<previous``, ``phase:name`` and name
     (each level needs 3 samples), the pooled default, and the training loop's own time.
 
@@ -246,5 +246,5 @@ def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
         "microbenchmarks_repeated": {k: len(v) for k, v in repeats.items()},
     }
     return DeviceProfile(f"local CPU, {threads} thread{'s' if threads > 1 else ''}",
-                         "measured", spec, _overheads(steps), {}, models, provenance,
+                         "measured", spec, gap_overheads(steps), {}, models, provenance,
                          validation)

@@ -170,11 +170,11 @@ def aligned_overheads(steps: list[StepProfile], source: str) -> tuple[OverheadTa
 
 
 def _table(steps: list[StepProfile], per_event: float, source: str = "") -> OverheadTable:
-    from .calibrate import _overheads
+    from .calibrate import gap_overheads
 
     for s in steps:
         s.remove_profiler_cost(per_event)
-    table = _overheads(steps)
+    table = gap_overheads(steps)
     split = _launch_split(steps)
     default = split.get("", (0.0, 0.0, 0.0))
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from predictors.calibrate.calibrate import _overheads, pooled_profiler_cost
+from predictors.calibrate.calibrate import gap_overheads, pooled_profiler_cost
 from predictors.calibrate.profiling import (StepProfile, comparable_events, profile_step,
                                             recorded_events, warm_up)
 from predictors.calibrate.samples import tiny_transformer
@@ -85,7 +85,7 @@ def test_gap_overheads_grow_with_the_bytes_around_the_op_where_sizes_vary():
     for n in (64, 128, 256, 512, 1024):
         mb = 2 * 3 * n * n * 4 / 1e6
         steps.append(_fake_step([(0.0, n)] + [(5.0 + 10.0 * mb, n)] * 4))
-    table = _overheads(steps)
+    table = gap_overheads(steps)
     oh = table.for_op("aten::mm", "backward", "aten::mm")
     assert oh.t1 == pytest.approx(5e-6, rel=0.05)
     assert oh.t1_per_byte == pytest.approx(10e-12, rel=0.05)
@@ -100,7 +100,7 @@ def test_gap_overheads_grow_with_the_bytes_around_the_op_where_sizes_vary():
 
 def test_gap_overheads_stay_flat_for_one_size():
     steps = [_fake_step([(0.0, 64)] + [(7.0, 64)] * 6) for _ in range(3)]
-    oh = _overheads(steps).for_op("aten::mm", "backward", "aten::mm")
+    oh = gap_overheads(steps).for_op("aten::mm", "backward", "aten::mm")
     assert oh.t1 == pytest.approx(7e-6) and oh.t1_per_byte == 0.0
 
 
