@@ -108,22 +108,25 @@ def _held_out(fit, rows: list[dict], seed: int = 0) -> dict:
     fitted on four in five rows, GMAE and MAPE on the fifth."""
     import numpy as np
 
+    from ..gpu.train import gmae
+
     order = np.random.default_rng(seed).permutation(len(rows))
     cut = len(rows) * 4 // 5
     held = [rows[i] for i in order[cut:]]
     pred = fit([rows[i] for i in order[:cut]]).predict_rows(held)
-    err = np.abs(pred / np.array([r["ms"] for r in held]) - 1.0)
+    measured = np.array([r["ms"] for r in held])
     return {"samples": len(rows), "held_out": len(held), "chosen": "trees",
-            "trees": {"gmae": float(np.exp(np.mean(np.log(np.maximum(err, 1e-4))))),
-                      "mape": float(np.mean(err))}}
+            "trees": {"gmae": gmae(pred, measured),
+                      "mape": float(np.mean(np.abs(pred / measured - 1.0)))}}
 
 
 def _measured_parts(folder: str | Path, base: DeviceProfile | None = None,
                     gemms_from: list = ()) -> tuple:
     """What a profile takes from ``folder`` whichever scenarios are left out: the
     measurements, the base profile, its kernel models with the measured peaks and the
-    GEMM models fitted on the measured GEMMs (of ``gemms_from`` folders too), every
-    traced scenario's recording and its step aligned with its capture."""
+    GEMM models fitted on the measured GEMMs (of ``gemms_from`` folders too), the launch
+    map of the traces (predictions do not read it, so every fold shares it) and every
+    traced scenario's step aligned with its capture."""
     from ..gpu.build import profile_for_device
     from ..gpu.roofline_model import MeasuredRooflineModel
 
@@ -154,7 +157,13 @@ def _measured_parts(folder: str | Path, base: DeviceProfile | None = None,
     # after "gemm" and "other": they override the public model and the roofline
     models.update(gemms)
     recordings = _recordings(doc)
-    return doc, base, models, gemms, recordings, _aligned_steps(doc, recordings)
+    launch_map = base.launch_map
+    if recordings:
+        from ..gpu.overheads import trace_overheads
+
+        _, launch_map, _ = trace_overheads(list(recordings.values()),
+                                           ["this host"] * len(recordings))
+    return doc, base, models, gemms, launch_map, _aligned_steps(doc, recordings)
 
 
 def _aligned_steps(doc: dict, recordings: dict) -> dict:
@@ -167,20 +176,16 @@ def _aligned_steps(doc: dict, recordings: dict) -> dict:
             if row.get("measure") and row["index"] in recordings}
 
 
-def _assemble(doc: dict, base: DeviceProfile, models: dict, gemms: dict, recordings: dict,
+def _assemble(doc: dict, base: DeviceProfile, models: dict, gemms: dict, launch_map: dict,
               steps: dict, exclude: set[int] = frozenset()) -> DeviceProfile:
-    """The measured profile, T1-T5 from the traced steps not in ``exclude``: per
-    captured op (:mod:`.cuda_overheads`); the launch map from the recordings (dispatch-level ops)."""
-    from ..gpu.overheads import trace_overheads
+    """The measured profile, T1-T5 from the traced steps not in ``exclude``, per
+    captured op (:mod:`.cuda_overheads`)."""
     from .cuda_overheads import aligned_overheads
 
     dev = doc["device"]
-    recs = [r for i, r in recordings.items() if i not in exclude]
     kept = [s for i, s in steps.items() if i not in exclude]
-    overheads, launch_map = base.overheads, base.launch_map
+    overheads = base.overheads
     fitted = {}
-    if recs:
-        _, launch_map, _ = trace_overheads(recs, ["this host"] * len(recs))
     if kept:
         overheads, fitted = aligned_overheads(
             kept, f"measured from {len(kept)} profiled training steps "
