@@ -145,7 +145,9 @@ def _measured_parts(folder: str | Path, base: DeviceProfile | None = None,
     if embedding is not None and hasattr(embedding, "peaks") and "other" in models:
         models["embedding"] = type(embedding)(models["other"].peaks,
                                               default_distribution=embedding.default_distribution,
-                                              kernel_floor_ms=embedding.kernel_floor_ms)
+                                              kernel_floor_ms=embedding.kernel_floor_ms,
+                                              clock_mhz=embedding.clock_mhz,
+                                              bag_forward=embedding.bag_forward)
     extra = []
     for other_folder in gemms_from:
         more = load_measurements(other_folder)

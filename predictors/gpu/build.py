@@ -57,7 +57,7 @@ def _gpu_models(spec: DeviceSpec, regressor, gemm_info: dict) -> dict:
     # later models override earlier ones where both apply (cost_op_graph's order)
     return {"other": MeasuredRooflineModel(spec, peaks),
             "gemm": GemmKernelModel(fig, regressor, info=gemm_info),
-            "embedding": EmbeddingLookupModel(peaks)}
+            "embedding": EmbeddingLookupModel(peaks, clock_mhz=spec.clock_mhz)}
 
 
 def _provenance(spec: DeviceSpec, trained_on: list[str], gemm_info: dict, kind: str) -> dict:

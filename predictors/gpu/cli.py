@@ -120,7 +120,8 @@ def predict_rows(profile, op: str, rows: list[dict], fields: list[str]) -> np.nd
                 raise _UsageError(f"line {i + 2}: column 'alpha' is not a number") from None
         backward = (row.get("backward") or "0").strip().lower() in ("1", "true", "yes")
         out[i] = embedding_bag_ms(int(E[i]), int(D[i]), int(Bt[i]), L[i], dist, model.peaks,
-                                  backward=backward, kernel_floor_ms=model.kernel_floor_ms)
+                                  backward=backward, kernel_floor_ms=model.kernel_floor_ms,
+                                  clock_mhz=model.clock_mhz, constants=model.bag_forward)
     return out
 
 

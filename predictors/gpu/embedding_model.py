@@ -24,8 +24,8 @@ import numpy as np
 from ..profiles import KERNEL_MODEL_TYPES
 from .peaks import MeasuredPeaks
 
-__all__ = ["l2_hit_model", "embedding_bag_ms", "EmbeddingLookupModel", "FORWARD_OPS",
-           "BACKWARD_OPS"]
+__all__ = ["l2_hit_model", "embedding_bag_ms", "bag_forward_ms", "reuse_warm_fraction",
+           "EmbeddingLookupModel", "FORWARD_OPS", "BACKWARD_OPS", "BAG_FORWARD"]
 
 FORWARD_OPS = ("embedding_bag", "_embedding_bag", "_embedding_bag_forward_only", "embedding")
 BACKWARD_OPS = ("_embedding_bag_backward", "_embedding_bag_sparse_backward",
@@ -39,6 +39,22 @@ BACKWARD_OPS = ("_embedding_bag_backward", "_embedding_bag_sparse_backward",
 # the dim).  So a row costs this long on one SM, rows spread over all SMs (0.6 ns on the
 # H200's 132); the bytes at the copy bandwidth bound it for wide rows.
 GATHER_NS_PER_ROW_PER_SM = 80.0
+# PyTorch's CUDA EmbeddingBag forward (``EmbeddingBag_updateOutputKernel_sum_mean``) runs
+# a grid of 1024 blocks of (32, 8) threads: one warp per 32 features of one bag, looping
+# over the bag's indices (an index load, then the row's load).  The H200 traces record
+# that grid and 75 % occupancy: 48 resident warps per SM.
+BAG_GRID_WARPS = 1024 * 8
+BAG_WARP_FEATURES = 32
+BAG_RESIDENT_WARPS = 48
+# Per warp-lookup on one SM: issue cycles (the loop's instructions) plus the load's
+# latency shared by the SM's resident warps (Little's law), an L2 hit's or a DRAM miss's.
+# Fitted (``python benchmarks/gpu_embedding.py --fit``: 10.5 cycles, 63.9 ns, 475 ns) on
+# an H200's 72 microbenchmarks (36 shapes, two machine starts) and the 84 in-step
+# forwards of its first start's eight DLRMs; the other starts' 262 are held out.
+BAG_FORWARD = {"issue_cycles": 10.5, "l2_ns": 64.0, "dram_ns": 480.0,
+               "clock_mhz": 1980.0,  # the H200's boost clock: cycles -> ns elsewhere
+               "source": "fitted on H200 microbenchmarks and traced DLRM steps "
+                         "(resources/measurements/nvidia-h200-2026-11-29*)"}
 SECTOR = 32  # bytes per DRAM/L2 sector: a row read rounds up to whole sectors
 L2_SHARE = 0.5  # of L2 that holds table rows (indices, outputs and set conflicts take the rest)
 _BUCKETS = 1500
@@ -65,8 +81,13 @@ def _zipf_buckets(rows: int, alpha: float):
 
 
 def l2_hit_model(rows: int, dim: int, lookups: int, distribution: dict | None,
-                 l2_bytes: float, itemsize: int = 4) -> dict:
+                 l2_bytes: float, itemsize: int = 4, *, warm: bool = False) -> dict:
     """Fraction of ``lookups`` that hit in L2 for one table, and the DRAM rows read.
+
+    Cold (default): the batch's indices are new to L2, so the hot set's rows it touches
+    miss once (compulsory misses).  ``warm``: the same indices ran just before (a kernel
+    replayed, a step whose other traffic fits in L2): every touched row is still there
+    if they all fit, else the lookups outside the hot set miss.
 
     Parameters
     ----------
@@ -102,19 +123,76 @@ def l2_hit_model(rows: int, dim: int, lookups: int, distribution: dict | None,
         hot_mass = float(np.sum(in_hot * p))
     else:
         raise ValueError(f"distribution.kind: expected 'uniform' or 'zipf', got {kind!r}")
-    dram_rows = min(unique_hot + lookups * (1.0 - hot_mass), float(lookups))
+    if warm:
+        fits = unique * row_bytes <= L2_SHARE * l2_bytes
+        dram_rows = 0.0 if fits else lookups * (1.0 - hot_mass)
+    else:
+        dram_rows = min(unique_hot + lookups * (1.0 - hot_mass), float(lookups))
     return {"hit_rate": 1.0 - dram_rows / lookups, "dram_rows": dram_rows,
             "unique_rows": unique, "hot_rows": hot}
+
+
+def reuse_warm_fraction(reuse_bytes: float, l2_bytes: float) -> float:
+    """Share of a table's rows still in L2 when its next lookups start, after
+    ``reuse_bytes`` of other tables' rows went through it (an exponential survival in the
+    tables' share of L2; 1 when nothing else ran)."""
+    if reuse_bytes <= 0:
+        return 1.0
+    return math.exp(-reuse_bytes / (L2_SHARE * l2_bytes))
+
+
+def bag_forward_ms(rows: int, dim: int, batch: int, pooling: float,
+                   distribution: dict | None, peaks: MeasuredPeaks, *, itemsize: int = 4,
+                   reuse_bytes: float = 0.0, clock_mhz: float | None = None,
+                   kernel_floor_ms: float = 0.003, constants: dict | None = None) -> float:
+    """Predicted time (ms) of PyTorch's CUDA EmbeddingBag forward (sum/mean) of one table.
+
+    The kernel is latency-bound, not bandwidth-bound (the traffic model gave 0.3-0.9 of
+    the H200's measured times): each SM runs its warps' lookups at :data:`BAG_FORWARD`'s
+    issue cost plus the load latency over its resident warps.  Hits are blended between
+    warm (``reuse_bytes`` = 0: a replayed kernel, a small step) and cold by
+    :func:`reuse_warm_fraction`; DRAM bandwidth bounds the misses.  ``clock_mhz``: the
+    device's clock (the issue cycles are in ns at the H200's without it).
+    """
+    c = {**BAG_FORWARD, **(constants or {})}
+    lookups = float(batch) * float(pooling)
+    if lookups <= 0:
+        return kernel_floor_ms
+    warps = batch * math.ceil(dim / BAG_WARP_FEATURES)  # one per bag and 32 features
+    active = min(warps, BAG_GRID_WARPS)
+    blocks = math.ceil(active / 8)
+    sms = min(peaks.sms, blocks)
+    resident = min(math.ceil(blocks / peaks.sms) * 8, BAG_RESIDENT_WARPS)
+    per_sm = warps * float(pooling) / sms  # warp-lookups each busy SM runs
+    warm = l2_hit_model(rows, dim, int(round(lookups)), distribution, peaks.l2_bytes,
+                        itemsize, warm=True)["hit_rate"]
+    cold = l2_hit_model(rows, dim, int(round(lookups)), distribution, peaks.l2_bytes,
+                        itemsize)["hit_rate"]
+    w = reuse_warm_fraction(reuse_bytes, peaks.l2_bytes)
+    hit = w * warm + (1.0 - w) * cold
+    ns = (c["issue_cycles"] * 1e3 / (clock_mhz or c["clock_mhz"])
+          + (hit * c["l2_ns"] + (1.0 - hit) * c["dram_ns"]) / resident)
+    dram = (1.0 - hit) * lookups * _sector_bytes(dim, itemsize) + lookups * 8 + batch * 8
+    return kernel_floor_ms + max(per_sm * ns * 1e-6, 1e3 * dram / peaks.dram_bw)
+
+
+def _unique_bytes(rows: int, dim: int, lookups: int, distribution: dict | None,
+                  l2_bytes: float, itemsize: int) -> float:
+    hit = l2_hit_model(rows, dim, lookups, distribution, l2_bytes, itemsize)
+    return hit["unique_rows"] * _sector_bytes(dim, itemsize)
 
 
 def embedding_bag_ms(rows: int, dim: int, batch: int, pooling: float,
                      distribution: dict | None, peaks: MeasuredPeaks, *,
                      backward: bool = False, sparse_grad: bool = True, itemsize: int = 4,
-                     kernel_floor_ms: float = 0.003) -> float:
+                     kernel_floor_ms: float = 0.003, reuse_bytes: float = 0.0,
+                     clock_mhz: float | None = None, bag: bool = True,
+                     constants: dict | None = None) -> float:
     """Predicted kernel time (ms) of one table's EmbeddingBag (sum) forward or backward.
 
-    Forward: read indices and offsets, gather ``batch x pooling`` rows through L2 (DRAM
-    for misses), write ``batch`` pooled rows.  Backward with sparse gradients (what SGD
+    Forward of a bag (``bag``): :func:`bag_forward_ms`.  Forward of a plain embedding
+    (``bag=False``, a gather kernel): read indices, gather ``batch x pooling`` rows through
+    L2 (DRAM for misses), write the rows.  Backward with sparse gradients (what SGD
     on ``sparse=True`` tables runs): one gather writes a gradient row per lookup from the
     (L2-resident) output gradient, :data:`GATHER_NS_PER_ROW_PER_SM` per row and SM (or
     its bytes at the copy bandwidth, if longer); no table rows are read.  Dense backward: scatter-add every lookup into the table (read
@@ -124,6 +202,11 @@ def embedding_bag_ms(rows: int, dim: int, batch: int, pooling: float,
     row = _sector_bytes(dim, itemsize)
     out = batch * row
     idx_bytes = lookups * 8 + batch * 8
+    if not backward and bag:
+        return bag_forward_ms(rows, dim, batch, pooling, distribution, peaks,
+                              itemsize=itemsize, reuse_bytes=reuse_bytes,
+                              clock_mhz=clock_mhz, kernel_floor_ms=kernel_floor_ms,
+                              constants=constants)
     if not backward:
         hit = l2_hit_model(rows, dim, lookups, distribution, peaks.l2_bytes, itemsize)
         dram = hit["dram_rows"] * row + idx_bytes + out
@@ -148,38 +231,62 @@ def _numel(shape) -> int:
 class EmbeddingLookupModel:
     """Embedding(-bag) forward and backward kernels of captured ops on one GPU.
 
-    Captured ops do not carry the index distribution, so ``predict_ms`` assumes
-    ``default_distribution`` (uniform unless set); :func:`embedding_bag_ms` takes it
-    explicitly.
+    A captured op carries its table's index distribution (``lookup``, set by the capture);
+    ops without one assume ``default_distribution`` (uniform unless set).  Given a whole
+    step's ops, each bag forward's reuse distance is the other tables' touched rows
+    (the step reuses its batch, so what else went through L2 decides what is still
+    there); given one op alone, it is a replayed, warm kernel.
     """
 
     op_class = "embedding"
     type_name = "gpu-embedding-l2"
 
     def __init__(self, peaks: MeasuredPeaks, *, default_distribution: dict | None = None,
-                 kernel_floor_ms: float = 0.003):
+                 kernel_floor_ms: float = 0.003, clock_mhz: float | None = None,
+                 bag_forward: dict | None = None):
         self.peaks = peaks
+        self.bag_forward = {**BAG_FORWARD, **(bag_forward or {})}
         self.default_distribution = default_distribution or {"kind": "uniform"}
         self.kernel_floor_ms = float(kernel_floor_ms)
+        self.clock_mhz = float(clock_mhz) if clock_mhz else None
 
-    def _one(self, node: dict) -> float:
+    def _distribution(self, node: dict) -> dict:
+        lookup = node.get("lookup") or {}
+        return lookup.get("distribution") or self.default_distribution
+
+    @staticmethod
+    def _itemsize(node: dict) -> int:
+        dtypes = node.get("input_dtypes") or []
+        return {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}.get(
+            dtypes[0] if dtypes else "float32", 4)
+
+    def _bag_forward(self, node: dict) -> tuple | None:
+        """``(rows, dim, lookups, batch)`` of a bag forward, None for other ops."""
         op = node["name"].split("::")[-1]
         ins = node.get("input_shapes") or []
-        dtypes = node.get("input_dtypes") or []
-        size = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}.get(
-            dtypes[0] if dtypes else "float32", 4)
-        dist = self.default_distribution
+        if op not in FORWARD_OPS or op == "embedding" or len(ins) < 3 or len(ins[0]) != 2:
+            return None
+        lookups = _numel(ins[1])
+        batch = ins[2][0] if ins[2] else lookups
+        return ins[0][0], ins[0][1], lookups, batch
+
+    def _one(self, node: dict, reuse_bytes: float = 0.0) -> float:
+        op = node["name"].split("::")[-1]
+        ins = node.get("input_shapes") or []
+        size = self._itemsize(node)
+        dist = self._distribution(node)
         if op in FORWARD_OPS:
             if len(ins) < 2 or len(ins[0]) != 2:
                 return math.nan
             rows, dim = ins[0]
             lookups = _numel(ins[1])
-            batch = ins[2][0] if op != "embedding" and len(ins) > 2 and ins[2] else lookups
-            if op == "embedding":
-                batch = lookups  # no pooling: one output row per index
+            bag = self._bag_forward(node)
+            batch = bag[3] if bag else lookups  # a plain embedding: one row per index
             return embedding_bag_ms(rows, dim, batch, lookups / max(batch, 1), dist,
                                     self.peaks, itemsize=size,
-                                    kernel_floor_ms=self.kernel_floor_ms)
+                                    kernel_floor_ms=self.kernel_floor_ms,
+                                    reuse_bytes=reuse_bytes, clock_mhz=self.clock_mhz,
+                                    bag=bag is not None, constants=self.bag_forward)
         if op in BACKWARD_OPS:
             if len(ins) < 2 or not ins[0]:
                 return math.nan
@@ -195,11 +302,27 @@ class EmbeddingLookupModel:
                                     itemsize=size, kernel_floor_ms=self.kernel_floor_ms)
         return math.nan
 
-    def predict_ms(self, nodes: list[dict]) -> np.ndarray:
-        out = np.full(len(nodes), np.nan)
+    def _touched_bytes(self, nodes: list[dict]) -> dict[int, float]:
+        """Bytes of table rows each bag forward in ``nodes`` touches, by position."""
+        out = {}
         for i, node in enumerate(nodes):
             try:
-                out[i] = self._one(node)
+                bag = self._bag_forward(node)
+                if bag is not None:
+                    rows, dim, lookups, _ = bag
+                    out[i] = _unique_bytes(rows, dim, lookups, self._distribution(node),
+                                           self.peaks.l2_bytes, self._itemsize(node))
+            except (IndexError, TypeError, ValueError):
+                continue
+        return out
+
+    def predict_ms(self, nodes: list[dict]) -> np.ndarray:
+        out = np.full(len(nodes), np.nan)
+        touched = self._touched_bytes(nodes)
+        total = sum(touched.values())
+        for i, node in enumerate(nodes):
+            try:
+                out[i] = self._one(node, total - touched.get(i, total))
             except (IndexError, TypeError, ValueError):
                 out[i] = np.nan
         return out
@@ -208,14 +331,17 @@ class EmbeddingLookupModel:
         return ({"type": self.type_name, "op_class": self.op_class,
                  "peaks": self.peaks.to_json(), "l2_share": L2_SHARE,
                  "default_distribution": self.default_distribution,
-                 "kernel_floor_ms": self.kernel_floor_ms,
-                 "method": "HiPC 2022 L2 hit-rate traffic model, Zipf-aware hot set"}, {})
+                 "kernel_floor_ms": self.kernel_floor_ms, "clock_mhz": self.clock_mhz,
+                 "bag_forward": self.bag_forward,
+                 "method": "HiPC 2022 L2 hit-rate traffic model, Zipf-aware hot set; bag "
+                           "forwards latency-bound per warp-lookup"}, {})
 
     @classmethod
     def from_json(cls, meta: dict, arrays: dict) -> "EmbeddingLookupModel":
         return cls(MeasuredPeaks.from_json(meta["peaks"]),
                    default_distribution=meta.get("default_distribution"),
-                   kernel_floor_ms=meta.get("kernel_floor_ms", 0.003))
+                   kernel_floor_ms=meta.get("kernel_floor_ms", 0.003),
+                   clock_mhz=meta.get("clock_mhz"), bag_forward=meta.get("bag_forward"))
 
 
 KERNEL_MODEL_TYPES[EmbeddingLookupModel.type_name] = EmbeddingLookupModel
