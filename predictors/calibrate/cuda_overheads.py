@@ -60,8 +60,9 @@ def aligned_step(doc: dict, rec, iteration_ms: float, *, gpu: bool = True) -> St
     """The traced steps of ``doc`` in ``rec`` (one ``ProfilerStep#k`` span each), aligned
     with its capture (``gpu``: as a GPU runs it): a :class:`StepProfile` whose records
     hold, per captured compute op, the medians over the traced steps of the raw T1 gap,
-    the op's CPU duration and, for launching ops, ``launch_raw`` = (T2, T4), in
-    microseconds.  ``iteration_ms``: the scenario's unprofiled iteration (``step_us``)."""
+    the op's CPU duration, for launching ops ``launch_raw`` = (T2, T4), and the device
+    time of what it launched (``kernel_us``), in microseconds.  ``iteration_ms``: the
+    scenario's unprofiled iteration (``step_us``)."""
     from ..capture import capture_training_step
     from ..scenario import validate_scenario
     from ..workload import build_workload
@@ -83,7 +84,8 @@ def aligned_step(doc: dict, rec, iteration_ms: float, *, gpu: bool = True) -> St
             "dur_raw": _median_pair([g["dur_raw"] for g in got]),
             "gap_raw": _median_pair([g["gap_raw"] for g in got]),
             "launch_raw": (tuple(statistics.median(x[j] for x in launches) for j in (0, 1))
-                           if launches else None)})
+                           if launches else None),
+            "kernel_us": statistics.median(g["kernel_us"] for g in got)})
     step = StepProfile(doc["name"], 1, iteration_ms * 1e3,
                        statistics.median(s1 - s0 for s0, s1 in spans), DEFAULT_PROFILER_US,
                        records, unaligned=len(compute) - len(records))
@@ -126,6 +128,7 @@ def _align_span(tr, compute: list[dict], s0: float, s1: float) -> tuple[dict, tu
     launch_api, sync_api = runtime_flags(tr)
     calls = runtime_calls_per_op(tr, np.flatnonzero(inside & (tr.kind == Kind.RUNTIME)),
                                  parent, {recorded[b] for _, b in pairs})
+    device_us = _device_us_by_correlation(tr)
     found, prev_end = {}, None
     for a, b in pairs:
         e = recorded[b]
@@ -138,7 +141,9 @@ def _align_span(tr, compute: list[dict], s0: float, s1: float) -> tuple[dict, tu
                     if prev_end is not None else (0.0, 0),
                     "launch_raw": ((float(tr.ts[launches[0]]) - start,
                                     float(np.mean([tr.dur[c] for c in launches])))
-                                   if launches else None)}
+                                   if launches else None),
+                    # the device time of the kernels, copies and memsets it launched
+                    "kernel_us": sum(device_us.get(int(tr.corr[c]), 0.0) for c in own)}
         prev_end = end
     tail = None
     if pairs:
@@ -147,6 +152,16 @@ def _align_span(tr, compute: list[dict], s0: float, s1: float) -> tuple[dict, tu
         tail = ((float(tr.ts[first]) - s0) + (s1 - last_end),
                 events(s0, float(tr.ts[first])) + events(last_end, s1))
     return found, tail, int(len(starts))
+
+
+def _device_us_by_correlation(tr) -> dict[int, float]:
+    """Device time (us) of the kernels, copies and memsets of each CUDA correlation id."""
+    dev = np.flatnonzero(tr.thread_is_device[tr.thread] &
+                         np.isin(tr.kind, (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)))
+    out: dict[int, float] = {}
+    for k in dev:
+        out[int(tr.corr[k])] = out.get(int(tr.corr[k]), 0.0) + float(tr.dur[k])
+    return out
 
 
 def launch_bound(step: StepProfile) -> bool:

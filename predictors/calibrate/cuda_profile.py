@@ -21,6 +21,8 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
+
 from ..profiles import DeviceProfile, ProfileError
 
 __all__ = ["load_measurements", "profile_from_measurements", "scenario_errors",
@@ -61,16 +63,45 @@ def _recordings(doc: dict) -> dict[int, object]:
     return out
 
 
+# Binary elementwise ops of the kernel sweep: 12 bytes per element (two read, one written).
+_STREAM_OPS = ("add", "mul", "sgd_dense")
+
+
+def stream_fit(doc: dict, l2_bytes: float) -> dict | None:
+    """What the folder's elementwise kernels stream at and cost when tiny: ``{"gbps",
+    "floor_us", "n"}``, or None without a kernel sweep.  Bandwidth: the median over the
+    sweep's sizes of four L2s or more (``peaks.dram_stream_gbps`` where measured);
+    floor: the median of ``time - bytes / bandwidth`` over sizes under 64 KiB."""
+    rows = [(12.0 * k["numel"], k["ms"] * 1e-3) for k in doc.get("kernels") or []
+            if k.get("op") in _STREAM_OPS and k.get("ms") and k.get("numel")]
+    big = [b / s for b, s in rows if b >= 4 * l2_bytes]
+    measured = (doc.get("peaks") or {}).get("dram_stream_gbps")
+    if not (big or measured):
+        return None
+    bw = measured * 1e9 if measured else float(np.median(big))
+    tiny = [s - b / bw for b, s in rows if b < 65536]
+    floor = float(np.median(tiny)) if tiny else None
+    return {"gbps": bw / 1e9, "floor_us": None if floor is None else floor * 1e6,
+            "n": len(rows)}
+
+
 def _peaks(doc: dict, base):
+    """The measured peaks of ``doc`` (``base``'s where it has none).  DRAM bandwidth: what
+    elementwise kernels stream at (:func:`stream_fit`), else the device-to-device copy's
+    (cudaMemcpy's path: 0.64x the kernels' on the H200)."""
     from ..gpu.peaks import MeasuredPeaks
 
     p = doc.get("peaks") or {}
     if not p.get("dram_copy_gbps") or not p.get("gemm_fp32_tflops"):
         return base
-    return MeasuredPeaks(p["gemm_fp32_tflops"] * 1e12, p["dram_copy_gbps"] * 1e9,
+    stream = stream_fit(doc, base.l2_bytes)
+    dram = stream["gbps"] if stream else p["dram_copy_gbps"]
+    how = ("elementwise kernels streaming beyond L2" if stream
+           else "a 1 GiB device-to-device copy")
+    return MeasuredPeaks(p["gemm_fp32_tflops"] * 1e12, dram * 1e9,
                          p.get("l2_copy_gbps", base.l2_bw / 1e9) * 1e9, base.l2_bytes,
                          base.sms, f"measured on {doc['device'].get('name')} "
-                         f"({doc['device'].get('date')}): a 1 GiB device-to-device copy, "
+                         f"({doc['device'].get('date')}): DRAM from {how}, "
                          "an 8192^3 fp32 GEMM (TF32 off), an L2-resident copy")
 
 
@@ -140,7 +171,13 @@ def _measured_parts(folder: str | Path, base: DeviceProfile | None = None,
     other = models.get("other")
     if isinstance(other, MeasuredRooflineModel):
         peaks = _peaks(doc, other.peaks)
-        models["other"] = MeasuredRooflineModel(other.spec, peaks, floor_ms=other.floor_ms)
+        stream = stream_fit(doc, peaks.l2_bytes)
+        if stream and stream["floor_us"] is not None:  # the tiny kernels' own time
+            models["other"] = MeasuredRooflineModel(
+                other.spec, peaks, floor_ms=max(stream["floor_us"], 0.5) * 1e-3,
+                half_bytes=0.0)
+        else:
+            models["other"] = MeasuredRooflineModel(other.spec, peaks, floor_ms=other.floor_ms)
     embedding = models.get("embedding")
     if embedding is not None and hasattr(embedding, "peaks") and "other" in models:
         models["embedding"] = type(embedding)(models["other"].peaks,
@@ -182,6 +219,7 @@ def _assemble(doc: dict, base: DeviceProfile, models: dict, gemms: dict, launch_
               steps: dict, exclude: set[int] = frozenset()) -> DeviceProfile:
     """The measured profile, T1-T5 from the traced steps not in ``exclude``, per
     captured op (:mod:`.cuda_overheads`)."""
+    from ..gpu.roofline_model import MeasuredRooflineModel, fit_op_efficiency
     from .cuda_overheads import aligned_overheads
 
     dev = doc["device"]
@@ -194,6 +232,15 @@ def _assemble(doc: dict, base: DeviceProfile, models: dict, gemms: dict, launch_
                   f"({sum(len(s.records) for s in kept):,} ops aligned with their "
                   f"captures) on {dev.get('host')} ({dev.get('cpu_model')}, torch "
                   f"{dev.get('torch')})")
+    models = dict(models)
+    other = models.get("other")
+    efficiency = {}
+    if kept and isinstance(other, MeasuredRooflineModel):
+        efficiency = fit_op_efficiency(other, [(r["node"], r.get("kernel_us")) for step in kept
+                                               for r in step.records])
+        models["other"] = MeasuredRooflineModel(
+            other.spec, other.peaks, floor_ms=other.floor_ms, half_bytes=other.half_bytes,
+            op_efficiency={k: v["efficiency"] for k, v in efficiency.items()})
     provenance = {
         "kind": "measured", "source": "calibrated on this GPU by `python -m predictors "
                                       "calibrate --device cuda`",
@@ -206,6 +253,11 @@ def _assemble(doc: dict, base: DeviceProfile, models: dict, gemms: dict, launch_
         "gemm_half": gemms["gemm_half"].info["source"] if "gemm_half" in gemms else
         "no half-precision GEMMs measured: the roofline",
         "profiled_steps": len(kept),
+        "other_kernels": (f"roofline with the measured peaks; {len(efficiency)} ops stream at "
+                          f"their own share of the DRAM bandwidth, fitted on "
+                          f"{sum(v['n'] for v in efficiency.values()):,} of their kernels in "
+                          "the traced steps" if efficiency else
+                          "roofline with the measured peaks"),
         "profiler_us_per_event": fitted.get("profiler_us_per_event")}
     validation = dict(base.validation)
     labels = {"gemm_half": "gemm fp16/bf16 (measured)", "gemm_fp32": "gemm fp32 (measured)"}
@@ -214,7 +266,7 @@ def _assemble(doc: dict, base: DeviceProfile, models: dict, gemms: dict, launch_
     if classes:
         validation["classes"] = classes
     return DeviceProfile(dev["name"], "measured", base.device, overheads, launch_map,
-                         dict(models), provenance, validation)
+                         models, provenance, validation)
 
 
 def profile_from_measurements(folder: str | Path, *, exclude: set[int] = frozenset(),

@@ -266,3 +266,65 @@ def test_collect_reports_progress_and_cancels(tmp_path):
                 kernels=False, budget_s=600, scale=256, log=None, cancelled=cancel_in_gemms)
     saved = json.loads((tmp_path / "b" / "measurements.json").read_text())
     assert saved["peaks"]["gemm_fp32_tflops"] > 0 and "scenarios" not in saved
+
+
+def test_op_efficiency_recovers_a_known_share_and_drops_inconsistent_ops():
+    from predictors.devices.specs import GPU_SPECS
+    from predictors.gpu.peaks import MeasuredPeaks
+    from predictors.gpu.roofline_model import MeasuredRooflineModel, fit_op_efficiency
+
+    peaks = MeasuredPeaks(50e12, 4e12, 8e12, 50e6, 132, "test")
+    model = MeasuredRooflineModel(GPU_SPECS["NVIDIA H200"], peaks, floor_ms=0.001,
+                                  half_bytes=0.0)
+
+    def node(name, n):
+        return {"name": name, "input_shapes": [(n,)], "input_dtypes": ["float32"],
+                "input_nnz": [None], "output_shapes": [(n,)], "output_dtypes": ["float32"],
+                "output_nnz": [None]}
+    samples = []
+    for n in (1 << 20, 1 << 22, 1 << 24):  # 8-128 MB: streams at 40 % of the bandwidth
+        samples.append((node("aten::gelu", n), 1.0 + 8 * n / 4e12 / 0.4 * 1e6))
+    # shares of 0.05, 0.1, 2 and 4: no bandwidth describes it
+    for n, us in ((1 << 20, 41.0), (1 << 21, 41.0), (1 << 22, 5.0), (1 << 24, 9.0)):
+        samples.append((node("aten::nll_loss_forward", n), us))
+    samples.append((node("aten::relu", 100), 1.5))  # tiny: the floor, not a bandwidth
+    fitted = fit_op_efficiency(model, samples)
+    assert set(fitted) == {"aten::gelu"}
+    assert fitted["aten::gelu"]["efficiency"] == pytest.approx(0.4, rel=1e-6)
+    tuned = MeasuredRooflineModel(model.spec, peaks, floor_ms=0.001, half_bytes=0.0,
+                                  op_efficiency={"aten::gelu": 0.4})
+    big = node("aten::gelu", 1 << 24)
+    assert tuned.predict_ms([big])[0] == pytest.approx(
+        (1.0 + 8 * (1 << 24) / 4e12 / 0.4 * 1e6) / 1e3)
+    back = MeasuredRooflineModel.from_json(*tuned.to_json())
+    assert back.op_efficiency == {"aten::gelu": 0.4}
+
+
+def test_h200_roofline_streams_at_the_kernels_bandwidth(h200_profile):
+    """cudaMemcpy copied at 2.77 TB/s on the H200, elementwise kernels stream at 4.3 TB/s:
+    the measured roofline takes the kernels' figure and floor from the kernel sweep, and
+    each op's share from the traced steps."""
+    other = h200_profile.kernel_models["other"]
+    assert 4.0e12 < other.peaks.dram_bw < 4.6e12
+    assert 0.8e-3 < other.floor_ms < 1.8e-3 and other.half_bytes == 0
+    eff = other.op_efficiency
+    assert eff["aten::native_layer_norm_backward"] < 0.5 < eff["aten::gelu"]
+    assert "aten::nll_loss_forward" not in eff  # its roofline bytes are not what it reads
+    assert "ops stream at their own share" in h200_profile.provenance["other_kernels"]
+
+
+def test_h200_in_step_kernels_of_another_start(h200_profile):
+    """Another machine start's GPU-sized LM, aligned op by op: the roofline ops' kernels
+    (benchmarks/gpu_kernels_in_step.py gives every set's figures)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "gpu_kernels_in_step", ROOT / "benchmarks" / "gpu_kernels_in_step.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rows = bench.in_step_kernels(str(H200.parent / "nvidia-h200-2026-11-29-seed11"),
+                                 h200_profile, "GPU LM (2x1536")
+    other = [r for r in rows if r["model"] == "other"]
+    assert len(other) > 50
+    (_, n, rec, pred, gmae, median), = bench.summary(other, lambda r: "other")
+    assert gmae < 0.25 and 0.8 < pred / rec < 1.2
