@@ -25,6 +25,7 @@ from ..profiles import KERNEL_MODEL_TYPES
 from .peaks import MeasuredPeaks
 
 __all__ = ["l2_hit_model", "embedding_bag_ms", "bag_forward_ms", "reuse_warm_fraction",
+           "dense_embedding_backward_ms",
            "EmbeddingLookupModel", "FORWARD_OPS", "BACKWARD_OPS", "BAG_FORWARD"]
 
 FORWARD_OPS = ("embedding_bag", "_embedding_bag", "_embedding_bag_forward_only", "embedding")
@@ -55,6 +56,19 @@ BAG_FORWARD = {"issue_cycles": 10.5, "l2_ns": 64.0, "dram_ns": 480.0,
                "clock_mhz": 1980.0,  # the H200's boost clock: cycles -> ns elsewhere
                "source": "fitted on H200 microbenchmarks and traced DLRM steps "
                          "(resources/measurements/nvidia-h200-2026-11-29*)"}
+# The token embedding's backward (``embedding_dense_backward``, CUDA) takes one of two
+# paths.  Up to 3072 indices: one kernel scans the indices per block of features, about
+# 25 ns per index whatever the dim (15 H200 steps, 96-512 tokens: 1.4 us + 25.4 ns x
+# tokens, within 8 %; 2.2 us fixed with the zeroing kernel's own).  Beyond: a 64-bit radix sort of the indices (8 single-block passes),
+# ~25 small kernels and memsets (78 us on the H200 whatever the size), then two segmented
+# passes over the gradient's values (``compute_grad_weight``, ``sum_and_scatter``: 7.2 ps
+# per value each on the H200 = 31 bytes of DRAM bandwidth at 4.33 TB/s); both paths first
+# zero the whole weight gradient.  (12 H200 steps, 4096-16384 tokens, dim 512-2048: the
+# traffic model gave 0.06-0.10 of the recorded time.)
+DENSE_BWD_DIRECT_MAX = 3072
+DENSE_BWD_DIRECT_US = (2.2, 0.0254)  # fixed (both kernels), per index
+DENSE_BWD_SORT_US = 78.0
+DENSE_BWD_BYTES_PER_VALUE = 31.0
 SECTOR = 32  # bytes per DRAM/L2 sector: a row read rounds up to whole sectors
 L2_SHARE = 0.5  # of L2 that holds table rows (indices, outputs and set conflicts take the rest)
 _BUCKETS = 1500
@@ -176,6 +190,19 @@ def bag_forward_ms(rows: int, dim: int, batch: int, pooling: float,
     return kernel_floor_ms + max(per_sm * ns * 1e-6, 1e3 * dram / peaks.dram_bw)
 
 
+def dense_embedding_backward_ms(num_weights: int, dim: int, tokens: int, itemsize: int,
+                                peaks: MeasuredPeaks) -> float:
+    """Predicted time (ms) of ``embedding_dense_backward`` on CUDA: zero the (num_weights,
+    dim) gradient, then the direct kernel or the sort path (see DENSE_BWD_*; their fixed
+    costs include the kernels' own floors)."""
+    zero_ms = 1e3 * num_weights * dim * itemsize / peaks.dram_bw
+    if tokens <= DENSE_BWD_DIRECT_MAX:
+        fixed, per_index = DENSE_BWD_DIRECT_US
+        return zero_ms + 1e-3 * (fixed + per_index * tokens)
+    segments = 2 * tokens * dim * DENSE_BWD_BYTES_PER_VALUE / peaks.dram_bw
+    return zero_ms + 1e-3 * DENSE_BWD_SORT_US + 1e3 * segments
+
+
 def _unique_bytes(rows: int, dim: int, lookups: int, distribution: dict | None,
                   l2_bytes: float, itemsize: int) -> float:
     hit = l2_hit_model(rows, dim, lookups, distribution, l2_bytes, itemsize)
@@ -287,6 +314,14 @@ class EmbeddingLookupModel:
                                     kernel_floor_ms=self.kernel_floor_ms,
                                     reuse_bytes=reuse_bytes, clock_mhz=self.clock_mhz,
                                     bag=bag is not None, constants=self.bag_forward)
+        if op in ("embedding_dense_backward", "embedding_backward"):
+            if len(ins) < 2 or not ins[0]:
+                return math.nan
+            outs = node.get("output_shapes") or []
+            ints = [a for a in node.get("scalars") or [] if type(a) is int]
+            num_weights = outs[0][0] if outs and outs[0] else (ints[0] if ints else 0)
+            return dense_embedding_backward_ms(num_weights, ins[0][-1], _numel(ins[1]),
+                                               size, self.peaks)
         if op in BACKWARD_OPS:
             if len(ins) < 2 or not ins[0]:
                 return math.nan

@@ -35,6 +35,7 @@ def test_gemm_sweep_and_peaks_on_the_cpu():
     assert [r["op"] for r in rows] == ["linear", "bmm"] and all(r["ms"] > 0 for r in rows)
     peaks = measure_peaks(CPU, scale=256)
     assert peaks["dram_copy_gbps"] > 0 and peaks["gemm_fp32_tflops"] > 0
+    assert peaks["dram_stream_gbps"] > 0  # what kernels stream at: the roofline's figure
 
 
 def test_gpu_scenarios_are_on_the_gpus_platform():
@@ -328,3 +329,21 @@ def test_h200_in_step_kernels_of_another_start(h200_profile):
     assert len(other) > 50
     (_, n, rec, pred, gmae, median), = bench.summary(other, lambda r: "other")
     assert gmae < 0.25 and 0.8 < pred / rec < 1.2
+
+
+def test_token_embedding_backward_matches_the_h200_kernels(h200_profile):
+    """``embedding_dense_backward`` as the H200 traces record it (both paths: a direct
+    kernel up to 3072 indices, a radix sort and two segmented passes beyond)."""
+    model = h200_profile.kernel_models["embedding"]
+
+    def node(b, s, d, vocab, dtype="float32"):
+        return {"name": "aten::embedding_dense_backward",
+                "input_shapes": [(b, s, d), (b, s)], "input_dtypes": [dtype, "int64"],
+                "input_nnz": [None, None], "output_shapes": [(vocab, d)],
+                "output_dtypes": [dtype], "output_nnz": [None], "scalars": [vocab, -1, False]}
+    cases = [(node(8, 1024, 2048, 32000), 377.0), (node(4, 1024, 1024, 32000), 155.0),
+             (node(16, 256, 1536, 32000), 203.0), (node(8, 64, 432, 4000), 17.1),
+             (node(2, 48, 228, 4000), 5.2)]
+    got = model.predict_ms([n for n, _ in cases]) * 1e3
+    for (n, recorded), us in zip(cases, got):
+        assert recorded / 1.3 < us < recorded * 1.3, (n["input_shapes"], us, recorded)
