@@ -219,7 +219,7 @@ def _assemble(doc: dict, base: DeviceProfile, models: dict, gemms: dict, launch_
               steps: dict, exclude: set[int] = frozenset()) -> DeviceProfile:
     """The measured profile, T1-T5 from the traced steps not in ``exclude``, per
     captured op (:mod:`.cuda_overheads`)."""
-    from ..gpu.roofline_model import MeasuredRooflineModel, fit_op_efficiency
+    from ..gpu.roofline_model import MeasuredRooflineModel, fit_op_efficiency, fit_op_floor
     from .cuda_overheads import aligned_overheads
 
     dev = doc["device"]
@@ -235,12 +235,16 @@ def _assemble(doc: dict, base: DeviceProfile, models: dict, gemms: dict, launch_
     models = dict(models)
     other = models.get("other")
     efficiency = {}
+    floors = {}
     if kept and isinstance(other, MeasuredRooflineModel):
-        efficiency = fit_op_efficiency(other, [(r["node"], r.get("kernel_us")) for step in kept
-                                               for r in step.records])
-        models["other"] = MeasuredRooflineModel(
-            other.spec, other.peaks, floor_ms=other.floor_ms, half_bytes=other.half_bytes,
-            op_efficiency={k: v["efficiency"] for k, v in efficiency.items()})
+        samples = [(r["node"], r.get("kernel_us")) for step in kept for r in step.records]
+        floors = fit_op_floor(other, samples)
+        other = MeasuredRooflineModel(other.spec, other.peaks, floor_ms=other.floor_ms,
+                                      half_bytes=other.half_bytes,
+                                      op_floor_ms={k: v["floor_ms"] for k, v in floors.items()})
+        efficiency = fit_op_efficiency(other, samples)
+        other.op_efficiency = {k: v["efficiency"] for k, v in efficiency.items()}
+        models["other"] = other
     provenance = {
         "kind": "measured", "source": "calibrated on this GPU by `python -m predictors "
                                       "calibrate --device cuda`",
@@ -254,10 +258,11 @@ def _assemble(doc: dict, base: DeviceProfile, models: dict, gemms: dict, launch_
         "no half-precision GEMMs measured: the roofline",
         "profiled_steps": len(kept),
         "other_kernels": (f"roofline with the measured peaks; {len(efficiency)} ops stream at "
-                          f"their own share of the DRAM bandwidth, fitted on "
-                          f"{sum(v['n'] for v in efficiency.values()):,} of their kernels in "
-                          "the traced steps" if efficiency else
-                          "roofline with the measured peaks"),
+                          f"their own share of the DRAM bandwidth and {len(floors)} have "
+                          "their own floor, fitted on "
+                          f"{sum(v['n'] for v in (*efficiency.values(), *floors.values())):,}"
+                          " of their kernels in the traced steps" if efficiency or floors
+                          else "roofline with the measured peaks"),
         "profiler_us_per_event": fitted.get("profiler_us_per_event")}
     validation = dict(base.validation)
     labels = {"gemm_half": "gemm fp16/bf16 (measured)", "gemm_fp32": "gemm fp32 (measured)"}

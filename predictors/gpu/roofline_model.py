@@ -18,7 +18,7 @@ from ..devices.specs import DeviceSpec
 from ..profiles import KERNEL_MODEL_TYPES
 from .peaks import MeasuredPeaks
 
-__all__ = ["MeasuredRooflineModel", "fit_op_efficiency"]
+__all__ = ["MeasuredRooflineModel", "fit_op_efficiency", "fit_op_floor"]
 
 # Fraction of the measured FP32 peak that non-GEMM compute reaches (transcendentals,
 # reductions); GEMMs in other dtypes use the datasheet tensor peak x GEMM_EFFICIENCY.
@@ -63,7 +63,8 @@ class MeasuredRooflineModel:
     type_name = "gpu-roofline-measured"
 
     def __init__(self, spec: DeviceSpec, peaks: MeasuredPeaks, *, floor_ms: float = 0.002,
-                 half_bytes: float | None = None, op_efficiency: dict | None = None):
+                 half_bytes: float | None = None, op_efficiency: dict | None = None,
+                 op_floor_ms: dict | None = None):
         self.spec = spec
         self.peaks = peaks
         self.floor_ms = float(floor_ms)
@@ -73,9 +74,12 @@ class MeasuredRooflineModel:
         # keys SPARSE_KEY and ACCUMULATE_KEY replace SPARSE_UPDATE_EFFICIENCY and
         # ACCUMULATE_BYTES_PER_VALUE where the device measured its own.
         self.op_efficiency = dict(op_efficiency or {})
+        # op name -> its tiny kernels' time in a training step (:func:`fit_op_floor`): a
+        # reduction or a fused attention launches more, and longer, kernels than an add
+        self.op_floor_ms = dict(op_floor_ms or {})
 
     def time_ms(self, flops, nbytes, category="elementwise", dtype="float32",
-                efficiency: float = 1.0) -> np.ndarray:
+                efficiency: float = 1.0, floor_ms: float | None = None) -> np.ndarray:
         flops, nbytes = np.asarray(flops, dtype=float), np.asarray(nbytes, dtype=float)
         if category == "gemm":
             peak = (self.peaks.fp32_flops if dtype == "float32"
@@ -83,7 +87,8 @@ class MeasuredRooflineModel:
         else:
             peak = self.peaks.fp32_flops * VECTOR_EFFICIENCY
         mem = (nbytes + self.half_bytes * (nbytes > 0)) / (self.peaks.dram_bw * efficiency)
-        return self.floor_ms + 1e3 * np.maximum(flops / peak, mem)
+        floor = self.floor_ms if floor_ms is None else floor_ms
+        return floor + 1e3 * np.maximum(flops / peak, mem)
 
     def plain(self, node: dict):
         """``(KernelCost, dtype)`` of an op this model prices by the plain roofline (not
@@ -110,33 +115,33 @@ class MeasuredRooflineModel:
             if cost.category == "view":
                 continue
             dtype = (node.get("input_dtypes") or ["float32"])[0]
+            floor = self.op_floor_ms.get(node["name"], self.floor_ms)
             if cost.category != "gemm" and any(
                     n is not None for n in (node.get("input_nnz") or [])[1:]):
                 share = self.op_efficiency.get(SPARSE_KEY, SPARSE_UPDATE_EFFICIENCY)
                 mem = cost.bytes / (self.peaks.dram_bw * share)
-                out[i] = self.floor_ms + 1e3 * mem
+                out[i] = floor + 1e3 * mem
                 continue
             values = _accumulated_values(node)
             if values:
                 per_value = self.op_efficiency.get(ACCUMULATE_KEY, ACCUMULATE_BYTES_PER_VALUE)
                 mem = (values * per_value + self.half_bytes) / self.peaks.dram_bw
-                out[i] = self.floor_ms + 1e3 * mem
+                out[i] = floor + 1e3 * mem
                 continue
             eff = attention_efficiency(node["name"].split("::")[-1], dtype)
             if eff is not None:  # fused attention: its own share of the datasheet peak
                 mem = cost.bytes / self.peaks.dram_bw
-                out[i] = self.floor_ms + 1e3 * max(cost.flops / (self.spec.flops(dtype) * eff),
-                                                   mem)
+                out[i] = floor + 1e3 * max(cost.flops / (self.spec.flops(dtype) * eff), mem)
                 continue
             out[i] = self.time_ms(cost.flops, cost.bytes, cost.category, dtype,
-                                  self.op_efficiency.get(node["name"], 1.0))
+                                  self.op_efficiency.get(node["name"], 1.0), floor)
         return out
 
     def to_json(self) -> tuple[dict, dict]:
         return ({"type": self.type_name, "op_class": self.op_class,
                  "spec": dataclasses.asdict(self.spec), "peaks": self.peaks.to_json(), "floor_ms": self.floor_ms,
                  "half_bytes": self.half_bytes, "vector_efficiency": VECTOR_EFFICIENCY,
-                 "op_efficiency": self.op_efficiency,
+                 "op_efficiency": self.op_efficiency, "op_floor_ms": self.op_floor_ms,
                  "gemm_efficiency_other_dtypes": GEMM_EFFICIENCY}, {})
 
     @classmethod
@@ -145,7 +150,8 @@ class MeasuredRooflineModel:
         spec = DeviceSpec(**{k: v for k, v in meta["spec"].items() if k in names})
         peaks = MeasuredPeaks.from_json(meta["peaks"])
         return cls(spec, peaks, floor_ms=meta.get("floor_ms", 0.002),
-                   half_bytes=meta.get("half_bytes"), op_efficiency=meta.get("op_efficiency"))
+                   half_bytes=meta.get("half_bytes"), op_efficiency=meta.get("op_efficiency"),
+                   op_floor_ms=meta.get("op_floor_ms"))
 
 
 # Samples below this many bytes are dominated by the floor: they do not tell a bandwidth.
@@ -173,7 +179,7 @@ def fit_op_efficiency(model: MeasuredRooflineModel, samples) -> dict[str, dict]:
         if got is None:
             continue
         cost = got[0]
-        busy_ms = kernel_us * 1e-3 - model.floor_ms
+        busy_ms = kernel_us * 1e-3 - model.op_floor_ms.get(node["name"], model.floor_ms)
         compute_s = cost.flops / (model.peaks.fp32_flops * VECTOR_EFFICIENCY)
         if (cost.category in ("gemm", "embedding") or cost.bytes < EFFICIENCY_MIN_BYTES
                 or busy_ms <= 0 or compute_s > cost.bytes / model.peaks.dram_bw):
@@ -190,6 +196,30 @@ def fit_op_efficiency(model: MeasuredRooflineModel, samples) -> dict[str, dict]:
         if len(r) >= EFFICIENCY_MIN_SAMPLES and q75 <= EFFICIENCY_MAX_SPREAD * q25:
             out[name] = {"efficiency": float(np.clip(q50, 0.1, 2.0)), "n": len(r)}
     return out
+
+
+# Kernels of ops under this many roofline bytes are their fixed cost (1 MB streams in
+# 0.25 us on an H200, a fifth of its floor).
+FLOOR_MAX_BYTES = EFFICIENCY_MIN_BYTES  # below the bandwidth fit: the fixed cost
+
+
+def fit_op_floor(model: MeasuredRooflineModel, samples) -> dict[str, dict]:
+    """Per op name the model prices, the median recorded time of its kernels in traced
+    steps when it moves under :data:`FLOOR_MAX_BYTES` (at least
+    :data:`EFFICIENCY_MIN_SAMPLES` of them): ``{name: {"floor_ms", "n"}}``."""
+    tiny: dict[str, list[float]] = {}
+    for node, kernel_us in samples:
+        try:
+            cost = kernel_cost(node, model.spec)
+        except (IndexError, KeyError, TypeError, ValueError):
+            continue
+        dtype = (node.get("input_dtypes") or ["float32"])[0]
+        fused = attention_efficiency(node["name"].split("::")[-1], dtype) is not None
+        if (kernel_us and cost.category not in ("embedding", "view")
+                and (cost.category != "gemm" or fused) and cost.bytes < FLOOR_MAX_BYTES):
+            tiny.setdefault(node["name"], []).append(kernel_us * 1e-3)
+    return {name: {"floor_ms": float(np.median(t)), "n": len(t)}
+            for name, t in sorted(tiny.items()) if len(t) >= EFFICIENCY_MIN_SAMPLES}
 
 
 def _special_path_sample(model: MeasuredRooflineModel, node: dict, kernel_us: float,

@@ -272,7 +272,8 @@ def test_collect_reports_progress_and_cancels(tmp_path):
 def test_op_efficiency_recovers_a_known_share_and_drops_inconsistent_ops():
     from predictors.devices.specs import GPU_SPECS
     from predictors.gpu.peaks import MeasuredPeaks
-    from predictors.gpu.roofline_model import MeasuredRooflineModel, fit_op_efficiency
+    from predictors.gpu.roofline_model import (MeasuredRooflineModel, fit_op_efficiency,
+                                               fit_op_floor)
 
     peaks = MeasuredPeaks(50e12, 4e12, 8e12, 50e6, 132, "test")
     model = MeasuredRooflineModel(GPU_SPECS["NVIDIA H200"], peaks, floor_ms=0.001,
@@ -299,6 +300,16 @@ def test_op_efficiency_recovers_a_known_share_and_drops_inconsistent_ops():
         (1.0 + 8 * (1 << 24) / 4e12 / 0.4 * 1e6) / 1e3)
     back = MeasuredRooflineModel.from_json(*tuned.to_json())
     assert back.op_efficiency == {"aten::gelu": 0.4}
+    # tiny kernels give each op its own fixed cost: a sum launches a longer one than an add
+    floors = fit_op_floor(model, [(node("aten::sum", 1000), us) for us in (5.0, 5.5, 6.0)]
+                          + [(node("aten::add", 1000), 1.2)] * 2)
+    assert floors == {"aten::sum": {"floor_ms": 0.0055, "n": 3}}  # two adds: too few
+    floored = MeasuredRooflineModel(model.spec, peaks, floor_ms=0.001, half_bytes=0.0,
+                                    op_floor_ms={"aten::sum": 0.0055})
+    assert floored.predict_ms([node("aten::sum", 1000)])[0] == pytest.approx(
+        0.0055 + 8000 / 4e12 * 1e3)
+    assert MeasuredRooflineModel.from_json(*floored.to_json()).op_floor_ms == {
+        "aten::sum": 0.0055}
 
 
 def test_h200_roofline_streams_at_the_kernels_bandwidth(h200_profile):
