@@ -301,12 +301,53 @@ def scenario_errors(folder: str | Path, *, profile: DeviceProfile | None = None,
         prof = profile if profile is not None else _assemble(*parts, {row["index"]})
         pred = predict(row["doc"], profile=prof)
         measured = row["measure"]["iteration_ms"]
+        step = parts[5].get(row["index"]) if parts is not None else None
         rows.append({"index": row["index"], "scenario": row["doc"]["name"],
                      "measured_ms": measured, "predicted_ms": pred.iteration_ms,
                      "error_pct": 100.0 * (pred.iteration_ms / measured - 1.0),
                      "spread_pct": row["measure"].get("spread_pct"),
-                     "device_active_ms": pred.per_rank[0]["device_active_ms"]})
+                     "device_active_ms": pred.per_rank[0]["device_active_ms"],
+                     "kernels": _step_kernels(step, prof) if step is not None else []})
     return rows
+
+
+def _step_kernels(step, prof: DeviceProfile) -> list[tuple[str, float, float]]:
+    """``(model class, recorded us, predicted us)`` of every captured op of a traced step
+    that launched device work, predicted with ``prof`` (the whole step at once)."""
+    from ..devices.costs import kernel_seconds
+
+    nodes = [r["node"] for r in step.records]
+    _, seconds, models = kernel_seconds(nodes, prof.device, prof)
+    return [(m.split(" ")[0], r["kernel_us"], s * 1e6)
+            for r, s, m in zip(step.records, seconds, models) if r.get("kernel_us")]
+
+
+# The Profiles tab's rows for the kernel classes of a leave-one-out validation: (label,
+# the model that priced them).
+_IN_STEP_LABELS = {"gemm": ("in-step GEMM kernels", "GEMM models"),
+                   "gemm_fp32": ("in-step GEMM kernels", "GEMM models"),
+                   "gemm_half": ("in-step GEMM kernels", "GEMM models"),
+                   "embedding": ("in-step embedding kernels", "L2/latency"),
+                   "other": ("in-step roofline-op kernels", "roofline")}
+
+
+def in_step_classes(rows: list[dict]) -> dict:
+    """Per kernel class, the error of the held-out scenarios' traced kernels (each
+    predicted by the fold that left its scenario out), as the Profiles tab's table reads
+    validation classes: ``{label: {"samples", "held_out", "chosen", <chosen>: {"gmae",
+    "mape"}}}``."""
+    ratios: dict[tuple, list[float]] = {}
+    for row in rows:
+        for cls, recorded, predicted in row.get("kernels") or []:
+            if recorded > 0 and cls in _IN_STEP_LABELS:
+                ratios.setdefault(_IN_STEP_LABELS[cls], []).append(predicted / recorded)
+    out = {}
+    for (label, model), r in ratios.items():
+        err = np.abs(np.asarray(r) - 1.0)
+        out[label] = {"samples": len(r), "held_out": len(r), "chosen": model,
+                      model: {"gmae": float(np.exp(np.mean(np.log(np.maximum(err, 1e-4))))),
+                              "mape": float(np.mean(err))}}
+    return out
 
 
 def geomean_abs_pct(errors) -> float | None:
@@ -341,6 +382,9 @@ def with_validation(prof: DeviceProfile, folder: str | Path, progress=None,
                                 "--device cuda (leave one scenario out: each predicted with "
                                 "overheads from the other scenarios' traces)")
     prof.validation = {"end_to_end": end_to_end, **prof.validation}
+    classes = in_step_classes(rows)
+    if classes:
+        prof.validation["classes"] = {**prof.validation.get("classes", {}), **classes}
     return prof, rows
 
 

@@ -99,6 +99,12 @@ def test_calibrate_cli_from_measurements(tmp_path, capsys):
     assert "leave one out" in text and "GPU LM (6x2048" in text
     saved = json.loads(out.read_text())
     assert saved["kind"] == "measured"
+    # each held-out scenario's traced kernels, predicted by its fold: the Profiles tab's rows
+    classes = saved["validation"]["classes"]
+    for label, bound in (("in-step GEMM kernels", 0.2), ("in-step roofline-op kernels", 0.25),
+                         ("in-step embedding kernels", 0.2)):
+        row = classes[label]
+        assert row["samples"] > 100 and 0 < row[row["chosen"]]["gmae"] < bound, (label, row)
     e2e = saved["validation"]["end_to_end"]
     assert len(e2e["rows"]) == 16 and list(saved["validation"])[0] == "end_to_end"
     assert 0 < e2e["summary"]["geomean_abs_error"] < 0.4
