@@ -22,8 +22,10 @@ CPU = torch.device("cpu")
 
 def test_time_kernel_scales_with_work():
     small, big = torch.randn(64, 64), torch.randn(256, 256)
-    t_small, method = time_kernel(lambda: small @ small, CPU)
-    t_big, _ = time_kernel(lambda: big @ big, CPU)
+    small @ small, big @ big  # the process's first matmuls pay the BLAS's set-up
+    # the faster of two timings each: a 2-vCPU VM's neighbours only ever add time
+    t_small, method = min(time_kernel(lambda: small @ small, CPU) for _ in range(2))
+    t_big = min(time_kernel(lambda: big @ big, CPU)[0] for _ in range(2))
     assert method == "wall"
     assert t_big > 8 * t_small  # 64x the FLOPs
 
