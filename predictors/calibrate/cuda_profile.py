@@ -85,16 +85,15 @@ def stream_fit(doc: dict, l2_bytes: float) -> dict | None:
             "n": len(rows)}
 
 
-def _peaks(doc: dict, base):
+def _peaks(doc: dict, base, stream: dict | None):
     """The measured peaks of ``doc`` (``base``'s where it has none).  DRAM bandwidth: what
-    elementwise kernels stream at (:func:`stream_fit`), else the device-to-device copy's
-    (cudaMemcpy's path: 0.64x the kernels' on the H200)."""
+    elementwise kernels stream at (``stream``: :func:`stream_fit`), else the
+    device-to-device copy's (cudaMemcpy's path: 0.64x the kernels' on the H200)."""
     from ..gpu.peaks import MeasuredPeaks
 
     p = doc.get("peaks") or {}
     if not p.get("dram_copy_gbps") or not p.get("gemm_fp32_tflops"):
         return base
-    stream = stream_fit(doc, base.l2_bytes)
     dram = stream["gbps"] if stream else p["dram_copy_gbps"]
     how = ("elementwise kernels streaming beyond L2" if stream
            else "a 1 GiB device-to-device copy")
@@ -170,8 +169,8 @@ def _measured_parts(folder: str | Path, base: DeviceProfile | None = None,
     models = dict(base.kernel_models)
     other = models.get("other")
     if isinstance(other, MeasuredRooflineModel):
-        peaks = _peaks(doc, other.peaks)
-        stream = stream_fit(doc, peaks.l2_bytes)
+        stream = stream_fit(doc, other.peaks.l2_bytes)
+        peaks = _peaks(doc, other.peaks, stream)
         if stream and stream["floor_us"] is not None:  # the tiny kernels' own time
             models["other"] = MeasuredRooflineModel(
                 other.spec, peaks, floor_ms=max(stream["floor_us"], 0.5) * 1e-3,

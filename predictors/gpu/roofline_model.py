@@ -226,7 +226,7 @@ def _special_path_sample(model: MeasuredRooflineModel, node: dict, kernel_us: fl
                          ratios: dict) -> None:
     """A sparse update's share of the bandwidth, an accumulating ``index_put``'s bytes
     per value: what the device measured for :data:`SPARSE_KEY` and :data:`ACCUMULATE_KEY`."""
-    busy_s = kernel_us * 1e-6 - model.floor_ms * 1e-3
+    busy_s = (kernel_us * 1e-3 - model.op_floor_ms.get(node["name"], model.floor_ms)) * 1e-3
     if busy_s <= 0:
         return
     values = _accumulated_values(node)
