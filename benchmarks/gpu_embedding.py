@@ -6,9 +6,9 @@ Two kinds of measurement, both in ``resources/measurements/nvidia-h200-*``:
 
 - microbenchmarks (``kernels`` of ``measurements.json``): one table's forward replayed in a
   CUDA graph, so its rows stay in L2 between calls (warm);
-- in-step kernels: every ``EmbeddingBag_updateOutputKernel`` of the traced training steps
-  of the DLRM scenarios, matched in order with the bag forwards of the scenario's GPU
-  capture and predicted as a prediction does (the whole step's ops, so each table's reuse
+- in-step kernels: the bag forwards of the DLRM scenarios' traced training steps, each
+  aligned with its captured op (:func:`predictors.calibrate.cuda_overheads.aligned_step`)
+  and predicted as a prediction does (the whole step's ops, so each table's reuse
   distance is the other tables' rows).
 
 Prints GMAE, MAPE and the median pred/measured per set, for the model in the profile and
@@ -19,8 +19,6 @@ start's scenarios, and reports the held-out sets (other scenarios, other starts)
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import math
 import sys
 from pathlib import Path
@@ -33,15 +31,15 @@ sys.path.insert(0, str(ROOT))
 FOLDERS = ["nvidia-h200-2026-11-29", "nvidia-h200-2026-11-29-rerun",
            "nvidia-h200-2026-11-29-seed7", "nvidia-h200-2026-11-29-seed11"]
 FIT_SETS = {"micro", "nvidia-h200-2026-11-29"}  # what --fit sees; the rest is held out
-KERNEL = "EmbeddingBag_updateOutputKernel"
 
 
 def micro_cases() -> list[dict]:
     """Forward microbenchmarks: ``{rows, dim, batch, pooling, distribution, us, reuse}``."""
+    from predictors.calibrate.cuda_profile import load_measurements
+
     out = []
     for folder in FOLDERS:
-        doc = json.load(gzip.open(ROOT / "resources/measurements" / folder /
-                                  "measurements.json.gz"))
+        doc = load_measurements(ROOT / "resources/measurements" / folder)
         for k in doc.get("kernels") or []:
             if k.get("op") == "embedding_bag_fwd" and k.get("ms"):
                 out.append({"set": "micro", "folder": folder, "rows": k["rows"],
@@ -52,37 +50,30 @@ def micro_cases() -> list[dict]:
 
 
 def step_cases(model) -> list[dict]:
-    """Bag forwards of the traced DLRM steps, with the model's reuse distance of each."""
-    from predictors.capture import capture_training_step
-    from predictors.devices.roofline import classify
-    from predictors.scenario import validate_scenario
-    from predictors.workload import build_workload
+    """Bag forwards of the traced DLRM steps, each aligned with its captured op (as the
+    calibration aligns them), with the model's reuse distance of each."""
+    from predictors.calibrate.cuda_profile import (_aligned_steps, _recordings,
+                                                   load_measurements)
 
     out = []
     for folder in FOLDERS:
-        base = ROOT / "resources/measurements" / folder
-        doc = json.load(gzip.open(base / "measurements.json.gz"))
-        for sc in doc["scenarios"]:
-            if not sc.get("trace") or "DLRM" not in sc["doc"]["name"]:
-                continue
-            graph = capture_training_step(build_workload(validate_scenario(sc["doc"])),
-                                          gpu=True)
-            nodes = [graph.nodes[i] for i in sorted(graph.nodes)
-                     if classify(graph.nodes[i]["name"]) != "view"]
-            touched = model._touched_bytes(nodes)
+        doc = load_measurements(ROOT / "resources/measurements" / folder)
+        doc["scenarios"] = [s for s in doc.get("scenarios") or []
+                            if "DLRM" in s["doc"]["name"]]
+        for step in _aligned_steps(doc, _recordings(doc)).values():
+            nodes = [r["node"] for r in step.records]
+            touched = model.touched_bytes(nodes)
             total = sum(touched.values())
-            bags = sorted(touched)
-            trace = json.load(gzip.open(base / sc["trace"]))
-            kernels = sorted((e["ts"], e["dur"]) for e in trace["traceEvents"]
-                             if e.get("cat") == "kernel" and KERNEL in e.get("name", ""))
-            for j, (_, dur) in enumerate(kernels):  # one bag per table, in order, per step
-                node = nodes[bags[j % len(bags)]]
-                rows, dim, lookups, batch = model._bag_forward(node)
-                out.append({"set": folder, "scenario": sc["index"], "rows": rows,
+            for i, r in enumerate(step.records):
+                shape = model.bag_shape(r["node"])
+                if shape is None or not r.get("kernel_us"):
+                    continue
+                rows, dim, lookups, batch = shape
+                out.append({"set": folder, "scenario": step.scenario, "rows": rows,
                             "dim": dim, "batch": batch, "pooling": lookups / batch,
-                            "distribution": model._distribution(node), "us": float(dur),
-                            "reuse": total - touched[bags[j % len(bags)]],
-                            "itemsize": model._itemsize(node)})
+                            "distribution": model.distribution(r["node"]),
+                            "us": r["kernel_us"], "reuse": total - touched[i],
+                            "itemsize": model.itemsize(r["node"])})
     return out
 
 

@@ -59,8 +59,9 @@ BAG_FORWARD = {"issue_cycles": 10.5, "l2_ns": 64.0, "dram_ns": 480.0,
 # The token embedding's backward (``embedding_dense_backward``, CUDA) takes one of two
 # paths.  Up to 3072 indices: one kernel scans the indices per block of features, about
 # 25 ns per index whatever the dim (15 H200 steps, 96-512 tokens: 1.4 us + 25.4 ns x
-# tokens, within 8 %; 2.2 us fixed with the zeroing kernel's own).  Beyond: a 64-bit radix sort of the indices (8 single-block passes),
-# ~25 small kernels and memsets (78 us on the H200 whatever the size), then two segmented
+# tokens, within 8 %; 2.2 us fixed with the zeroing kernel's own).  Beyond: a 64-bit
+# radix sort of the indices (8 single-block passes), ~25 small kernels and memsets
+# (78 us on the H200 whatever the size), then two segmented
 # passes over the gradient's values (``compute_grad_weight``, ``sum_and_scatter``: 7.2 ps
 # per value each on the H200 = 31 bytes of DRAM bandwidth at 4.33 TB/s); both paths first
 # zero the whole weight gradient.  (12 H200 steps, 4096-16384 tokens, dim 512-2048: the
@@ -222,8 +223,9 @@ def embedding_bag_ms(rows: int, dim: int, batch: int, pooling: float,
     L2 (DRAM for misses), write the rows.  Backward with sparse gradients (what SGD
     on ``sparse=True`` tables runs): one gather writes a gradient row per lookup from the
     (L2-resident) output gradient, :data:`GATHER_NS_PER_ROW_PER_SM` per row and SM (or
-    its bytes at the copy bandwidth, if longer); no table rows are read.  Dense backward: scatter-add every lookup into the table (read
-    + write of the touched rows, through L2).
+    its bytes at the DRAM bandwidth, if longer); no table rows are read.  Dense backward:
+    scatter-add every lookup into the table (read + write of the touched rows, through
+    L2).
     """
     lookups = int(round(batch * pooling))
     row = _sector_bytes(dim, itemsize)
@@ -277,17 +279,19 @@ class EmbeddingLookupModel:
         self.kernel_floor_ms = float(kernel_floor_ms)
         self.clock_mhz = float(clock_mhz) if clock_mhz else None
 
-    def _distribution(self, node: dict) -> dict:
+    def distribution(self, node: dict) -> dict:
+        """The index distribution of the table a captured op reads."""
         lookup = node.get("lookup") or {}
         return lookup.get("distribution") or self.default_distribution
 
     @staticmethod
-    def _itemsize(node: dict) -> int:
+    def itemsize(node: dict) -> int:
+        """Bytes per value of the op's first input."""
         dtypes = node.get("input_dtypes") or []
         return {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}.get(
             dtypes[0] if dtypes else "float32", 4)
 
-    def _bag_forward(self, node: dict) -> tuple | None:
+    def bag_shape(self, node: dict) -> tuple | None:
         """``(rows, dim, lookups, batch)`` of a bag forward, None for other ops."""
         op = node["name"].split("::")[-1]
         ins = node.get("input_shapes") or []
@@ -300,14 +304,14 @@ class EmbeddingLookupModel:
     def _one(self, node: dict, reuse_bytes: float = 0.0) -> float:
         op = node["name"].split("::")[-1]
         ins = node.get("input_shapes") or []
-        size = self._itemsize(node)
-        dist = self._distribution(node)
+        size = self.itemsize(node)
+        dist = self.distribution(node)
         if op in FORWARD_OPS:
             if len(ins) < 2 or len(ins[0]) != 2:
                 return math.nan
             rows, dim = ins[0]
             lookups = _numel(ins[1])
-            bag = self._bag_forward(node)
+            bag = self.bag_shape(node)
             batch = bag[3] if bag else lookups  # a plain embedding: one row per index
             return embedding_bag_ms(rows, dim, batch, lookups / max(batch, 1), dist,
                                     self.peaks, itemsize=size,
@@ -337,23 +341,23 @@ class EmbeddingLookupModel:
                                     itemsize=size, kernel_floor_ms=self.kernel_floor_ms)
         return math.nan
 
-    def _touched_bytes(self, nodes: list[dict]) -> dict[int, float]:
+    def touched_bytes(self, nodes: list[dict]) -> dict[int, float]:
         """Bytes of table rows each bag forward in ``nodes`` touches, by position."""
         out = {}
         for i, node in enumerate(nodes):
             try:
-                bag = self._bag_forward(node)
+                bag = self.bag_shape(node)
                 if bag is not None:
                     rows, dim, lookups, _ = bag
-                    out[i] = _unique_bytes(rows, dim, lookups, self._distribution(node),
-                                           self.peaks.l2_bytes, self._itemsize(node))
+                    out[i] = _unique_bytes(rows, dim, lookups, self.distribution(node),
+                                           self.peaks.l2_bytes, self.itemsize(node))
             except (IndexError, TypeError, ValueError):
                 continue
         return out
 
     def predict_ms(self, nodes: list[dict]) -> np.ndarray:
         out = np.full(len(nodes), np.nan)
-        touched = self._touched_bytes(nodes)
+        touched = self.touched_bytes(nodes)
         total = sum(touched.values())
         for i, node in enumerate(nodes):
             try:
