@@ -171,7 +171,20 @@ class GanttWidget(QWidget):
         self.plot.scene().sigMouseMoved.connect(self._on_mouse_moved)
         self.plot.scene().sigMouseClicked.connect(self._on_mouse_clicked)
         self.plot.installEventFilter(self)
+        self._show_empty()
+
+    def _show_empty(self) -> None:
+        """The state without a timeline: the placeholder centred, no lane labels."""
+        self.layout_ = None
+        # a unit view with the text in its middle: at (0, 0) half of it fell off the corner;
+        # the last timeline's limits would keep the view on its time span
+        self.vb.setLimits(xMin=None, xMax=None, minXRange=None, yMin=None, yMax=None)
+        self.vb.setRange(xRange=(0.0, 1.0), yRange=(0.0, 1.0), padding=0.0)
+        self._empty.setPos(0.5, 0.5)
+        self._empty.setVisible(True)
+        self.plot.getPlotItem().getAxis("left").setTicks([[]])
         self._update_legend([])
+        self.set_stale(False)
 
     # --- public API -----------------------------------------------------------------------
 
@@ -189,11 +202,7 @@ class GanttWidget(QWidget):
         self._sel_box.setVisible(False)
         self.details.setText("Hover a bar for its details; click to pin them here.")
         if timeline is None or not len(timeline.lanes):
-            self.layout_ = None
-            self._empty.setVisible(True)
-            pi.getAxis("left").setTicks([[]])
-            self._update_legend([])
-            self.set_stale(False)
+            self._show_empty()
             return
         self._empty.setVisible(False)
         lay = self.layout_ = LaneLayout.of(timeline)

@@ -245,3 +245,17 @@ def test_shift_drag_pans_and_range_label_formats(gantt):
     assert gantt.time_range() is None
     assert [format_duration(v) for v in (0.00085, 0.0123, 1.2345, 2500.0)] == \
         ["850 ns", "12.3 µs", "1.234 ms", "2.500 s"]
+
+
+def test_placeholder_sits_inside_the_view_before_and_after_a_timeline(gantt):
+    def placeholder_in_view():
+        (x0, x1), (y0, y1) = gantt.vb.viewRange()
+        rect = gantt._empty.mapRectToView(gantt._empty.boundingRect())
+        return (gantt._empty.isVisible() and x0 <= rect.left() and rect.right() <= x1
+                and min(y0, y1) <= rect.top() and rect.bottom() <= max(y0, y1))
+
+    assert placeholder_in_view()  # a fresh view: the text whole, not cut by the corner
+    gantt.set_timeline(small_timeline())
+    assert not gantt._empty.isVisible()
+    gantt.set_timeline(None)
+    assert placeholder_in_view()
