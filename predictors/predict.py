@@ -38,6 +38,33 @@ class Prediction:
                 "notes": self.notes, "elapsed_s": round(self.elapsed_s, 4)}
 
 
+_ITEMSIZE = {"float32": 4, "bfloat16": 2, "float16": 2}
+
+
+def check_fits(doc: dict, platform) -> None:
+    """Raise :class:`~predictors.scenario.ScenarioError` when the embedding tables'
+    weights alone exceed the memory of all the platform's devices together (no placement
+    can hold them), naming the largest table; unknown memory sizes are not checked."""
+    from .devices.specs import device_spec
+    from .scenario import Issue, ScenarioError
+
+    try:
+        memory = device_spec(platform.device, platform.threads).memory_bytes
+    except KeyError:
+        return
+    memory *= max(1, platform.ranks) if platform.device != "cpu" else 1
+    itemsize = _ITEMSIZE.get(doc["training"]["dtype"], 4)
+    tables = [(t["rows"] * t["dim"] * itemsize, f"model.nodes[{i}].params.tables[{j}]")
+              for i, n in enumerate(doc["model"]["nodes"]) if n["kind"] == "embedding_tables"
+              for j, t in enumerate(n["params"]["tables"])]
+    total = sum(b for b, _ in tables)
+    if memory > 0 and total > memory:
+        largest, where = max(tables)
+        raise ScenarioError([Issue(where, f"the embedding tables need {total / 1e9:,.1f} GB "
+                                          f"(this one {largest / 1e9:,.1f} GB), more than "
+                                          f"the {memory / 1e9:,.0f} GB of {platform.name}")])
+
+
 def predict(scenario: dict, *, profile=None, overheads=None,
             progress: Callable[[float, str], None] | None = None,
             cancelled: Callable[[], bool] | None = None) -> Prediction:
@@ -55,7 +82,7 @@ def predict(scenario: dict, *, profile=None, overheads=None,
     from .devices.costs import cost_op_graph
     from .devices.platforms import resolve_platform
     from .profiles import default_profile, resolve_profile
-    from .scenario import validate_scenario
+    from .scenario import Issue, ScenarioError, validate_scenario
     from .simulate import simulate_rank
     from .workload import build_workload
 
@@ -77,10 +104,16 @@ def predict(scenario: dict, *, profile=None, overheads=None,
         profile = None
     elif isinstance(profile, str):
         profile = resolve_profile(profile)
+    check_fits(doc, platform)
     step(0.1, "building the model")
-    workload = build_workload(doc)
-    step(0.3, "capturing the training step")
-    graph = capture_training_step(workload, gpu=platform.device != "cpu")
+    try:
+        workload = build_workload(doc)
+        step(0.3, "capturing the training step")
+        graph = capture_training_step(workload, gpu=platform.device != "cpu")
+    except (RuntimeError, OverflowError, MemoryError) as exc:  # sizes torch cannot hold
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ScenarioError([Issue("model", f"torch cannot build this model: {first}")]) \
+            from None
     step(0.6, "costing kernels")
     costed = cost_op_graph(graph, platform, profile, overheads)
     step(0.8, "simulating")

@@ -5,6 +5,8 @@ compiles to torch.  The GUI builds its palette and inspector from these descript
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -111,7 +113,7 @@ BLOCK_KINDS: dict[str, BlockKind] = {k.name: k for k in [
         (ParamSpec("hidden", "int", 768, "model width", minimum=1),
          ParamSpec("heads", "int", 12, "attention heads (must divide hidden)", minimum=1),
          ParamSpec("ffn", "int", 3072, "feed-forward width", minimum=1),
-         ParamSpec("count", "int", 12, "number of layers", minimum=1),
+         ParamSpec("count", "int", 12, "number of layers", minimum=1, maximum=512),
          ParamSpec("dropout", "float", 0.1, "dropout probability", minimum=0.0, maximum=1.0)),
         summary=lambda p: f"{p['count']} x {p['hidden']}/{p['heads']}h/{p['ffn']}"),
     BlockKind(
@@ -141,13 +143,21 @@ def default_params(kind: str) -> dict:
     return {p.name: copy.deepcopy(p.default) for p in block_kind(kind).params}
 
 
+# Sizes beyond this are no real model's and overflow torch's int64 size arithmetic.
+MAX_SIZE = 1 << 40
+
+
 def _check_number(spec: ParamSpec, value, where: str, errors: list, integer: bool):
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+            isinstance(value, float) and not math.isfinite(value)) or (
             integer and not (isinstance(value, int) or float(value).is_integer())):
-        errors.append((where, f"expected {'an integer' if integer else 'a number'}, "
+        errors.append((where, f"expected {'an integer' if integer else 'a finite number'}, "
                               f"got {value!r}"))
         return None
     value = int(value) if integer else float(value)
+    if integer and value > MAX_SIZE:
+        errors.append((where, f"must be <= {MAX_SIZE:,}, got {value:,}"))
+        return None
     if spec.minimum is not None and value < spec.minimum:
         what = "positive" if spec.minimum == 1 else f">= {spec.minimum}"
         errors.append((where, f"must be {what}, got {value!r}"))
@@ -171,7 +181,8 @@ def _check_table(t, where: str, errors: list) -> dict | None:
                        f"got {dist!r}"))
     elif dist["kind"] == "zipf":
         alpha = dist.get("alpha")
-        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or alpha <= 0:
+        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) \
+                or not 0 < alpha < math.inf:
             errors.append((f"{where}.distribution.alpha", f"must be a positive number, "
                                                           f"got {alpha!r}"))
     unknown = set(t) - set(DEFAULT_TABLE)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,8 +16,9 @@ from pathlib import Path
 import networkx as nx
 
 from .fileio import atomic_write_bytes
-from .devices.platforms import LINK_KINDS, PLATFORM_PRESETS
-from .registry import BLOCK_KINDS, block_kind, validate_params
+from .devices.platforms import GPU_MODELS, LINK_KINDS, PLATFORM_PRESETS, resolve_platform
+from .devices.specs import find_gpu_spec
+from .registry import BLOCK_KINDS, MAX_SIZE, block_kind, validate_params
 
 __all__ = ["FORMAT", "VERSION", "ScenarioError", "Issue", "load_scenario", "save_scenario",
            "validate_scenario", "validate_platform", "scenario_to_json", "model_graph",
@@ -183,20 +185,48 @@ def _validate_platform(platform, issues: list[Issue]) -> dict:
             issues.append(Issue(f"platform.nodes[{i}].id", f"expected a non-empty string, "
                                                            f"got {node.get('id')!r}"))
             continue
+        if node["id"] in ids:
+            issues.append(Issue(f"platform.nodes[{i}].id", f"duplicate device id "
+                                                           f"{node['id']!r}"))
         ids.add(node["id"])
+        _validate_device_params(node, f"platform.nodes[{i}].params", issues)
+    gpus = sum(1 for n in nodes if isinstance(n, dict) and n.get("kind") == "gpu")
+    hosts = sum(1 for n in nodes if isinstance(n, dict) and n.get("kind") == "node")
+    if gpus and hosts and gpus % hosts:
+        issues.append(Issue("platform.nodes", f"{gpus} GPUs do not divide evenly over "
+                                              f"{hosts} nodes"))
     edges = platform.get("edges", [])
     if not isinstance(edges, list):
         issues.append(Issue("platform.edges", f"expected a list of links, got {edges!r}"))
         edges = []
     for i, edge in enumerate(edges):
         for key in ("source", "target"):
-            if not isinstance(edge, dict) or edge.get(key) not in ids:
+            if not isinstance(edge, dict) or not isinstance(edge.get(key), str) \
+                    or edge[key] not in ids:
                 issues.append(Issue(f"platform.edges[{i}].{key}", "no device with that id"))
         kind = edge.get("kind") if isinstance(edge, dict) else None
         if isinstance(edge, dict) and (not isinstance(kind, str) or kind not in LINK_KINDS):
             issues.append(Issue(f"platform.edges[{i}].kind", f"unknown link kind "
                                 f"{edge.get('kind')!r} (known: {', '.join(LINK_KINDS)})"))
     return copy.deepcopy(platform)
+
+
+def _validate_device_params(node: dict, where: str, issues: list[Issue]) -> None:
+    """A custom platform device's ``params``: a CPU's ``threads``, a GPU's ``model``."""
+    params = node.get("params", {})
+    if not isinstance(params, dict):
+        issues.append(Issue(where, f"expected an object, got {params!r}"))
+        return
+    if node["kind"] == "cpu" and "threads" in params:
+        t = params["threads"]
+        if isinstance(t, bool) or not isinstance(t, int) or t < 1:
+            issues.append(Issue(f"{where}.threads", f"must be a positive integer, got {t!r}"))
+    if node["kind"] == "gpu" and "model" in params:
+        model = params["model"]
+        if not isinstance(model, str) or (model not in GPU_MODELS
+                                          and find_gpu_spec(model) is None):
+            issues.append(Issue(f"{where}.model", f"unknown GPU {model!r} (known: "
+                                f"{', '.join(GPU_MODELS)} or a name in the GPU table)"))
 
 
 def _validate_training(training, issues: list[Issue]) -> dict:
@@ -208,8 +238,9 @@ def _validate_training(training, issues: list[Issue]) -> dict:
         return out
     out.update(training)
     bs = out["batch_size"]
-    if isinstance(bs, bool) or not isinstance(bs, int) or bs < 1:
-        issues.append(Issue("training.batch_size", f"must be a positive integer, got {bs!r}"))
+    if isinstance(bs, bool) or not isinstance(bs, int) or not 1 <= bs <= MAX_SIZE:
+        issues.append(Issue("training.batch_size", f"must be a positive integer up to "
+                                                   f"{MAX_SIZE:,}, got {bs!r}"))
     if out["optimizer"] not in OPTIMIZERS:
         issues.append(Issue("training.optimizer", f"expected one of {list(OPTIMIZERS)}, "
                                                   f"got {out['optimizer']!r}"))
@@ -217,7 +248,7 @@ def _validate_training(training, issues: list[Issue]) -> dict:
         issues.append(Issue("training.dtype", f"expected one of {list(DTYPES)}, "
                                               f"got {out['dtype']!r}"))
     lr = out["lr"]
-    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or lr <= 0:
+    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < math.inf:
         issues.append(Issue("training.lr", f"must be a positive number, got {lr!r}"))
     for key in set(out) - {"batch_size", "optimizer", "dtype", "lr"}:
         issues.append(Issue(f"training.{key}", "unknown training setting"))
@@ -274,7 +305,23 @@ def validate_scenario(doc, source: str = "") -> dict:
                                       f"got {out['layout']!r}"))
     if issues:
         raise ScenarioError(issues, source)
+    _check_sharding_ranks(out, issues)
+    if issues:
+        raise ScenarioError(issues, source)
     return out
+
+
+def _check_sharding_ranks(doc: dict, issues: list[Issue]) -> None:
+    """An explicit sharding may only place tables on ranks the platform has."""
+    sharding = doc["parallelism"].get("embedding_sharding", "auto")
+    if not isinstance(sharding, dict):
+        return
+    ranks = resolve_platform(doc["platform"]).ranks
+    for key, rank in sharding.items():
+        if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < ranks:
+            issues.append(Issue(f"parallelism.embedding_sharding.{key}",
+                                f"expected a rank from 0 to {ranks - 1} (the platform has "
+                                f"{ranks}), got {rank!r}"))
 
 
 def load_scenario(path: str | os.PathLike) -> dict:

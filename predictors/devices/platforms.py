@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Platform", "PLATFORM_PRESETS", "LINK_KINDS", "resolve_platform"]
+from .specs import find_gpu_spec
+
+__all__ = ["Platform", "PLATFORM_PRESETS", "LINK_KINDS", "GPU_MODELS", "resolve_platform"]
 
 # Per-GPU bandwidth, one direction, from NVIDIA's NVLink/NVSwitch pages and the PCIe and
 # InfiniBand specifications.
@@ -61,7 +63,8 @@ PLATFORM_PRESETS: dict[str, Platform] = {p.name: p for p in [
              description="2 nodes of 8 H100, one 400G NIC per GPU"),
 ]}
 
-_GPU_MODELS = {"v100": V100, "a100": A100, "h100": H100, "h200": H200}
+# the short names a custom platform's GPU node may give as its ``model``
+GPU_MODELS = {"v100": V100, "a100": A100, "h100": H100, "h200": H200}
 
 
 def resolve_platform(platform: dict) -> Platform:
@@ -83,7 +86,11 @@ def resolve_platform(platform: dict) -> Platform:
         threads = int(cpus[0].get("params", {}).get("threads", 1)) if cpus else 1
         return Platform("custom", "cpu", 0, 1, None, None, threads, "custom CPU platform")
     model = gpus[0].get("params", {}).get("model", "a100")
-    device = _GPU_MODELS.get(model, model)
+    if model in GPU_MODELS:  # a short name, or the name a GPU reports in any spelling
+        device = GPU_MODELS[model]
+    else:
+        spec = find_gpu_spec(model)
+        device = spec.name if spec is not None else model
     links = [e.get("kind") for e in platform.get("edges", [])]
     intra = next((k for k in links if k and k.startswith(("nvlink", "pcie"))), None)
     inter = next((k for k in links if k and k.startswith("nic")), None)

@@ -9,7 +9,8 @@ import os
 import platform
 from dataclasses import dataclass, field
 
-__all__ = ["DeviceSpec", "GPU_SPECS", "local_cpu_spec", "device_spec", "cpu_model"]
+__all__ = ["DeviceSpec", "GPU_SPECS", "local_cpu_spec", "device_spec", "cpu_model", "find_gpu_spec",
+           "profile_slug"]
 
 
 @dataclass(frozen=True)
@@ -213,3 +214,20 @@ def device_spec(name: str, threads: int | None = None) -> DeviceSpec:
         return GPU_SPECS[name]
     except KeyError:
         raise KeyError(f"unknown device {name!r} (known: cpu, {', '.join(GPU_SPECS)})") from None
+
+
+def profile_slug(name: str) -> str:
+    """``NVIDIA H100 80GB HBM3`` -> ``nvidia-h100-80gb-hbm3``."""
+    return "-".join("".join(c if c.isalnum() else " " for c in name.lower()).split())
+
+
+def find_gpu_spec(name: str) -> DeviceSpec | None:
+    """A datasheet spec by the name the GPU reports (case, spaces, dashes, underscores
+    ignored), or None."""
+    if name in GPU_SPECS:
+        return GPU_SPECS[name]
+    key = profile_slug(name)
+    for spec_name, spec in GPU_SPECS.items():
+        if profile_slug(spec_name) == key:
+            return spec
+    return None

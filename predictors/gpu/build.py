@@ -12,7 +12,7 @@ import datetime as _dt
 import time
 from pathlib import Path
 
-from ..devices.specs import GPU_SPECS, DeviceSpec
+from ..devices.specs import GPU_SPECS, DeviceSpec, find_gpu_spec, profile_slug
 from ..profiles import DeviceProfile, ProfileError, load_profile, save_profile
 from .data import load_neusight, neusight_dir
 from .embedding_model import EmbeddingLookupModel
@@ -32,23 +32,6 @@ BUNDLED_GPUS = ("Tesla V100-SXM2-32GB", "Tesla V100-PCIE-32GB", "NVIDIA A100-SXM
                 "NVIDIA A100-PCIE-40GB", "NVIDIA H100 80GB HBM3", "NVIDIA H200")
 _METRIC = ("GMAE = geometric mean over shapes of |predicted / measured latency - 1|; "
            "latency = kernel + the GPU's measurement overhead (NeuSight times whole ops)")
-
-
-def profile_slug(name: str) -> str:
-    """``NVIDIA H100 80GB HBM3`` -> ``nvidia-h100-80gb-hbm3``."""
-    return "-".join("".join(c if c.isalnum() else " " for c in name.lower()).split())
-
-
-def find_gpu_spec(name: str) -> DeviceSpec | None:
-    """A datasheet spec by the name the GPU reports (case, spaces, dashes, underscores
-    ignored), or None."""
-    if name in GPU_SPECS:
-        return GPU_SPECS[name]
-    key = profile_slug(name)
-    for spec_name, spec in GPU_SPECS.items():
-        if profile_slug(spec_name) == key:
-            return spec
-    return None
 
 
 def _gpu_models(spec: DeviceSpec, regressor, gemm_info: dict) -> dict:

@@ -86,7 +86,7 @@ class TraceValidation:
 
     @property
     def iteration_error_pct(self) -> float:
-        return 100.0 * (self.replay_modeled_ms / self.recorded_ms - 1.0)
+        return 100.0 * (self.replay_modeled_ms / max(self.recorded_ms, 1e-9) - 1.0)
 
     @property
     def active_error_pct(self) -> float:
@@ -296,16 +296,18 @@ def collective_sizes_from_et(paths: list[str]) -> dict[int, list[tuple[str, floa
         rank = int(m.group(1)) if m else n
         colls = []
         for node in sorted((x for x in nodes if isinstance(x, dict)),
-                           key=lambda x: x.get("id", 0)):
+                           key=lambda x: x["id"] if type(x.get("id")) is int else -1):
             if node.get("name") != "record_param_comms":
                 continue
-            ins = node.get("inputs") or []
+            ins = node.get("inputs")
+            ins = ins if isinstance(ins, list) else []
             kind = next((x for x in ins if isinstance(x, str)), "")
             ck = collective_kind(kind)
             if ck is None:
                 continue
             if ck == "all_gather":  # NCCL counts all-gather's output buffer
-                outs = node.get("outputs") or []
+                outs = node.get("outputs")
+                outs = outs if isinstance(outs, list) else []
                 colls.append((ck, _tensor_bytes(outs[0] if outs else None)))
             else:
                 colls.append((ck, _tensor_bytes(ins[0] if ins else None)))

@@ -112,7 +112,8 @@ class KinetoTrace:
     def device_name(self) -> str:
         props = self.meta.get("deviceProperties")
         if isinstance(props, list) and props and isinstance(props[0], dict):
-            return str(props[0].get("name", ""))
+            dev = props[0].get("name")
+            return dev if isinstance(dev, str) else ""
         return ""
 
     def steps(self) -> list[tuple[str, float, float]]:
@@ -146,12 +147,21 @@ def read_json_bytes(path: str | os.PathLike, progress=None, cancelled=None) -> b
     if raw[:2] != b"\x1f\x8b":
         return raw
     out, d = [], zlib.decompressobj(16 + zlib.MAX_WBITS)
-    step = 1 << 22
+    step, size, limit = 1 << 22, 0, _decompressed_limit()
     try:
         for i in range(0, len(raw), step):
             if cancelled is not None and cancelled():
                 raise Cancelled(str(path))
-            out.append(d.decompress(raw[i:i + step]))
+            chunk = raw[i:i + step]
+            while chunk:
+                out.append(d.decompress(chunk))
+                size += len(out[-1])
+                chunk = b""
+                if d.eof and d.unused_data:  # a gzip file may hold several members
+                    chunk, d = d.unused_data, zlib.decompressobj(16 + zlib.MAX_WBITS)
+            if limit is not None and size > limit:
+                raise TraceError(f"{path.name}: expands to over {size / 2**30:.1f} GiB, more "
+                                 "than this machine's free memory can parse")
             if progress is not None:
                 progress(0.3 * min(1.0, (i + step) / len(raw)), "decompressing")
         out.append(d.flush())
@@ -160,6 +170,23 @@ def read_json_bytes(path: str | os.PathLike, progress=None, cancelled=None) -> b
     except zlib.error as exc:
         raise TraceError(f"{path.name}: not a valid gzip file ({exc})") from None
     return b"".join(out)
+
+
+def _decompressed_limit() -> int | None:
+    """The most JSON bytes worth decompressing: parsing needs about twice the text's size
+    again, so a third of the memory available (Linux's MemAvailable, which counts the page
+    cache as free; else a third of physical memory; None where the system does not say)."""
+    try:
+        with open("/proc/meminfo", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024 // 3
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 3
+    except (ValueError, OSError, AttributeError):
+        return None
 
 
 def _loads(data: bytes, name: str):
@@ -189,7 +216,10 @@ def _split_events(data: bytes, name: str):
     first = data[body_start:body_start + 64].lstrip()
     if first.startswith(b"]"):  # an empty array
         end = data.find(b"]", body_start)
-        return _loads(data[:lb + 1] + data[end:], name), iter(()), 0
+        meta = _loads(data[:lb + 1] + data[end:], name)
+        if not isinstance(meta, dict) or meta.get("traceEvents") != []:
+            return None  # a nested or repeated "traceEvents": parse the whole file
+        return meta, iter(()), 0
     pieces = []
     pos = data.find(b"{", body_start)
     while True:
@@ -208,7 +238,9 @@ def _split_events(data: bytes, name: str):
             m = _ARRAY_END.search(data, m.end())
             continue
         pieces.append((pos, m.start() + 1))
-        if not isinstance(meta, dict):
+        # the array cut out must be the document's own traceEvents, not one nested in
+        # another object before it (then parse the whole file)
+        if not isinstance(meta, dict) or meta.get("traceEvents") != []:
             return None
 
         def gen():
@@ -249,13 +281,16 @@ class _Columns:
         return np.asarray(getattr(self, key), dtype)
 
 
+_I64 = 1 << 63
+
+
 def _as_int(v, default=-1) -> int:
-    if v is None:
-        return default
+    """An id or number from a JSON value; ``default`` where it is missing, not a number,
+    or beyond int64 (ids are only compared, so an unusable one is as good as absent)."""
     if type(v) is int:
-        return v
+        return v if -_I64 <= v < _I64 else default
     if isinstance(v, float):
-        return int(v)
+        return int(v) if -_I64 < v < _I64 else default  # NaN fails both comparisons
     if isinstance(v, str):
         m = _STREAM_NUM.search(v)
         return int(m.group(1)) if m else default
@@ -278,9 +313,9 @@ def _fold(events, c: _Columns, name: str) -> None:
             ph = e.get("ph")
             if ph == "X":
                 cat = e.get("cat")
-                k = kind_of.get(cat)
+                k = kind_of.get(cat) if type(cat) is str else None
                 if k is None:
-                    if cat in skip:
+                    if type(cat) is str and cat in skip:
                         continue
                     pid = e.get("pid")
                     if isinstance(pid, str) and not pid.isdigit():
@@ -349,11 +384,9 @@ def _fold(events, c: _Columns, name: str) -> None:
                 thr_l.append(t)
                 nid_l.append(nid)
                 did_l.append(det)
-                ext_l.append(ext if type(ext) is int else _as_int(ext))
-                co = args.get("correlation", -1)
-                corr_l.append(co if type(co) is int else _as_int(co))
-                rf = args.get("Record function id", -1)
-                rf_l.append(rf if type(rf) is int else _as_int(rf))
+                ext_l.append(_as_int(ext))
+                corr_l.append(_as_int(args.get("correlation", -1)))
+                rf_l.append(_as_int(args.get("Record function id", -1)))
             elif ph == "M":
                 args = e.get("args") or {}
                 mname = e.get("name")
@@ -443,9 +476,13 @@ def _ints(values: list) -> np.ndarray:
     if None in values:
         values = [-1 if v is None else v for v in values]
     try:
-        return np.array(values, np.int64)
+        arr = np.array(values, np.int64)
+        if arr.ndim == 1:
+            return arr
     except (TypeError, ValueError, OverflowError):
-        return np.array([v if type(v) is int else _as_int(v) for v in values], np.int64)
+        pass
+    # lists, numeric strings, ints beyond int64: one value at a time
+    return np.array([_as_int(v) for v in values], np.int64)
 
 
 def _intern(values: list, index: dict, table: list) -> np.ndarray:
@@ -485,7 +522,8 @@ def _fold_columns(events: list, c: _Columns, name: str) -> None:
         for e, k in zip(xs, kinds):
             if k >= 0:
                 keep.append((e, k))
-            elif e.cat in _SKIP_CATS or (isinstance(e.pid, str) and not e.pid.isdigit()):
+            elif (type(e.cat) is str and e.cat in _SKIP_CATS) \
+                    or (isinstance(e.pid, str) and not e.pid.isdigit()):
                 continue
             else:
                 keep.append((e, Kind.OTHER))
@@ -635,11 +673,15 @@ def parse_kineto_bytes(data: bytes, path: str = "trace.json", rank: int | None =
         progress(0.92, "building columns")
     ts = c.column("ts", np.float64)
     if not np.isfinite(ts).all():
-        raise TraceError(f"{name}: some timestamps are not finite numbers")
+        raise TraceError(f"{name}: {int((~np.isfinite(ts)).sum())} event(s) have a missing "
+                         "or non-finite timestamp ('ts')")
     dur = c.column("dur", np.float64)
     if not np.isfinite(dur).all():
         raise TraceError(f"{name}: some durations are not finite numbers")
-    dur = np.clip(dur, 0.0, None)
+    if (dur < 0).any():
+        bad = int((dur < 0).sum())
+        raise TraceError(f"{name}: {bad} event(s) have a negative duration ('dur', "
+                         f"the first {float(dur[dur < 0][0]):g} us)")
     base = float(ts.min())
     kind = c.column("kind", np.int8)
     thread = c.column("thread", np.int32)

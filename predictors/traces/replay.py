@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..timeline import CATEGORIES, Lane, Span, Timeline
-from .kineto import Kind, KinetoTrace
+from .kineto import Kind, KinetoTrace, TraceError
 from .ops import CpuOps, blocking_copies, runtime_flags
 from .recording import Recording, kernel_categories, kernel_category
 from .stats import TraceStats, item_times, overhead_stats
@@ -347,6 +347,11 @@ def replay(rec: Recording, stats: TraceStats | None = None,
                                   record=True)
         step_ms = [(b1 - b0) / 1e3 for b0, b1 in zip(bounds[:-1], bounds[1:])]
         rec_ms = [d / 1e3 for _, _, d in r.steps]
+        if not step_ms:
+            raise TraceError(f"{r.tr.file}: no CPU ops in the recorded step window: "
+                             "nothing to replay")
+        if sum(rec_ms) <= 0:
+            raise TraceError(f"{r.tr.file}: the recorded step has zero duration")
         it_ms, rec_mean = float(np.mean(step_ms)), float(np.mean(rec_ms))
         per_rank.append({
             "rank": r.tr.rank, "file": r.tr.file, "iteration_ms": it_ms,

@@ -115,3 +115,25 @@ def test_chrome_trace_export_opens_as_trace_events(tmp_path, dlrm_gpu):
     dlrm_gpu.timeline.save_chrome_trace(gz)
     import gzip
     assert json.loads(gzip.decompress(gz.read_bytes()))["traceEvents"] == events
+
+
+def test_tables_larger_than_the_platform_are_refused_before_building():
+    doc = load_scenario(SCENARIOS / "small_dlrm.json")
+    doc["model"]["nodes"][2]["params"]["tables"][1]["rows"] = 10 ** 11  # 6.4 TB at dim 16
+    with pytest.raises(ScenarioError) as info:
+        predict(doc)  # a100-1: one 40-GB GPU
+    issue = info.value.issues[0]
+    assert issue.field == "model.nodes[2].params.tables[1]"
+    assert "more than the 40 GB of a100-1" in issue.message
+    doc["platform"] = {"preset": "dgx-a100"}  # 8 x 40 GB: still short of 6.4 TB
+    with pytest.raises(ScenarioError, match="320 GB of dgx-a100"):
+        predict(doc)
+
+
+def test_sizes_torch_cannot_hold_are_a_scenario_error():
+    doc = load_scenario(SCENARIOS / "small_dlrm.json")
+    table = doc["model"]["nodes"][2]["params"]["tables"][0]
+    table["pooling"] = 10 ** 12  # batch x pooling indices overflow int64 sizes
+    doc["training"]["batch_size"] = 10 ** 12
+    with pytest.raises(ScenarioError, match="torch cannot build this model"):
+        predict(doc)

@@ -154,6 +154,35 @@ def test_wiring_errors_name_the_block(doc):
     (lambda d: d.update(parallelism={"embedding_sharding": "bogus"}),
      "parallelism.embedding_sharding"),
     (lambda d: d.update(layout=5), "layout"),
+    # custom platforms: their links, ids and device parameters
+    (lambda d: d.update(platform={"nodes": [{"kind": "gpu", "id": "a"}, {"kind": "gpu",
+                                  "id": "b"}], "edges": [{"source": ["a"], "target": "b",
+                                                           "kind": "nvlink3"}]}),
+     "platform.edges[0].source"),
+    (lambda d: d.update(platform={"nodes": [{"kind": "cpu", "id": "c", "params": "zz"}]}),
+     "platform.nodes[0].params"),
+    (lambda d: d.update(platform={"nodes": [{"kind": "cpu", "id": "c",
+                                             "params": {"threads": -4}}]}),
+     "platform.nodes[0].params.threads"),
+    (lambda d: d.update(platform={"nodes": [{"kind": "gpu", "id": "g",
+                                             "params": {"model": "b200"}}]}),
+     "platform.nodes[0].params.model"),
+    (lambda d: d.update(platform={"nodes": [{"kind": "cpu", "id": "c"},
+                                            {"kind": "cpu", "id": "c"}]}),
+     "platform.nodes[1].id"),
+    (lambda d: d.update(platform={"nodes": [{"kind": "gpu", "id": f"g{i}"} for i in range(3)]
+                                  + [{"kind": "node", "id": "n0"}, {"kind": "node", "id": "n1"}]}),
+     "platform.nodes"),
+    # non-finite numbers and sizes no tensor can have
+    (lambda d: d["training"].update(lr=float("nan")), "training.lr"),
+    (lambda d: d["training"].update(batch_size=10 ** 20), "training.batch_size"),
+    (lambda d: d["model"]["nodes"][2]["params"]["tables"][0].update(
+        distribution={"kind": "zipf", "alpha": float("inf")}),
+     "model.nodes[2].params.tables[0].distribution.alpha"),
+    (lambda d: d["model"]["nodes"][2]["params"]["tables"][0].update(rows=2 ** 62),
+     "model.nodes[2].params.tables[0].rows"),
+    (lambda d: d.update(parallelism={"embedding_sharding": {"tables": 99}}),
+     "parallelism.embedding_sharding.tables"),
 ])
 def test_wrong_types_are_reported_not_raised(doc, mutate, field):
     mutate(doc)
@@ -165,3 +194,20 @@ def test_non_utf8_file(tmp_path):
     bad.write_bytes(b"\xff\xfe\x00garbage")
     with pytest.raises(ScenarioError, match="not UTF-8"):
         load_scenario(bad)
+
+
+def test_huge_layer_counts_and_nan_dropout_are_refused():
+    bert = json.loads((SCENARIOS / "bert_base.json").read_text())
+    layers = next(n for n in bert["model"]["nodes"] if n["kind"] == "transformer_layer")
+    layers["params"]["count"] = 1_000_000  # would build a million layers
+    layers["params"]["dropout"] = float("nan")
+    errors = errors_of(bert)
+    assert any(".params.count:" in e and "<= 512" in e for e in errors)
+    assert any(".params.dropout:" in e and "finite" in e for e in errors)
+
+
+def test_custom_gpu_model_may_be_the_name_the_gpu_reports():
+    from predictors.devices.platforms import resolve_platform
+
+    plat = {"nodes": [{"kind": "gpu", "id": "g", "params": {"model": "nvidia-h100-80gb-hbm3"}}]}
+    assert resolve_platform(sc.validate_platform(plat)).device == "NVIDIA H100 80GB HBM3"

@@ -214,3 +214,41 @@ def test_million_events_in_columns():
                                     tl.name_id, tl.detail_id))
     assert nbytes < 40e6
     assert 0 < tl.device_active_ms(0) <= 1e3
+
+
+def _events(doc):
+    return [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+
+
+@pytest.mark.parametrize("bare", [False, True])
+def test_odd_ids_are_missing_ids_not_crashes(tmp_path, bare):
+    doc = new_format()
+    ev = _events(doc)
+    ev[1]["args"]["External id"] = 2 ** 70  # beyond int64
+    ev[2]["args"]["correlation"] = 1e30 if bare else 10 ** 30
+    ev[1]["tid"] = [11]  # a list where a number belongs
+    ev[0]["cat"] = ["user_annotation"]  # an unhashable category is an unknown one
+    path = write(tmp_path / "odd.json", doc["traceEvents"] if bare else doc)
+    tr = read_kineto(path)
+    assert -1 in tr.ext.tolist() and len(tr)
+
+
+def test_negative_duration_is_a_corrupt_trace(tmp_path):
+    doc = new_format()
+    _events(doc)[1]["dur"] = -5
+    with pytest.raises(TraceError, match=r"^neg.json: 1 event\(s\) have a negative duration"):
+        read_kineto(write(tmp_path / "neg.json", doc))
+
+
+def test_gzip_of_several_members_reads_them_all(tmp_path):
+    data = json.dumps(new_format()).encode()
+    path = tmp_path / "two.json.gz"
+    path.write_bytes(gzip.compress(data[:1000]) + gzip.compress(data[1000:]))
+    assert len(read_kineto(path)) == len(parse_kineto_bytes(data, "one.json"))
+
+
+def test_nested_trace_events_do_not_hide_the_real_ones(tmp_path):
+    doc = new_format()
+    doc = {"other": {"traceEvents": [_events(doc)[0]]}, **doc}  # a nested array first
+    assert len(read_kineto(write(tmp_path / "nested.json", doc))) \
+        == len(read_kineto(write(tmp_path / "plain.json", new_format())))

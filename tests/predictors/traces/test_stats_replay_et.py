@@ -81,3 +81,32 @@ def test_bad_et(tmp_path):
     p.write_text('{"schema": "1.0.1", "nodes": [{"name": "x"}]}')
     with pytest.raises(TraceError, match="^et.json: node 0"):
         read_et(p)
+
+
+def test_replay_refuses_a_step_it_cannot_replay(tmp_path):
+    kernels_only = new_format(step_us=(1000,))
+    kernels_only["traceEvents"] = [e for e in kernels_only["traceEvents"]
+                                   if e.get("cat") in ("kernel", "user_annotation")]
+    rec = load_recording([write(tmp_path / "k.json", kernels_only)])
+    with pytest.raises(TraceError, match=r"^k.json: no CPU ops in the recorded step window"):
+        replay(rec)
+    zero = new_format(step_us=(1000,))
+    zero["traceEvents"][0]["dur"] = 0  # ProfilerStep#0 lasting no time
+    with pytest.raises(TraceError, match="zero duration|no CPU ops"):
+        replay(load_recording([write(tmp_path / "z.json", zero)]))
+
+
+def test_collective_sizes_survive_odd_execution_trace_nodes(tmp_path):
+    import json
+
+    from predictors.gpu.trace_validation import collective_sizes_from_et
+
+    nodes = [{"id": None, "name": "record_param_comms", "inputs": 5},
+             {"id": "7", "name": "record_param_comms", "inputs": ["allreduce"],
+              "outputs": "x"},
+             {"id": 3, "name": "record_param_comms",
+              "inputs": [[1, 2, 0, 1024, 4, "cuda:0"], "allreduce"]}]
+    path = tmp_path / "et_rank0.json"
+    path.write_text(json.dumps({"schema": "1.0.1", "nodes": nodes}))
+    sizes = collective_sizes_from_et([str(path)])
+    assert sizes[0][-1] == ("all_reduce", 4096.0)
