@@ -11,7 +11,8 @@ from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow, QM
                                QTabWidget, QWidget)
 
 from predictors.devices.platforms import PLATFORM_PRESETS
-from predictors.scenario import ScenarioError, load_scenario, save_scenario
+from predictors.scenario import (ScenarioError, migrate_scenario, read_scenario, save_scenario,
+                                 validate_scenario)
 
 from .canvas.model_scene import ModelScene, ModelView
 from .compare import install_compare
@@ -229,6 +230,7 @@ class MainWindow(QMainWindow):
         self.scene.sigSelectionChangedIds.connect(self._on_selection)
         for bar in (self.canvas_error, self.timeline_error):
             bar.sigNodeClicked.connect(self._select_node)
+            bar.sigDismissed.connect(lambda: self._clear_error(kind="file"))
 
     # --- files ------------------------------------------------------------------------------
 
@@ -246,26 +248,53 @@ class MainWindow(QMainWindow):
     def new_scenario(self) -> None:
         if self.confirm_discard():
             self.path = None
+            self._clear_results()
             self.editor.load(empty_scenario())
             self._update_title()
 
     def open_path(self, path: str | os.PathLike) -> bool:
-        """Open a scenario file; on error show it and keep the current document."""
+        """Open a scenario file; on error show it and keep the current document.
+
+        A file that is a scenario but not a valid one (an unfinished design saved as it
+        was) opens with its problems in the error bar and on its blocks."""
+        name = Path(path).name
+        problems: list = []
         try:
-            doc = load_scenario(path)
+            raw = read_scenario(path)
+            try:
+                doc = validate_scenario(raw, str(path))
+            except ScenarioError as exc:
+                doc, problems = migrate_scenario(raw, str(path)), exc.issues
+            self.editor.load(doc)
         except ScenarioError as exc:
-            message = f"Could not open {Path(path).name}: " + "; ".join(
-                str(i) for i in exc.issues[:3])
-            self._show_error(message)
-            self.statusBar().showMessage(message, 10000)
-            return False
+            return self._open_failed(f"Could not open {name}: " + "; ".join(
+                str(i) for i in exc.issues[:3]))
+        except Exception as exc:  # noqa: BLE001 - a file must never take the window down
+            return self._open_failed(f"Could not open {name}: {type(exc).__name__}: {exc}")
         self.path = Path(path).resolve()
         self._clear_error()
-        self.editor.load(doc)
+        self._clear_results()
         self._remember_recent(self.path)
         self._update_title()
+        if problems:
+            self._show_error(f"Opened {name} with {len(problems)} problem(s) to fix before it "
+                             "can be predicted: " + "; ".join(str(i) for i in problems[:3]),
+                             next((i.node_id for i in problems if i.node_id), None))
         QTimer.singleShot(0, self.view.fit_all)
         return True
+
+    def _open_failed(self, message: str) -> bool:
+        self._show_error(message, kind="file")
+        self.statusBar().showMessage(message, 10000)
+        return False
+
+    def _clear_results(self) -> None:
+        """Forget the last prediction: another document's results must not be shown or
+        exported as this one's."""
+        self.prediction = None
+        self.gantt.set_timeline(None)
+        self.summary.clear()
+        self._set_stale(False)
 
     def open_dialog(self) -> None:
         if not self.confirm_discard():
@@ -399,7 +428,7 @@ class MainWindow(QMainWindow):
     def _on_finished(self, prediction) -> None:
         self.prediction = prediction
         self._set_busy(False)
-        self._clear_error()
+        self._clear_error(kind="prediction")  # a file error stays until dismissed
         self.gantt.set_timeline(prediction.timeline)
         self.summary.set_prediction(prediction)
         self.stage_label.setText(f"Iteration {prediction.iteration_ms:.3f} ms "
@@ -411,6 +440,7 @@ class MainWindow(QMainWindow):
         node_id = None
         if isinstance(exc, ScenarioError) and exc.issues:
             node_id = next((i.node_id for i in exc.issues if i.node_id), None)
+            self.scene.set_prediction_issues(exc.issues)
         self._show_error(message, node_id)
         self.stage_label.setText("Prediction failed")
 
@@ -418,13 +448,16 @@ class MainWindow(QMainWindow):
         self._set_busy(False)
         self.stage_label.setText("Prediction cancelled")
 
-    def _show_error(self, message: str, node_id: str | None = None) -> None:
+    def _show_error(self, message: str, node_id: str | None = None,
+                    kind: str = "prediction") -> None:
         for bar in (self.canvas_error, self.timeline_error):
-            bar.show_error(message, node_id)
+            bar.show_error(message, node_id, kind)
 
-    def _clear_error(self) -> None:
+    def _clear_error(self, kind: str | None = None) -> None:
+        """Hide the error bars (only those showing a ``kind`` error, when given)."""
         for bar in (self.canvas_error, self.timeline_error):
-            bar.clear()
+            if kind is None or bar.kind == kind:
+                bar.clear()
 
     # --- misc -------------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ message under its field and is not pushed.  The form follows the document, so un
 from __future__ import annotations
 
 import copy
+import math
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFormLayout, QFrame, QLabel, QScrollArea, QVBoxLayout, QWidget
@@ -15,8 +16,8 @@ from predictors.devices.platforms import PLATFORM_PRESETS
 from predictors.registry import BLOCK_KINDS, validate_params
 from predictors.scenario import DTYPES, OPTIMIZERS
 
-from .inspector_fields import (ERROR_STYLE, ChoiceField, NumberField, ParamField, TextField,
-                               make_field)
+from .inspector_fields import (ERROR_STYLE, ChoiceField, NumberField, ParamField, TablesField,
+                               TextField, make_field)
 
 __all__ = ["Inspector", "ParamField"]
 
@@ -33,6 +34,7 @@ class Inspector(QWidget):
         self.document = editor.document
         self.node_id: str | None = None
         self.fields: dict[str, ParamField] = {}
+        self._committing = False  # inside our own set_params
         self._content: QWidget | None = None
         self.scroll = QScrollArea(self)
         self.scroll.setWidgetResizable(True)
@@ -112,12 +114,22 @@ class Inspector(QWidget):
             field.sigCommitted.connect(lambda f=field: self._commit_param(f))
         self._load_params()
 
-    def _load_params(self) -> None:
+    def _load_params(self, only_changed: bool = False) -> None:
+        """Show the block's parameters; ``only_changed``: leave fields that already show
+        their value (or hold the user's unfinished text) alone, so that committing one
+        cell does not rebuild the widget it is being edited in."""
         params = self.document.node(self.node_id)["params"]
         kind = self.document.node(self.node_id)["kind"]
         shown, _ = validate_params(kind, params, "params")  # defaults for missing entries
         for name, field in self.fields.items():
-            field.set_value(params.get(name, shown.get(name)))
+            value = params.get(name, shown.get(name))
+            if only_changed:
+                try:
+                    if field.read() == value:
+                        continue
+                except ValueError:
+                    continue
+            field.set_value(value)
             field.set_error(None)
 
     def _build_settings(self, form: QFormLayout) -> None:
@@ -169,6 +181,13 @@ class Inspector(QWidget):
         try:
             value = field.read()
         except ValueError as exc:
+            if isinstance(field, TablesField) and field.table.rowCount() != len(
+                    record["params"].get("tables", [])):
+                # a row added or removed while a cell is invalid: the rows go back to the
+                # document's, so that the widget never shows tables the model lacks
+                field.set_value(record["params"].get("tables", []))
+                field.set_error(f"{exc}: fix it before adding or removing tables")
+                return
             field.set_error(str(exc))
             return
         params = copy.deepcopy(record["params"])
@@ -182,7 +201,11 @@ class Inspector(QWidget):
             field.set_error("\n".join(mine))
             return
         field.set_error(None)
-        self.editor.set_params(self.node_id, params)
+        self._committing = True
+        try:
+            self.editor.set_params(self.node_id, params)
+        finally:
+            self._committing = False
 
     def _commit_training(self, field: ParamField) -> None:
         training = self.document.training()
@@ -193,7 +216,7 @@ class Inspector(QWidget):
             except ValueError:
                 field.set_error(f"lr: {value!r} is not a number")
                 return
-            if value <= 0:
+            if not 0 < value < math.inf:  # "nan" and "inf" parse as floats
                 field.set_error(f"lr: must be a positive number, got {value!r}")
                 return
         field.set_error(None)
@@ -213,8 +236,8 @@ class Inspector(QWidget):
     # -- following the document -------------------------------------------------------------
 
     def _on_node_changed(self, node_id: str) -> None:
-        if node_id == self.node_id:
-            self._load_params()
+        if node_id == self.node_id:  # our own commit: only what changed; undo: everything
+            self._load_params(only_changed=self._committing)
 
     def _on_settings_changed(self) -> None:
         if self.node_id is None:

@@ -54,15 +54,16 @@ def check_fits(doc: dict, platform) -> None:
         return
     memory *= max(1, platform.ranks) if platform.device != "cpu" else 1
     itemsize = _ITEMSIZE.get(doc["training"]["dtype"], 4)
-    tables = [(t["rows"] * t["dim"] * itemsize, f"model.nodes[{i}].params.tables[{j}]")
+    tables = [(t["rows"] * t["dim"] * itemsize, f"model.nodes[{i}].params.tables[{j}]", n["id"])
               for i, n in enumerate(doc["model"]["nodes"]) if n["kind"] == "embedding_tables"
               for j, t in enumerate(n["params"]["tables"])]
-    total = sum(b for b, _ in tables)
+    total = sum(t[0] for t in tables)
     if memory > 0 and total > memory:
-        largest, where = max(tables)
+        largest, where, node_id = max(tables)
         raise ScenarioError([Issue(where, f"the embedding tables need {total / 1e9:,.1f} GB "
                                           f"(this one {largest / 1e9:,.1f} GB), more than "
-                                          f"the {memory / 1e9:,.0f} GB of {platform.name}")])
+                                          f"the {memory / 1e9:,.0f} GB of {platform.name}",
+                                   node_id)])
 
 
 def predict(scenario: dict, *, profile=None, overheads=None,

@@ -20,10 +20,9 @@ from .devices.platforms import GPU_MODELS, LINK_KINDS, PLATFORM_PRESETS, resolve
 from .devices.specs import find_gpu_spec
 from .registry import BLOCK_KINDS, MAX_SIZE, block_kind, validate_params
 
-__all__ = ["FORMAT", "VERSION", "ScenarioError", "Issue", "load_scenario", "save_scenario",
-           "validate_scenario", "validate_platform", "scenario_to_json", "model_graph",
-           "MIGRATIONS", "DTYPES",
-           "OPTIMIZERS"]
+__all__ = ["FORMAT", "VERSION", "ScenarioError", "Issue", "load_scenario", "read_scenario",
+           "migrate_scenario", "save_scenario", "validate_scenario", "validate_platform",
+           "scenario_to_json", "model_graph", "MIGRATIONS", "DTYPES", "OPTIMIZERS"]
 
 FORMAT = "ml-dse/scenario"
 VERSION = 1
@@ -326,6 +325,28 @@ def _check_sharding_ranks(doc: dict, issues: list[Issue]) -> None:
 
 def load_scenario(path: str | os.PathLike) -> dict:
     """Read and validate a scenario file; every error names the file and the field."""
+    return validate_scenario(read_scenario(path), str(path))
+
+
+def migrate_scenario(doc, source: str = "") -> dict:
+    """A scenario document of any known version, upgraded to this one but not validated
+    (what an editor can open while the user fixes it); :class:`ScenarioError` where it is
+    not a scenario at all (not an object, another format, an unknown version)."""
+    if not isinstance(doc, dict):
+        raise ScenarioError([Issue("(document)", "expected a JSON object")], source)
+    if doc.get("format") != FORMAT:
+        raise ScenarioError([Issue("format", f"expected {FORMAT!r}, got "
+                                             f"{doc.get('format')!r}")], source)
+    issues: list[Issue] = []
+    doc = _migrate(doc, issues)
+    if issues:
+        raise ScenarioError(issues, source)
+    return doc
+
+
+def read_scenario(path: str | os.PathLike):
+    """The JSON of a scenario file, not validated; file and JSON errors as
+    :class:`ScenarioError` naming the file."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -339,7 +360,7 @@ def load_scenario(path: str | os.PathLike) -> dict:
     except json.JSONDecodeError as exc:
         raise ScenarioError([Issue("(file)", f"not valid JSON: {exc.msg} at line {exc.lineno}, "
                                              f"column {exc.colno}")], str(path)) from None
-    return validate_scenario(doc, str(path))
+    return doc
 
 
 def scenario_to_json(doc: dict) -> str:

@@ -40,6 +40,7 @@ class ModelScene(QGraphicsScene):
         self.document = editor.document
         self._blocks: dict[str, BlockItem] = {}
         self._edges: dict[tuple[str, str], EdgeItem] = {}
+        self._prediction_issues: list = []  # blamed by the last failed prediction
         self._interaction: ConnectInteraction | None = None
         doc = self.document
         doc.sigNodeAdded.connect(self._on_node_added)
@@ -157,8 +158,18 @@ class ModelScene(QGraphicsScene):
             self.removeItem(edge)
 
     def _refresh_issues(self) -> None:
+        self._prediction_issues = []  # an edit makes the last prediction's verdict stale
+        self._show_issues()
+
+    def set_prediction_issues(self, issues) -> None:
+        """Outline the blocks a failed prediction blamed (memory, sizes torch cannot hold:
+        what validating the document alone cannot tell), until the next edit."""
+        self._prediction_issues = [i for i in issues if i.node_id is not None]
+        self._show_issues()
+
+    def _show_issues(self) -> None:
         by_node: dict[str, list[str]] = {}
-        for issue in self.document.issues():
+        for issue in list(self.document.issues()) + self._prediction_issues:
             if issue.node_id is not None:
                 by_node.setdefault(issue.node_id, []).append(str(issue))
         for node_id, item in self._blocks.items():

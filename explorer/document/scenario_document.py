@@ -6,6 +6,7 @@ low-level methods below, which undo commands call.  Nothing here goes through th
 from __future__ import annotations
 
 import copy
+import math
 
 from PySide6.QtCore import QObject, Signal
 
@@ -55,6 +56,12 @@ def _auto_layout(nodes: list[dict], edges: list[dict], known: dict) -> dict:
     return out
 
 
+
+def _is_position(v) -> bool:
+    """``[x, y]`` of finite numbers (a hand-edited file may hold anything)."""
+    return (isinstance(v, (list, tuple)) and len(v) == 2
+            and all(type(c) in (int, float) and math.isfinite(c) for c in v))
+
 class ScenarioDocument(QObject):
     """The scenario as a plain dict, with a signal per kind of change.
 
@@ -99,7 +106,7 @@ class ScenarioDocument(QObject):
         layout = doc["layout"] if isinstance(doc["layout"], dict) else {}
         positions = layout.get("model") if isinstance(layout.get("model"), dict) else {}
         positions = {k: [float(v[0]), float(v[1])] for k, v in positions.items()
-                     if k in ids and isinstance(v, (list, tuple)) and len(v) == 2}
+                     if k in ids and _is_position(v)}  # bad entries are laid out afresh
         positions.update(_auto_layout(model["nodes"], model["edges"], positions))
         layout["model"] = positions
         doc["layout"] = layout

@@ -449,6 +449,7 @@ class GanttWidget(QWidget):
         if not cats:
             self.legend.setText("<span style='color:#888'>no events</span>")
             return
+        # a chip never splits; the legend wraps between chips in a narrow window
         chips = [f"<span style='color:{CATEGORY_COLORS[c]}; font-size:14px'>■</span>&nbsp;"
-                 f"{html.escape(CATEGORY_LABELS[c])}" for c in cats]
-        self.legend.setText("&nbsp;&nbsp;&nbsp;".join(chips))
+                 f"{html.escape(CATEGORY_LABELS[c]).replace(' ', '&nbsp;')}" for c in cats]
+        self.legend.setText("&nbsp;&nbsp; ".join(chips))

@@ -97,6 +97,41 @@ def test_tables_edit_add_remove(inspector, editor):
     assert table.rowCount() == 8 and table.item(1, 0).text() == "50000"
 
 
+def test_a_cell_edit_keeps_the_table_widget_and_its_cursor(qtbot, inspector, editor):
+    inspector.set_node("tables")
+    table = inspector.fields["tables"].table
+    items = [table.item(r, 0) for r in range(table.rowCount())]
+    table.setCurrentCell(2, 1)
+    table.item(2, 1).setText("32")  # commits one undo step
+    assert editor.document.node("tables")["params"]["tables"][2]["dim"] == 32
+    # the rows were not rebuilt under the editing cell: same items, same cursor
+    assert [table.item(r, 0) for r in range(table.rowCount())] == items
+    assert (table.currentRow(), table.currentColumn()) == (2, 1)
+    editor.undo_stack.undo()  # an undo does reload what changed
+    assert table.item(2, 1).text() != "32"
+
+
+def test_removing_a_row_while_a_cell_is_invalid_keeps_widget_and_model_equal(inspector,
+                                                                            editor):
+    inspector.set_node("tables")
+    field = inspector.fields["tables"]
+    field.table.item(0, 1).setText("abc")
+    assert "is not an integer" in field.error
+    field.table.selectRow(5)
+    field.remove_button.click()
+    assert field.table.rowCount() == len(editor.document.node("tables")["params"]["tables"])
+    assert "before adding or removing tables" in field.error
+    assert editor.undo_stack.count() == 0
+
+
+def test_lr_refuses_nan_and_infinity(qtbot, inspector, editor):
+    inspector.set_node(None)
+    for text in ("nan", "inf"):
+        type_into(qtbot, inspector.fields["lr"].widget, text)
+        assert "must be a positive number" in inspector.fields["lr"].error
+    assert editor.undo_stack.count() == 0
+
+
 def test_zipf_alpha_validated(inspector, editor):
     inspector.set_node("tables")
     field = inspector.fields["tables"]

@@ -7,6 +7,8 @@ import json
 import threading
 import time
 
+from PySide6.QtCore import Qt
+
 from explorer.app import DEFAULT_SCENARIO
 from predictors.predict import Cancelled
 from predictors.scenario import load_scenario
@@ -126,20 +128,68 @@ def test_cancel_from_the_status_bar(make_window, qtbot):
     assert w.controller.shutdown(5000)
 
 
-def test_open_bad_file_keeps_the_current_document(make_window, tmp_path):
+def test_open_bad_file_keeps_the_current_document(make_window, tmp_path, qtbot):
     w = make_window()
     before = w.editor.document.snapshot()
-    bad = tmp_path / "bad.json"
+    for name, text, fragment in [("broken.json", "{not json", "not valid JSON"),
+                                 ("other.json", '{"format": "something-else"}', "format"),
+                                 ("future.json", json.dumps(dict(
+                                     json.loads(DEFAULT_SCENARIO.read_text()), version=99)),
+                                  "newer than this program")]:
+        (tmp_path / name).write_text(text)
+        assert not w.open_path(tmp_path / name)
+        assert fragment in w.canvas_error.text() and w.canvas_error.isVisible()
+        assert w.editor.document.snapshot() == before
+        assert w.path == DEFAULT_SCENARIO.resolve()
+        assert w.windowTitle().startswith("small_dlrm.json")
+    qtbot.mouseClick(w.canvas_error, Qt.LeftButton)  # a file error: a click dismisses it
+    assert not w.canvas_error.isVisible() and not w.timeline_error.isVisible()
+
+
+def test_an_unfinished_design_reopens_with_its_problems(make_window, tmp_path):
+    w = make_window("")
+    w.editor.add_block("mlp", (0.0, 0.0))  # no input, no loss: not predictable yet
+    path = tmp_path / "unfinished.json"
+    assert w.save_to(path)
+    other = make_window()
+    assert other.open_path(path)
+    assert other.path == path.resolve()
+    assert [n["kind"] for n in other.editor.document.snapshot()["model"]["nodes"]] == ["mlp"]
+    assert "problem(s) to fix" in other.canvas_error.text() and "no loss" in \
+        other.canvas_error.text()
+
+
+def test_bad_layout_entries_are_laid_out_afresh(make_window, tmp_path):
     doc = json.loads(DEFAULT_SCENARIO.read_text())
-    doc["training"]["batch_size"] = -3
-    bad.write_text(json.dumps(doc))
-    assert not w.open_path(bad)
-    assert "batch_size" in w.canvas_error.text() and w.canvas_error.isVisible()
-    assert w.editor.document.snapshot() == before
-    assert w.path == DEFAULT_SCENARIO.resolve()
-    (tmp_path / "broken.json").write_text("{not json")
-    assert not w.open_path(tmp_path / "broken.json")
-    assert "not valid JSON" in w.canvas_error.text()
+    doc["layout"] = {"model": {"dense": [None, 1], "loss": ["a", "b"], "top_mlp": [1e999, 0]}}
+    path = tmp_path / "odd_layout.json"
+    path.write_text(json.dumps(doc).replace("Infinity", "1e999"))
+    w = make_window()
+    assert w.open_path(path) and w.path == path.resolve()
+    pos = w.editor.document.snapshot()["layout"]["model"]
+    assert all(all(isinstance(c, float) for c in pos[k]) for k in ("dense", "loss", "top_mlp"))
+
+
+def test_new_scenario_drops_the_previous_results(make_window, qtbot):
+    w = make_window()
+    wait_for_timeline(qtbot, w)
+    w.new_scenario()
+    assert w.prediction is None and w.gantt.timeline is None
+    assert w.summary.iteration.value.text() in ("-", "–", "—", "")
+
+
+def test_a_prediction_that_blames_a_table_outlines_its_block(make_window, qtbot):
+    w = make_window()
+    wait_for_timeline(qtbot, w)
+    tables = next(n for n in w.editor.document.snapshot()["model"]["nodes"]
+                  if n["kind"] == "embedding_tables")
+    params = json.loads(json.dumps(tables["params"]))
+    params["tables"][0]["rows"] = 10 ** 11  # 6.4 TB: more than the a100-1's 40 GB
+    w.editor.set_params(tables["id"], params)
+    qtbot.waitUntil(lambda: w.canvas_error.isVisible(), timeout=60_000)
+    assert "more than the 40 GB" in w.canvas_error.text()
+    assert w.canvas_error.node_id == tables["id"]
+    assert any("40 GB" in m for m in w.scene._blocks[tables["id"]].issues)
 
 
 def test_save_is_atomic_and_keeps_the_layout(make_window, tmp_path, qtbot):
