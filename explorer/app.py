@@ -2,11 +2,12 @@
 timeline and its summary below, progress and cancel in the status bar."""
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, QTimer
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtCore import QMimeData, QSettings, Qt, QTimer
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox,
                                QTabWidget, QWidget)
 
@@ -16,7 +17,7 @@ from predictors.scenario import (ScenarioError, migrate_scenario, read_scenario,
 
 from .canvas.model_scene import ModelScene, ModelView
 from .compare import install_compare
-from .document.editor import DocumentEditor
+from .document.editor import FRAGMENT_FORMAT, DocumentEditor
 from .document.scenario_document import empty_scenario
 from .export import EXPORT_FORMATS, export_timeline_image
 from .inspector import Inspector
@@ -30,6 +31,8 @@ from .widgets import ErrorBar, PlatformPage, PredictionProgress, stacked
 __all__ = ["MainWindow", "ErrorBar", "PlatformPage", "DEFAULT_SCENARIO", "APP_NAME"]
 
 APP_NAME = "ML DSE Explorer"
+# copied blocks on the clipboard (also as plain text: JSON anyone can read)
+FRAGMENT_MIME = f"application/x-{FRAGMENT_FORMAT.replace('/', '-')}+json"
 DEFAULT_SCENARIO = Path(__file__).resolve().parent.parent / "resources" / "scenarios" / \
     "small_dlrm.json"
 MAX_RECENT = 8
@@ -181,6 +184,16 @@ class MainWindow(QMainWindow):
         m.addAction(self.undo_action)
         m.addAction(self.redo_action)
         m.addSeparator()
+        # Canvas-only shortcuts (like Delete below): text fields keep their own clipboard.
+        for attr, text, slot, key in (("cut_action", "Cu&t", self.cut_blocks, QKeySequence.Cut),
+                                      ("copy_action", "&Copy", self.copy_blocks,
+                                       QKeySequence.Copy),
+                                      ("paste_action", "&Paste", self.paste_blocks,
+                                       QKeySequence.Paste)):
+            action = self._action(m, text, slot, key)
+            action.setShortcutContext(Qt.WidgetWithChildrenShortcut)
+            self.view.addAction(action)
+            setattr(self, attr, action)
         self.delete_action = self._action(m, "&Delete", self.scene.delete_selected,
                                           QKeySequence.Delete)
         # The canvas handles Delete itself; the shortcut here must not steal it from text fields.
@@ -458,6 +471,49 @@ class MainWindow(QMainWindow):
         for bar in (self.canvas_error, self.timeline_error):
             if kind is None or bar.kind == kind:
                 bar.clear()
+
+    # --- clipboard ----------------------------------------------------------------------------
+
+    def copy_blocks(self) -> bool:
+        """Put the selected blocks (and the edges among them) on the clipboard."""
+        ids = self.scene.selected_node_ids()
+        if not ids:
+            self.statusBar().showMessage("Select blocks to copy", 4000)
+            return False
+        self._to_clipboard(self.editor.fragment(ids))
+        self.statusBar().showMessage(f"Copied {len(ids)} block(s)", 4000)
+        return True
+
+    def cut_blocks(self) -> bool:
+        ids = self.scene.selected_node_ids()
+        if not ids:
+            self.statusBar().showMessage("Select blocks to cut", 4000)
+            return False
+        self._to_clipboard(self.editor.cut(ids))
+        return True
+
+    def paste_blocks(self) -> list[str]:
+        """Paste the clipboard's blocks beside the originals, selected (one undo step)."""
+        mime = QGuiApplication.clipboard().mimeData()
+        raw = bytes(mime.data(FRAGMENT_MIME)) if mime is not None and mime.hasFormat(
+            FRAGMENT_MIME) else (mime.text().encode() if mime is not None else b"")
+        try:
+            fragment = json.loads(raw or b"null")
+        except ValueError:
+            fragment = None
+        ids = self.editor.paste(fragment)
+        if ids:
+            self.tabs.setCurrentWidget(self.view)
+            self.scene.select_nodes(ids)
+        return ids
+
+    @staticmethod
+    def _to_clipboard(fragment: dict) -> None:
+        data = json.dumps(fragment).encode()
+        mime = QMimeData()
+        mime.setData(FRAGMENT_MIME, data)
+        mime.setText(data.decode())
+        QGuiApplication.clipboard().setMimeData(mime)
 
     # --- misc -------------------------------------------------------------------------------
 

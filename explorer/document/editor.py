@@ -5,6 +5,8 @@ Views call these methods; each checks the request, then pushes one command on th
 """
 from __future__ import annotations
 
+import copy
+
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QUndoStack
 
@@ -15,7 +17,11 @@ from .commands import (AddEdgeCommand, AddNodeCommand, MoveNodesCommand, RemoveE
                        SetTrainingCommand)
 from .scenario_document import ScenarioDocument
 
-__all__ = ["DocumentEditor"]
+__all__ = ["DocumentEditor", "FRAGMENT_FORMAT"]
+
+# What Copy puts on the clipboard: blocks with their parameters and positions, and the edges
+# among them, as JSON under this format name (and as plain text, so it can be read anywhere).
+FRAGMENT_FORMAT = "ml-dse/blocks"
 
 
 class DocumentEditor(QObject):
@@ -78,6 +84,54 @@ class DocumentEditor(QObject):
             self.undo_stack.push(RemoveNodesCommand(self.document, ids))
         if macro:
             self.undo_stack.endMacro()
+
+    # -- clipboard fragments ----------------------------------------------------------------
+
+    def fragment(self, ids: list[str]) -> dict:
+        """Blocks ``ids`` with their parameters, positions and the edges among them: what
+        Copy puts on the clipboard (:data:`FRAGMENT_FORMAT`, plain JSON)."""
+        ids = [i for i in dict.fromkeys(ids) if self.document.has_node(i)]
+        chosen = set(ids)
+        nodes = [{"id": i, "kind": self.document.node(i)["kind"],
+                  "params": copy.deepcopy(self.document.node(i)["params"]),
+                  "pos": list(self.document.position(i))} for i in ids]
+        edges = [[e["source"], e["target"]] for e in self.document.snapshot()["model"]["edges"]
+                 if e["source"] in chosen and e["target"] in chosen]
+        return {"format": FRAGMENT_FORMAT, "nodes": nodes, "edges": edges}
+
+    def paste(self, fragment: dict, offset: tuple[float, float] = (40.0, 40.0)) -> list[str]:
+        """Add a copy of ``fragment``'s blocks (new ids, moved by ``offset``) and their
+        edges as one undo step; return the new ids ([] for anything that is not a
+        fragment, with a ``sigMessage``)."""
+        nodes = fragment.get("nodes") if isinstance(fragment, dict) \
+            and fragment.get("format") == FRAGMENT_FORMAT else None
+        if not isinstance(nodes, list) or not nodes or not all(
+                isinstance(n, dict) and n.get("kind") in BLOCK_KINDS for n in nodes):
+            self._refuse("The clipboard holds no blocks to paste")
+            return []
+        new_ids: dict[str, str] = {}
+        self.undo_stack.beginMacro(f"Paste {len(nodes)} block(s)")
+        try:
+            for n in nodes:
+                pos = n.get("pos") if isinstance(n.get("pos"), list) else [0.0, 0.0]
+                params = n.get("params") if isinstance(n.get("params"), dict) else None
+                new = self.add_block(n["kind"], (float(pos[0]) + offset[0],
+                                                 float(pos[1]) + offset[1]),
+                                     copy.deepcopy(params))
+                new_ids[str(n.get("id"))] = new
+            for edge in fragment.get("edges") or []:
+                if isinstance(edge, list) and len(edge) == 2 and all(
+                        str(e) in new_ids for e in edge):
+                    self.connect(new_ids[str(edge[0])], new_ids[str(edge[1])])
+        finally:
+            self.undo_stack.endMacro()
+        return list(new_ids.values())
+
+    def cut(self, ids: list[str]) -> dict:
+        """:meth:`fragment` of ``ids``, then delete them (one undo step)."""
+        frag = self.fragment(ids)
+        self.delete([n["id"] for n in frag["nodes"]])
+        return frag
 
     def set_params(self, node_id: str, params: dict) -> bool:
         """Replace the parameters of a block; False (no step) when nothing changes."""

@@ -222,3 +222,38 @@ def test_reset_layout_shows_every_dock(make_window):
     w.summary_dock.hide()
     w.reset_layout()
     assert w.summary_dock.isVisible() and w.timeline_dock.isVisible()
+
+
+def test_cut_copy_paste_blocks_with_their_edges(make_window):
+    w = make_window()
+    doc = w.editor.document
+    before = doc.snapshot()
+    w.scene.select_nodes(["bottom_mlp", "interaction"])  # joined by one edge
+    assert w.copy_blocks()
+    steps = w.editor.undo_stack.count()
+    new = w.paste_blocks()
+    assert len(new) == 2 and w.editor.undo_stack.count() == steps + 1  # one undo step
+    kinds = {doc.node(i)["kind"] for i in new}
+    assert kinds == {"mlp", "interaction"} and not set(new) & set(before_ids(before))
+    assert doc.node(new[0])["params"] == doc.node("bottom_mlp")["params"]
+    assert doc.has_edge(new[0], new[1])  # the edge between them came along, not the others
+    assert sorted(w.scene.selected_node_ids()) == sorted(new)
+    x0, y0 = doc.position("bottom_mlp")
+    assert doc.position(new[0]) == (x0 + 40.0, y0 + 40.0)
+    w.editor.undo_stack.undo()
+    assert doc.snapshot() == before
+    w.scene.select_nodes(["loss"])
+    assert w.cut_blocks() and not doc.has_node("loss")
+    pasted = w.paste_blocks()
+    assert [doc.node(i)["kind"] for i in pasted] == ["loss"]
+    # Text that is not a fragment pastes nothing and says so
+    from PySide6.QtGui import QGuiApplication
+    QGuiApplication.clipboard().setText("hello")
+    assert w.paste_blocks() == []
+    assert "no blocks to paste" in w.statusBar().currentMessage()
+    menu = {a.text().replace("&", "") for a in w.menuBar().actions()[1].menu().actions()}
+    assert {"Cut", "Copy", "Paste"} <= menu
+
+
+def before_ids(doc):
+    return [n["id"] for n in doc["model"]["nodes"]]
