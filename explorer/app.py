@@ -141,7 +141,9 @@ class MainWindow(QMainWindow):
         self.cancel_button = self.run_status.cancel_button
         self.platform_label = QLabel("")
         self.platform_label.setStyleSheet("color: #445; padding: 0 6px;")
-        bar.addWidget(self.run_status)
+        # Both permanent: Qt paints a temporary message ("Loaded …", "Saved …") over the
+        # normal widgets without hiding them here, so the two texts overlapped.
+        bar.addPermanentWidget(self.run_status)
         bar.addPermanentWidget(self.platform_label)
         self._set_busy(False)
 

@@ -7,8 +7,8 @@ import os
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QFont
-from PySide6.QtWidgets import (QHBoxLayout, QLabel, QProgressBar, QPushButton, QSplitter,
-                               QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QHBoxLayout, QHeaderView, QLabel, QProgressBar, QPushButton,
+                               QSplitter, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from predictors.traces.compare import Comparison, compare_timelines
 
@@ -86,6 +86,11 @@ class CompareView(QWidget):
             stack.addWidget(stacked(cap, gantt, stack))
 
         self.table = read_only_table(["Where", "Predicted", "Recorded", "Δ", "Error"], self)
+        # "Where" keeps a readable width (long lane pairs elide; the tooltip has them) and the
+        # figures their own; a dock narrower than that scrolls sideways, squeezing nothing
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(0, QHeaderView.Interactive)
+        header.resizeSection(0, 150)
         self.table_caption = self._caption("Largest differences", "#888")
         side = QWidget(self)
         sbox = QVBoxLayout(side)
@@ -99,7 +104,7 @@ class CompareView(QWidget):
         split.addWidget(side)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 1)
-        split.setSizes([900, 380])
+        split.setSizes([900, 450])
         box = QVBoxLayout(self)
         box.setContentsMargins(0, 0, 0, 0)
         box.setSpacing(2)
@@ -237,7 +242,7 @@ class CompareView(QWidget):
                 where.setToolTip(f"op class {label}: summed device time")
             else:
                 where = QTableWidgetItem(f"☰  {row['key']}")
-                where.setToolTip("lane busy time (predicted ↔ recorded)")
+                where.setToolTip(f"{row['key']}: lane busy time (predicted ↔ recorded)")
             self.table.setItem(i, 0, where)
             for j, v in enumerate((row["predicted_ms"], row["recorded_ms"])):
                 item = QTableWidgetItem(_ms(v))

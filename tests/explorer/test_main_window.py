@@ -257,3 +257,13 @@ def test_cut_copy_paste_blocks_with_their_edges(make_window):
 
 def before_ids(doc):
     return [n["id"] for n in doc["model"]["nodes"]]
+
+
+def test_status_messages_do_not_cover_the_prediction_status(make_window, qtbot):
+    w = make_window()
+    wait_for_timeline(qtbot, w)
+    w.statusBar().showMessage("Loaded 837 events from 1 trace file(s)", 5000)
+    qtbot.wait(20)
+    # the stage text sits right of the message area, not under the message
+    assert w.run_status.isVisible() and w.stage_label.text().startswith("Iteration")
+    assert w.run_status.geometry().left() > w.statusBar().width() // 3
