@@ -20,7 +20,8 @@ def lane_title(lane: Lane) -> str:
     if lane.kind == "cpu":
         return name if low.startswith(("cpu", "thread")) else f"CPU {name}"
     if lane.kind == "stream":
-        return name if low.startswith("stream") else f"stream {name}"
+        # "stream 7", "GPU 1 stream 7", "context (all streams)" are names already
+        return name if "stream" in low else f"stream {name}"
     if lane.kind == "link":
         return name if low.startswith("link") else f"link {name}"
     return name

@@ -30,7 +30,7 @@ except ImportError:  # pragma: no cover - the orjson path below reads the same t
     msgspec = None
 
 __all__ = ["TraceError", "KinetoTrace", "read_kineto", "parse_kineto_bytes", "Kind",
-           "read_json_bytes"]
+           "read_json_bytes", "stream_label"]
 
 
 class TraceError(ValueError):
@@ -471,6 +471,16 @@ def _decode_events(piece: bytes, name: str, offset: int):
         raise TraceError(f"{name}: {at}a field has the wrong type ({why})") from None
 
 
+# CUPTI puts context-wide work (``Context Sync``) on stream id -1, written as uint32
+_ALL_STREAMS = (-1, 0xFFFFFFFF)
+
+
+def stream_label(stream: int) -> str:
+    """A device lane's name: ``stream 7``, or what the pseudo-stream of context-wide
+    synchronizations is."""
+    return "context (all streams)" if stream in _ALL_STREAMS else f"stream {stream}"
+
+
 def _ints(values: list) -> np.ndarray:
     """Integers from JSON values that are ints, numeric strings or missing (-1)."""
     if None in values:
@@ -691,7 +701,7 @@ def parse_kineto_bytes(data: bytes, path: str = "trace.json", rank: int | None =
         if key[0] == "cpu":
             tnames[t] = c.thread_names.get(key[1:], f"thread {key[2]}")
         else:
-            tnames[t] = f"stream {key[2]}"
+            tnames[t] = stream_label(key[2])
     corr = c.column("corr", np.int64)
     dev_ev = is_dev[thread] if len(is_dev) else np.zeros(len(ts), bool)
     rt = kind == Kind.RUNTIME

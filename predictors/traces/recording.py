@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..timeline import CATEGORIES, Lane, Span, Timeline
-from .kineto import Kind, KinetoTrace, TraceError, read_kineto
+from .kineto import Kind, KinetoTrace, TraceError, read_kineto, stream_label
 from .ops import CpuOps, cpu_ops
 
 __all__ = ["Recording", "load_recording", "kernel_category", "kernel_categories",
@@ -202,7 +202,7 @@ def build_timeline(traces: Sequence[KinetoTrace], ops: Sequence[CpuOps] | None =
             key = tr.threads[t]
             sel_t = tr.thread == t
             if tr.thread_is_device[t]:
-                label = f"GPU {key[1]} stream {key[2]}" if multi_dev else f"stream {key[2]}"
+                label = (f"GPU {key[1]} " if multi_dev else "") + stream_label(key[2])
                 ann = sel_t & (kind == Kind.GPU_ANNOTATION)
                 ev_lane[sel_t] = lane(("s", t), "stream", label)
                 if ann.any():

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..timeline import CATEGORIES, Lane, Span, Timeline
-from .kineto import Kind, KinetoTrace, TraceError
+from .kineto import Kind, KinetoTrace, TraceError, stream_label
 from .ops import CpuOps, blocking_copies, runtime_flags
 from .recording import Recording, kernel_categories, kernel_category
 from .stats import TraceStats, item_times, overhead_stats
@@ -365,7 +365,8 @@ def replay(rec: Recording, stats: TraceStats | None = None,
                 lane_of[key] = len(lanes)
                 tkey = r.tr.threads[thr]
                 lanes.append(Lane(r.tr.rank, "cpu" if kind == "cpu" else "stream",
-                                  f"thread {tkey[2]}" if kind == "cpu" else f"stream {tkey[2]}"))
+                                  f"thread {tkey[2]}" if kind == "cpu"
+                                  else stream_label(tkey[2])))
             cols.append((s + r.tr.base_us, d, lane_of[key], CATEGORIES.index(cat), nm))
         for (n, _, _), b0, b1 in zip(r.steps, bounds[:-1], bounds[1:]):
             steps.append(Span(r.tr.rank, n, b0 + r.tr.base_us, b1 - b0))

@@ -252,3 +252,13 @@ def test_nested_trace_events_do_not_hide_the_real_ones(tmp_path):
     doc = {"other": {"traceEvents": [_events(doc)[0]]}, **doc}  # a nested array first
     assert len(read_kineto(write(tmp_path / "nested.json", doc))) \
         == len(read_kineto(write(tmp_path / "plain.json", new_format())))
+
+
+def test_context_wide_syncs_get_their_own_lane_name(tmp_path):
+    doc = new_format()
+    doc["traceEvents"].append({"ph": "X", "cat": "cuda_sync", "name": "Context Sync",
+                               "pid": 0, "tid": 4294967295, "ts": 500, "dur": 3,
+                               "args": {"stream": 4294967295, "device": 0}})
+    rec = load_recording([write(tmp_path / "sync.json", doc)])
+    names = {lane.name for lane in rec.timeline.lanes}
+    assert "context (all streams)" in names and "stream 4294967295" not in names
