@@ -15,6 +15,7 @@ from PySide6.QtCore import QObject, QThread, QTimer, Signal
 
 from predictors.gc_pause import collection_paused, pause_collection, resume_collection
 from predictors.predict import Cancelled, predict
+from predictors.profiles import ProfileError
 from predictors.scenario import ScenarioError
 
 __all__ = ["PredictionController", "error_text"]
@@ -29,6 +30,8 @@ def error_text(exc: BaseException) -> str:
             more = f" (and {len(issues) - 3} more)" if len(issues) > 3 else ""
             return f"Invalid scenario: {head}{more}"
         return f"Invalid scenario: {exc}"
+    if isinstance(exc, ProfileError):  # e.g. a CPU profile chosen for a GPU platform
+        return f"Profile: {exc}"
     return f"Prediction failed: {type(exc).__name__}: {exc}"
 
 
@@ -67,7 +70,7 @@ class _PredictThread(QThread):
         except Cancelled:
             self.sigAborted.emit(rid)
         except Exception as exc:  # every failure is reported, none kills the app
-            if not isinstance(exc, ScenarioError):
+            if not isinstance(exc, (ScenarioError, ProfileError)):
                 traceback.print_exc()
             self.sigError.emit(rid, error_text(exc), exc)
         else:

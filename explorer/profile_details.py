@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QGroupBox, QHeaderView, QLabel
                                QStyledItemDelegate, QTableWidget, QTableWidgetItem,
                                QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
-from predictors.profiles import PROFILE_FORMAT
+from predictors.profiles import PROFILE_FORMAT, PROFILE_VERSION, load_profile
 
 __all__ = ["ProfileInfo", "ProfileDetails", "read_profile_info", "KIND_LABELS", "KIND_SHORT",
            "KIND_COLORS"]
@@ -55,6 +55,16 @@ class ProfileInfo:
         return self.name or self.path.stem
 
 
+def _object(doc: dict, key: str) -> dict:
+    """``doc[key]`` when it is an object, ``{}`` when absent; ValueError otherwise."""
+    value = doc.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError(f"{key}: expected an object, got {type(value).__name__}")
+    return value
+
+
 def read_profile_info(path: str | os.PathLike, bundled: bool = False) -> ProfileInfo:
     """Read the JSON part of a profile; a file that cannot be read comes back with ``error``."""
     path = Path(path)
@@ -63,20 +73,26 @@ def read_profile_info(path: str | os.PathLike, bundled: bool = False) -> Profile
         doc = json.loads(path.read_text())
         if not isinstance(doc, dict) or doc.get("format") != PROFILE_FORMAT:
             raise ValueError(f"not a device profile (format is not {PROFILE_FORMAT!r})")
-        device = doc.get("device") or {}
+        if doc.get("version") != PROFILE_VERSION:
+            raise ValueError(f"profile version {doc.get('version')!r}; this program reads "
+                             f"version {PROFILE_VERSION}")
+        device = _object(doc, "device")
         info.name, info.kind = str(doc.get("name", "")), str(doc.get("kind", ""))
         info.device, info.device_kind = str(device.get("name", "")), str(device.get("kind", ""))
-        info.provenance = doc.get("provenance") or {}
-        info.validation = doc.get("validation") or {}
-        info.kernel_models = sorted(doc.get("kernel_models") or {})
+        info.provenance = _object(doc, "provenance")
+        info.validation = _object(doc, "validation")
+        info.kernel_models = sorted(str(k) for k in _object(doc, "kernel_models"))
         overheads = doc.get("overheads")
         if isinstance(overheads, dict):
             info.overheads_source = str(overheads.get("source") or "")
             # entries measured on ops (views carry zeros: they run inside the gaps)
-            info.overhead_ops = sum(1 for e in (overheads.get("per_op") or {}).values()
-                                    if e.get("n", 1))
-    except (OSError, ValueError, AttributeError) as exc:
-        info.error = f"{path.name}: {exc}"
+            info.overhead_ops = sum(1 for e in _object(overheads, "per_op").values()
+                                    if not isinstance(e, dict) or e.get("n", 1))
+        if not bundled:  # a file the user added: everything a prediction will read
+            load_profile(path)
+    except (OSError, ValueError, AttributeError, TypeError, RecursionError) as exc:
+        text = str(exc)  # a ProfileError names the whole path already: keep the file name
+        info.error = f"{path.name}: {text.removeprefix(f'{path}: ')}"
     return info
 
 

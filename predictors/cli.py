@@ -13,6 +13,26 @@ _COMMAND_MODULES: list[str] = ["predictors.traces.cli", "predictors.gpu.cli",
 __all__ = ["main"]
 
 
+def _int_at_least(text: str, minimum: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    """An argparse type: a whole number >= 1 (argparse turns the error into exit 2)."""
+    return _int_at_least(text, 1)
+
+
+def _count(text: str) -> int:
+    """An argparse type: a whole number >= 0."""
+    return _int_at_least(text, 0)
+
+
 def _cmd_predict(args) -> int:
     from .predict import predict
     from .scenario import load_scenario
@@ -76,6 +96,10 @@ def _cmd_measure(args) -> int:
     from .scenario import load_scenario
 
     doc = load_scenario(args.scenario)
+    if args.device == "cuda" and not _cuda_available():
+        print("error: --device cuda: no GPU here (torch.cuda.is_available() is False)",
+              file=sys.stderr)
+        return 2
     if args.threads:
         doc["platform"] = {"preset": "local-cpu", "threads": args.threads}
     result = measure(doc, device=args.device, iters=args.iters, warmup=args.warmup,
@@ -140,12 +164,14 @@ def _calibrate_cuda(args) -> int:
         return 2
     if args.from_measurements:
         folder = args.from_measurements
+        from .traces.kineto import TraceError
+
         try:
             prof = profile_from_measurements(folder, gemms_from=args.gemms_from or [])
-        except ProfileError as exc:
+            prof, rows = with_validation(prof, folder, gemms_from=args.gemms_from or [])
+        except (ProfileError, TraceError) as exc:  # a trace of the folder missing or broken
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        prof, rows = with_validation(prof, folder, gemms_from=args.gemms_from or [])
     else:
         if not _cuda_available():
             print("error: --device cuda: no GPU here (torch.cuda.is_available() is False); "
@@ -262,6 +288,9 @@ def _cmd_validate(args) -> int:
         return _validate_cuda(args)
     prof = (resolve_profile(args.profile) if args.profile
             else default_profile("cpu", "cpu", args.threads))
+    if prof is not None and prof.device.kind != "cpu":
+        raise SystemExit(f"error: --profile: {prof.name!r} describes a GPU "
+                         f"({prof.device.name}); validate --device cpu needs a CPU profile")
     if prof is None:
         raise SystemExit(f"error: no calibrated CPU profile for {args.threads} thread(s); "
                          f"run `python -m predictors calibrate --device cpu --out P.json`")
@@ -320,10 +349,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_predict)
     m = sub.add_parser("measure", help="run the scenario for real and time it")
     m.add_argument("scenario")
-    m.add_argument("--device", default="cpu", help="cpu or cuda (default: cpu)")
-    m.add_argument("--iters", type=int, default=20, help="timed iterations (default 20)")
-    m.add_argument("--warmup", type=int, default=5, help="untimed iterations first")
-    m.add_argument("--threads", type=int, help="CPU threads (default: the scenario's)")
+    m.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                   help="cpu or cuda (default: cpu)")
+    m.add_argument("--iters", type=_positive_int, default=20,
+                   help="timed iterations (default 20)")
+    m.add_argument("--warmup", type=_count, default=5, help="untimed iterations first")
+    m.add_argument("--threads", type=_positive_int,
+                   help="CPU threads (default: the scenario's)")
     m.add_argument("--trace", metavar="OUT.json[.gz]",
                    help="also record one step with torch.profiler (Kineto JSON)")
     m.add_argument("--json", action="store_true")
@@ -332,7 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     c.add_argument("--out", required=True, metavar="PROFILE.json")
     c.add_argument("--budget-s", type=float, default=600.0, help="time budget (default 600)")
-    c.add_argument("--threads", type=int, default=1, help="CPU threads (default 1)")
+    c.add_argument("--threads", type=_positive_int, default=1, help="CPU threads (default 1)")
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--keep-samples", metavar="SAMPLES.json.gz",
                    help="also write the training samples (benchmarks/feature_ab.py refits "
@@ -349,12 +381,13 @@ def build_parser() -> argparse.ArgumentParser:
     va = sub.add_parser("validate", help="measure and predict random scenarios")
     va.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     va.add_argument("--profile", help="profile path or name (default: the bundled one)")
-    va.add_argument("--n", type=int, default=10, help="scenarios per kind (default 10)")
+    va.add_argument("--n", type=_positive_int, default=10,
+                    help="scenarios per kind (default 10)")
     va.add_argument("--kind", default="all", choices=["all", "dlrm", "transformer"])
-    va.add_argument("--threads", type=int, default=1)
-    va.add_argument("--iters", type=int, default=10, help="timed iterations per run")
+    va.add_argument("--threads", type=_positive_int, default=1)
+    va.add_argument("--iters", type=_positive_int, default=10, help="timed iterations per run")
     va.add_argument("--seed", type=int, default=1000, help="scenario seed (not calibration's)")
-    va.add_argument("--rounds", type=int, default=2,
+    va.add_argument("--rounds", type=_positive_int, default=2,
                     help="measurements per scenario, each round through all scenarios "
                          "(default 2; the fastest is kept)")
     va.add_argument("--json", action="store_true")

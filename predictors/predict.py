@@ -82,7 +82,7 @@ def predict(scenario: dict, *, profile=None, overheads=None,
     from .capture import capture_training_step
     from .devices.costs import cost_op_graph
     from .devices.platforms import resolve_platform
-    from .profiles import default_profile, resolve_profile
+    from .profiles import ProfileError, default_profile, resolve_profile
     from .scenario import Issue, ScenarioError, validate_scenario
     from .simulate import simulate_rank
     from .workload import build_workload
@@ -105,6 +105,11 @@ def predict(scenario: dict, *, profile=None, overheads=None,
         profile = None
     elif isinstance(profile, str):
         profile = resolve_profile(profile)
+    wanted = "cpu" if platform.device == "cpu" else "gpu"
+    if profile is not None and profile.device.kind != wanted:
+        raise ProfileError(f"profile {profile.name!r} describes a {profile.device.kind.upper()} "
+                           f"({profile.device.name}); platform {platform.name} runs on "
+                           f"{'the CPU' if wanted == 'cpu' else platform.device}")
     check_fits(doc, platform)
     step(0.1, "building the model")
     try:
@@ -127,6 +132,9 @@ def predict(scenario: dict, *, profile=None, overheads=None,
                  "device_idle_ms": max(0.0, iteration_ms - active_ms)}]
     notes = [f"profile: {profile.name} ({profile.kind})" if profile is not None
              else "profile: datasheet roofline (no calibrated profile for this device)"]
+    if profile is not None and wanted == "gpu" and profile.device.name != platform.device:
+        notes.append(f"the profile describes {profile.device.name}, the platform "
+                     f"{platform.device}: its figures are used")
     if overheads is not None:
         notes.append(f"overheads: {overheads.source}")
     if platform.ranks > 1:

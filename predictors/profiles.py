@@ -9,7 +9,9 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import math
 import os
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -189,12 +191,15 @@ def load_profile(path: str | os.PathLike) -> DeviceProfile:
     path = Path(path)
     try:
         return _load_profile(path)
-    except ProfileError:
-        raise
+    except ProfileError as exc:
+        if str(path) in str(exc):
+            raise
+        raise ProfileError(f"{path}: {exc}") from None  # a model's own complaint
     except OSError as exc:
         raise ProfileError(f"{path}: cannot read {exc.filename or 'a file'}: "
                            f"{exc.strerror or exc}") from None
-    except (AttributeError, TypeError, KeyError, ValueError) as exc:
+    except (AttributeError, TypeError, KeyError, ValueError, IndexError, OverflowError,
+            EOFError, RecursionError, zipfile.BadZipFile) as exc:
         raise ProfileError(f"{path}: malformed profile ({type(exc).__name__}: {exc})") from None
 
 
@@ -235,10 +240,81 @@ def _load_profile(path: Path) -> DeviceProfile:
         if getattr(model, "device", spec) is None:
             model.device = spec
     overheads = doc.get("overheads")
-    return DeviceProfile(doc["name"], doc["kind"], spec,
-                         OverheadTable.from_json(overheads) if overheads else None,
-                         doc.get("launch_map", {}), models, doc.get("provenance", {}),
-                         doc.get("validation", {}))
+    profile = DeviceProfile(doc["name"], doc["kind"], spec,
+                            OverheadTable.from_json(overheads) if overheads else None,
+                            doc.get("launch_map", {}), models, doc.get("provenance", {}),
+                            doc.get("validation", {}))
+    _check_loaded(path, profile, doc, arrays)
+    return profile
+
+
+# Names of figures that are rates (must be > 0) or times and clocks (>= 0; 0: unknown).
+_POSITIVE_KEYS = ("peak_flops", "vector_flops", "mem_bw", "bw", "flops")
+_TIME_KEYS = ("_ms", "_s", "_us", "floor", "t1", "t2", "t3", "t4", "t5", "latency",
+              "clock_mhz")
+
+
+def _check_numbers(where: str, value, key: str = "") -> None:
+    """Every number under ``value`` finite; rates positive and times non-negative, by
+    their key's name (a NaN or negative figure would predict NaN or negative times)."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _check_numbers(f"{where}.{k}", v, str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _check_numbers(f"{where}[{i}]", v, key)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not math.isfinite(value):
+            raise ProfileError(f"{where}: not a finite number ({value!r})")
+        low = key.lower()
+        if value <= 0 and any(p in low for p in _POSITIVE_KEYS):
+            raise ProfileError(f"{where}: must be positive, got {value!r}")
+        if value < 0 and any(low.endswith(t) or low == t for t in _TIME_KEYS):
+            raise ProfileError(f"{where}: must not be negative, got {value!r}")
+
+
+def _check_loaded(path: Path, profile: DeviceProfile, doc: dict, arrays: dict) -> None:
+    """What makes a profile unusable, named before it predicts anything: device figures
+    that are not positive numbers, non-finite or negative overheads and model constants,
+    arrays holding NaN, provenance that is not an object."""
+    dev = profile.device
+    if dev.kind not in ("cpu", "gpu"):
+        raise ProfileError(f"{path}: device.kind: expected 'cpu' or 'gpu', got {dev.kind!r}")
+    for f in dataclasses.fields(DeviceSpec):
+        value = getattr(dev, f.name)
+        if isinstance(f.default, (int, float)) and (
+                isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise ProfileError(f"{path}: device.{f.name}: expected a number, got {value!r}")
+    if not isinstance(dev.peak_flops, dict) or "float32" not in dev.peak_flops:
+        raise ProfileError(f"{path}: device.peak_flops: needs a float32 figure")
+    for name, value in [("mem_bw", dev.mem_bw), ("vector_flops", dev.vector_flops)] + [
+            (f"peak_flops.{k}", v) for k, v in dev.peak_flops.items()]:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not 0 < value < math.inf:
+            raise ProfileError(f"{path}: device.{name}: must be a positive number, "
+                               f"got {value!r}")
+    _check_numbers(f"{path}: device", doc["device"])
+    if doc.get("overheads"):
+        _check_numbers(f"{path}: overheads", doc["overheads"])
+    for op_class, meta in doc.get("kernel_models", {}).items():
+        _check_numbers(f"{path}: kernel_models.{op_class}", meta)
+    for op_class, arrs in arrays.items():
+        for key, arr in arrs.items():
+            # a threshold may be +inf (a split that sends only missing values one way)
+            if arr.dtype.kind != "f":
+                continue
+            bad = np.isnan(arr) if "threshold" in key else ~np.isfinite(arr)
+            if bad.any():
+                raise ProfileError(f"{path}: arrays {op_class}/{key}: holds "
+                                   f"{int(bad.sum())} non-finite value(s)")
+    if not isinstance(profile.provenance, dict):
+        raise ProfileError(f"{path}: provenance: expected an object")
+    threads = profile.provenance.get("threads", 1)
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ProfileError(f"{path}: provenance.threads: expected a positive integer, "
+                           f"got {threads!r}")
+    if not isinstance(profile.validation, dict):
+        raise ProfileError(f"{path}: validation: expected an object")
 
 
 # --- finding profiles -------------------------------------------------------------------

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -37,15 +38,19 @@ def load_measurements(folder: str | Path) -> dict:
     for name in ("measurements.json", "measurements.json.gz"):
         path = folder / name
         if path.is_file():
-            raw = gzip.decompress(path.read_bytes()) if name.endswith(".gz") else \
-                path.read_bytes()
             try:
+                raw = gzip.decompress(path.read_bytes()) if name.endswith(".gz") else \
+                    path.read_bytes()
                 doc = json.loads(raw)
+            except (OSError, EOFError, zlib.error) as exc:  # gzip's errors are OSErrors
+                raise ProfileError(f"{path}: cannot read: {exc}") from None
             except ValueError as exc:
                 raise ProfileError(f"{path}: not valid JSON ({exc})") from None
-            if doc.get("format") != "ml-dse-measurements":
+            if not isinstance(doc, dict) or doc.get("format") != "ml-dse-measurements":
                 raise ProfileError(f"{path}: not a measurements file (format "
-                                   f"{doc.get('format')!r})")
+                                   f"{doc.get('format') if isinstance(doc, dict) else None!r})")
+            if not isinstance(doc.get("device"), dict) or "name" not in doc["device"]:
+                raise ProfileError(f"{path}: device: no GPU name recorded")
             doc["folder"] = str(folder)
             return doc
     raise ProfileError(f"{folder}: no measurements.json (run `python -m predictors "

@@ -122,8 +122,13 @@ class LearnedKernelModel:
         self.features = features
 
     def _raw(self, x: np.ndarray) -> np.ndarray:
-        return _predict_mlp(self.arrays, x) if self.kind == "mlp" else _predict_gbm(
-            self.arrays, x)
+        a = self.arrays
+        wants = a["w0"].shape[1] if self.kind == "mlp" else (
+            int(a["feature"][~a["leaf"].astype(bool)].max(initial=-1)) + 1)
+        if (x.shape[1] != wants) if self.kind == "mlp" else (x.shape[1] < wants):
+            raise ProfileError(f"kernel model {self.op_class!r} was fitted on {wants} "
+                               f"features; feature set {self.features} gives {x.shape[1]}")
+        return _predict_mlp(a, x) if self.kind == "mlp" else _predict_gbm(a, x)
 
     def predict_ms(self, nodes: list[dict]) -> np.ndarray:
         out = np.full(len(nodes), np.nan)
@@ -146,8 +151,50 @@ class LearnedKernelModel:
         if features > FEATURES_VERSION:
             raise ProfileError(f"kernel model {meta.get('op_class')!r} uses feature set "
                                f"{features}; this version reads up to {FEATURES_VERSION}")
+        _check_arrays(meta["op_class"], meta["kind"], arrays, len(meta["names"]))
         return cls(meta["op_class"], meta["kind"], meta["names"], device, arrays,
                    meta.get("metrics"), features)
+
+
+_GBM_KEYS = ("tree_sizes", "value", "feature", "threshold", "left", "right", "leaf",
+             "missing_left", "baseline")
+_MLP_KEYS = ("mu", "sd", "ym", "ys", "w0", "b0", "w1", "b1", "w2", "b2")
+
+
+def _check_arrays(op_class: str, kind: str, a: dict, n_features: int) -> None:
+    """The arrays a model of ``kind`` walks, complete and consistent: a tree whose child
+    points back up would loop forever, a short array fails mid-prediction."""
+    where = f"kernel model {op_class!r} ({kind})"
+    keys = _GBM_KEYS if kind == "gbm" else _MLP_KEYS if kind == "mlp" else None
+    if keys is None:
+        raise ProfileError(f"{where}: unknown kind")
+    missing = [k for k in keys if k not in a]
+    if missing:
+        raise ProfileError(f"{where}: arrays missing: {', '.join(missing)}")
+    if kind == "mlp":
+        w0, w1, w2 = a["w0"], a["w1"], a["w2"]
+        if not (w0.ndim == w1.ndim == w2.ndim == 2 and a["mu"].shape == a["sd"].shape
+                == (w0.shape[1],) and a["b0"].shape == (w0.shape[0],)
+                and w1.shape[1] == w0.shape[0] and a["b1"].shape == (w1.shape[0],)
+                and w2.shape == (1, w1.shape[0]) and a["b2"].shape == (1,)
+                and a["ym"].size == a["ys"].size == 1):
+            raise ProfileError(f"{where}: layer shapes do not fit together")
+        return
+    if len(a["baseline"]) < 1:
+        raise ProfileError(f"{where}: no baseline")
+    sizes = a["tree_sizes"].astype(np.int64)
+    n = int(sizes.sum())
+    if (sizes < 1).any() or any(len(a[k]) != n for k in _GBM_KEYS[1:-1]):
+        raise ProfileError(f"{where}: tree arrays of different lengths")
+    local = np.arange(n) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    size_of = np.repeat(sizes, sizes)
+    inner = ~a["leaf"].astype(bool)
+    for side in ("left", "right"):
+        child = a[side].astype(np.int64)[inner]
+        if ((child <= local[inner]) | (child >= size_of[inner])).any():
+            raise ProfileError(f"{where}: a tree's {side} child is not below its node")
+    if (a["feature"][inner] < 0).any():
+        raise ProfileError(f"{where}: a split on a negative feature index")
 
 
 KERNEL_MODEL_TYPES[LearnedKernelModel.type_name] = LearnedKernelModel

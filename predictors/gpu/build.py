@@ -188,7 +188,10 @@ def profile_for_device(name: str, profile_dir: str | Path = PROFILE_DIR) -> Devi
     """
     path = Path(name)
     if path.suffix == ".json" and path.is_file():
-        return load_profile(path)
+        prof = load_profile(path)
+        if prof.device.kind != "gpu":
+            raise ProfileError(f"{path}: describes a CPU ({prof.device.name}), not a GPU")
+        return prof
     profile_dir = Path(profile_dir)
     slug = profile_slug(name)
     candidate = profile_dir / f"{slug}.json"

@@ -24,7 +24,10 @@ def _fail(message: str) -> int:
     return 2
 
 
-def _column(rows: list[dict], name: str, default=None, *, kind=float) -> np.ndarray:
+def _column(rows: list[dict], name: str, default=None, *, kind=float,
+            whole: bool = True) -> np.ndarray:
+    """A numeric column: sizes (``whole``) from 1 to 2^40, else positive finite numbers
+    (a mean pooling factor may be fractional)."""
     out = []
     for i, row in enumerate(rows, start=2):  # line 1 is the header
         raw = row.get(name)
@@ -36,8 +39,11 @@ def _column(rows: list[dict], name: str, default=None, *, kind=float) -> np.ndar
             value = kind(raw)
         except ValueError:
             raise _UsageError(f"line {i}: column {name!r}: {raw!r} is not a number") from None
-        if value != value or value < 0:
-            raise _UsageError(f"line {i}: column {name!r}: {raw!r} must be >= 0")
+        if whole and not (1 <= value <= 2.0 ** 40 and float(value).is_integer()):
+            raise _UsageError(f"line {i}: column {name!r}: {raw!r} must be a whole number "
+                              "from 1 to 2^40")
+        if not whole and not 0 < value <= 2.0 ** 40:  # NaN fails too
+            raise _UsageError(f"line {i}: column {name!r}: {raw!r} must be a positive number")
         out.append(value)
     return np.array(out, dtype=np.float64)
 
@@ -105,7 +111,7 @@ def predict_rows(profile, op: str, rows: list[dict], fields: list[str]) -> np.nd
     if model is None:
         raise _UsageError(f"profile {profile.name!r} has no embedding model")
     E, D, Bt = (_column(rows, c) for c in ("rows", "dim", "batch"))
-    L = _column(rows, "pooling")
+    L = _column(rows, "pooling", whole=False)
     out = np.empty(len(rows))
     for i, row in enumerate(rows):
         kind = (row.get("distribution") or "uniform").strip().lower()
@@ -118,6 +124,8 @@ def predict_rows(profile, op: str, rows: list[dict], fields: list[str]) -> np.nd
                 dist["alpha"] = float(row.get("alpha") or 1.0)
             except ValueError:
                 raise _UsageError(f"line {i + 2}: column 'alpha' is not a number") from None
+            if not 0 < dist["alpha"] < float("inf"):
+                raise _UsageError(f"line {i + 2}: column 'alpha' must be a positive number")
         backward = (row.get("backward") or "0").strip().lower() in ("1", "true", "yes")
         out[i] = embedding_bag_ms(int(E[i]), int(D[i]), int(Bt[i]), L[i], dist, model.peaks,
                                   backward=backward, kernel_floor_ms=model.kernel_floor_ms,
@@ -135,6 +143,9 @@ def _cmd_predict(args) -> int:
         return _fail(f"--device: {exc.args[0]}")
     except ProfileError as exc:
         return _fail(f"--device: {exc}")
+    if profile.device.kind != "gpu":
+        return _fail(f"--device: {profile.name!r} describes a CPU; kernels predict models "
+                     "GPU kernels")
     try:
         with open(args.inp, newline="") as f:
             reader = csv.DictReader(f)
@@ -145,6 +156,9 @@ def _cmd_predict(args) -> int:
         return _fail(f"--in: cannot read {args.inp}: {exc}")
     if not fields:
         return _fail(f"--in: {args.inp} has no header line")
+    if len(fields) == 1 and any(sep in fields[0] for sep in ";\t|"):
+        return _fail(f"--in: {args.inp}: one column {fields[0]!r}; the columns must be "
+                     "separated by commas")
     try:
         pred = predict_rows(profile, args.op, rows, fields)
     except _UsageError as exc:

@@ -78,6 +78,17 @@ class TreeEnsemble:
 
     @classmethod
     def from_arrays(cls, a: dict[str, np.ndarray]) -> "TreeEnsemble":
+        nodes = ("value", "feature_idx", "num_threshold", "left", "right", "is_leaf",
+                 "missing_go_to_left")
+        n = len(a["value"])
+        if any(len(a[k]) != n for k in nodes):
+            raise ValueError("tree arrays of different lengths")
+        inner = ~a["is_leaf"].astype(bool)
+        for key in ("left", "right"):
+            if ((a[key][inner] < 0) | (a[key][inner] >= n)).any():
+                raise ValueError(f"a tree's {key} child is outside the tree arrays")
+        if ((a["tree_start"] < 0) | (a["tree_start"] >= n)).any():
+            raise ValueError("a tree starts outside the tree arrays")
         return cls(float(a["baseline"][0]), a["tree_start"], a["value"], a["feature_idx"],
                    a["num_threshold"], a["left"], a["right"], a["is_leaf"],
                    a["missing_go_to_left"])
