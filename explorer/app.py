@@ -476,23 +476,24 @@ class MainWindow(QMainWindow):
 
     # --- clipboard ----------------------------------------------------------------------------
 
-    def copy_blocks(self) -> bool:
+    def copy_blocks(self, verb: str = "copy") -> bool:
         """Put the selected blocks (and the edges among them) on the clipboard."""
         ids = self.scene.selected_node_ids()
         if not ids:
-            self.statusBar().showMessage("Select blocks to copy", 4000)
+            self.statusBar().showMessage(f"Select blocks to {verb}", 4000)
             return False
         self._to_clipboard(self.editor.fragment(ids))
-        self.statusBar().showMessage(f"Copied {len(ids)} block(s)", 4000)
+        done = {"copy": "Copied", "cut": "Cut"}[verb]
+        self.statusBar().showMessage(f"{done} {len(ids)} block(s)", 4000)
         return True
 
     def cut_blocks(self) -> bool:
+        """Copy, then delete the selection (one undo step)."""
         ids = self.scene.selected_node_ids()
-        if not ids:
-            self.statusBar().showMessage("Select blocks to cut", 4000)
-            return False
-        self._to_clipboard(self.editor.cut(ids))
-        return True
+        if self.copy_blocks("cut"):
+            self.editor.delete(ids)
+            return True
+        return False
 
     def paste_blocks(self) -> list[str]:
         """Paste the clipboard's blocks beside the originals, selected (one undo step)."""

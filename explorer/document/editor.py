@@ -127,12 +127,6 @@ class DocumentEditor(QObject):
             self.undo_stack.endMacro()
         return list(new_ids.values())
 
-    def cut(self, ids: list[str]) -> dict:
-        """:meth:`fragment` of ``ids``, then delete them (one undo step)."""
-        frag = self.fragment(ids)
-        self.delete([n["id"] for n in frag["nodes"]])
-        return frag
-
     def set_params(self, node_id: str, params: dict) -> bool:
         """Replace the parameters of a block; False (no step) when nothing changes."""
         if self.document.node(node_id)["params"] == params:
