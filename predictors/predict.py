@@ -38,13 +38,11 @@ class Prediction:
                 "notes": self.notes, "elapsed_s": round(self.elapsed_s, 4)}
 
 
-_ITEMSIZE = {"float32": 4, "bfloat16": 2, "float16": 2}
-
-
 def check_fits(doc: dict, platform) -> None:
     """Raise :class:`~predictors.scenario.ScenarioError` when the embedding tables'
     weights alone exceed the memory of all the platform's devices together (no placement
     can hold them), naming the largest table; unknown memory sizes are not checked."""
+    from .devices.roofline import ITEMSIZE
     from .devices.specs import device_spec
     from .scenario import Issue, ScenarioError
 
@@ -53,7 +51,7 @@ def check_fits(doc: dict, platform) -> None:
     except KeyError:
         return
     memory *= max(1, platform.ranks) if platform.device != "cpu" else 1
-    itemsize = _ITEMSIZE.get(doc["training"]["dtype"], 4)
+    itemsize = ITEMSIZE.get(doc["training"]["dtype"], 4)
     tables = [(t["rows"] * t["dim"] * itemsize, f"model.nodes[{i}].params.tables[{j}]", n["id"])
               for i, n in enumerate(doc["model"]["nodes"]) if n["kind"] == "embedding_tables"
               for j, t in enumerate(n["params"]["tables"])]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from .convolution import CONV_OPS, conv_flops
 from .specs import DeviceSpec
 
-__all__ = ["KernelCost", "classify", "kernel_cost", "VIEW_OPS"]
+__all__ = ["KernelCost", "classify", "kernel_cost", "VIEW_OPS", "ITEMSIZE"]
 
 # Ops that only make a new view or metadata: no kernel, only CPU dispatch time.
 VIEW_OPS = frozenset(
@@ -77,8 +77,9 @@ HEAVY_ELEMENTWISE = {"gelu": 20, "gelu_backward": 30, "sigmoid": 8, "sigmoid_bac
 # GEMM, ~80% of DRAM bandwidth for streaming kernels); calibration replaces these.
 GEMM_EFFICIENCY = 0.75
 MEMORY_EFFICIENCY = 0.8
-_ITEMSIZE = {"float32": 4, "float64": 8, "bfloat16": 2, "float16": 2, "int64": 8, "int32": 4,
-             "bool": 1, "uint8": 1, "int8": 1}
+# bytes per element of each tensor dtype (predict sizes tables with it too)
+ITEMSIZE = {"float32": 4, "float64": 8, "bfloat16": 2, "float16": 2, "int64": 8, "int32": 4,
+            "bool": 1, "uint8": 1, "int8": 1}
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,7 @@ def _numel(shape) -> int:
 
 
 def _tensor_bytes(shape, dtype, nnz) -> float:
-    size = _ITEMSIZE.get(dtype, 4)
+    size = ITEMSIZE.get(dtype, 4)
     if nnz is not None:  # sparse COO: values + int64 indices
         row = _numel(shape[1:]) if len(shape) > 1 else 1
         return nnz * (row * size + 8)
@@ -165,7 +166,7 @@ def attention_efficiency(op: str, dtype: str) -> float | None:
 def _embedding_bytes(op: str, node: dict) -> float:
     """Gathered rows dominate: each lookup reads (or writes) one row of the table."""
     ins, dts = node["input_shapes"], node["input_dtypes"]
-    size = _ITEMSIZE.get(dts[0], 4)
+    size = ITEMSIZE.get(dts[0], 4)
     if op in ("_embedding_bag", "embedding_bag", "_embedding_bag_forward_only"):
         dim, lookups, batch = ins[0][1], _numel(ins[1]), ins[2][0]
         return lookups * (dim * size + 8) + batch * dim * size
@@ -189,7 +190,7 @@ def _sparse_update_bytes(node: dict) -> float | None:
     if not sparse:
         return None
     shape, nnz = sparse[0]
-    row = _numel(shape[1:]) * _ITEMSIZE.get(node["input_dtypes"][0], 4)
+    row = _numel(shape[1:]) * ITEMSIZE.get(node["input_dtypes"][0], 4)
     return nnz * (3 * row + 8)
 
 
@@ -200,7 +201,7 @@ def _gather_bytes(op: str, node: dict) -> float | None:
     ins, dts = node["input_shapes"], node["input_dtypes"]
     if len(ins) < 2:
         return None
-    size = _ITEMSIZE.get(dts[0], 4)
+    size = ITEMSIZE.get(dts[0], 4)
     idx = sum(_tensor_bytes(s, d, None) for s, d in zip(ins[1:], dts[1:]))
     if node["output_shapes"]:
         out = sum(_numel(s) for s in node["output_shapes"]) * size
