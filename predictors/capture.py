@@ -63,7 +63,7 @@ class OpRecorder(TorchDispatchMode):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         ns = func.namespace
-        if ns not in ("aten", "prims"):  # profiler markers and the like
+        if ns not in ("aten", "prims", "mldse"):  # profiler markers and the like
             return out
         ins = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
         outs = [a for a in tree_flatten(out)[0] if isinstance(a, torch.Tensor)]
@@ -94,7 +94,8 @@ class OpRecorder(TorchDispatchMode):
             src = self._get(self._producer, t)
             if src is not None and src != idx:
                 self.graph.add_edge(src, idx)
-        for t in outs:
+        written = ins if func._schema.is_mutable and ns == "mldse" else outs
+        for t in written:  # an in-place collective (all-reduce) produces its inputs anew
             self._producer[id(t)] = (weakref.ref(t), idx)
         return out
 
@@ -234,6 +235,8 @@ def capture_training_step(workload: Workload, *, gpu: bool = False) -> nx.DiGrap
     CUDA device runs where they differ from the CPU's (dropout and attention as :func:`gpu_fused_ops` records them, the
     multi-tensor optimizer step).
     """
+    from .comm_ops import GradientBuckets
+
     module = workload.module
     batch = workload.make_batch()
     # On a GPU, SGD updates all dense parameters with one ``_foreach_add_``.
@@ -241,9 +244,20 @@ def capture_training_step(workload: Workload, *, gpu: bool = False) -> nx.DiGrap
     optimizer.zero_grad(set_to_none=True)
     recorder = OpRecorder()
     for nid, tables in batch["sparse"].items():
-        for (indices, _), spec in zip(tables, workload.specs[nid]["tables"]):
-            recorder.lookups[id(indices)] = (weakref.ref(indices), dict(spec))
+        for j, (bag_input, spec) in enumerate(zip(tables, workload.specs[nid]["tables"])):
+            if bag_input is not None:  # None: another rank's table
+                indices = bag_input[0]
+                recorder.lookups[id(indices)] = (weakref.ref(indices),
+                                                 dict(spec, table=f"{nid}/{j}"))
     handles = _attach_block_hooks(module, recorder)
+    buckets = None
+    if module.shard is not None and module.shard.ranks > 1:
+        # data-parallel: every dense parameter's gradient is all-reduced, as DDP does
+        sparse = {id(bag.weight) for nid, kind in module.kinds.items()
+                  if kind == "embedding_tables" for bag in module.blocks[nid].bags}
+        buckets = GradientBuckets([p for p in module.parameters() if id(p) not in sparse],
+                                  module.shard.ranks)
+        buckets.attach()
     try:
         with collection_paused(), (gpu_fused_ops() if gpu else nullcontext()), recorder:
             with recorder.in_phase("forward"):
@@ -255,7 +269,16 @@ def capture_training_step(workload: Workload, *, gpu: bool = False) -> nx.DiGrap
     finally:
         for h in handles:
             h.remove()
+        if buckets is not None:
+            buckets.detach()
     graph = recorder.graph
+    if buckets is not None:
+        # DDP's epilogue (the copies back from the buckets) runs in a callback of the
+        # autograd engine, on its thread, after the last node
+        engine = [i for i in graph.nodes if graph.nodes[i]["grad_fn"]]
+        for i in range(max(engine, default=len(graph)) + 1, len(graph)):
+            if graph.nodes[i]["phase"] == "backward":
+                graph.nodes[i]["thread"] = "autograd"
     _as_in_a_real_run(graph)
     graph.graph.update(device=str(workload.device), batch_size=workload.batch_size,
                        dtype=str(workload.dtype).removeprefix("torch."))

@@ -55,14 +55,44 @@ def _cmd_predict(args) -> int:
     print(f"{result.scenario_name} on {result.platform} ({result.device})")
     print(f"  iteration      {result.iteration_ms:10.3f} ms")
     for r in result.per_rank:
+        comm = (f", exposed comm {r['exposed_comm_ms']:.3f} ms" if r.get("exposed_comm_ms")
+                else "")
         print(f"  rank {r['rank']:<3} device active {r['device_active_ms']:10.3f} ms "
-              f"({100 * r['device_active_ms'] / max(r['iteration_ms'], 1e-12):.0f}%)")
+              f"({100 * r['device_active_ms'] / max(r['iteration_ms'], 1e-12):.0f}%){comm}")
     print(f"  ops captured   {result.num_ops:10d}")
     print("  top ops by device time:")
     for op in result.top_ops:
         print(f"    {op['name']:<40} {op['category']:<12} {op['total_ms']:9.3f} ms "
               f"x{op['count']}")
     for note in result.notes:
+        print(f"  note: {note}")
+    return 0
+
+
+def _cmd_rank_sharding(args) -> int:
+    from .rank_sharding import rank_shardings
+    from .scenario import load_scenario
+    from .sharding import format_bytes
+
+    doc = load_scenario(args.scenario)
+    if args.platform:
+        doc["platform"] = {"preset": args.platform}
+    ranking = rank_shardings(doc, top=args.top,
+                             profile=None if args.profile in (None, "default")
+                             else args.profile)
+    if args.json:
+        print(json.dumps(ranking.to_json()))
+        return 0
+    print(f"{ranking.scenario_name}: {len(ranking.plans)} plan(s) on {ranking.ranks} ranks "
+          f"of {ranking.platform}, best first")
+    best = ranking.plans[0].iteration_ms
+    for i, p in enumerate(ranking.plans, 1):
+        print(f"  {i}. {p.plan.name:<26} {p.iteration_ms:9.3f} ms  "
+              f"{100 * (p.iteration_ms / best - 1):+5.1f} %   tables per rank "
+              f"{format_bytes(min(p.rank_bytes))} - {format_bytes(max(p.rank_bytes))}")
+    for name, why in ranking.refused:
+        print(f"  refused: {name}: {why}")
+    for note in ranking.notes:
         print(f"  note: {note}")
     return 0
 
@@ -347,6 +377,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chrome-trace", metavar="OUT.json",
                    help="also write the predicted timeline as a Chrome trace (Perfetto)")
     p.set_defaults(func=_cmd_predict)
+    rs = sub.add_parser("rank-sharding", help="predict the candidate embedding sharding "
+                                              "plans of a multi-GPU scenario, best first")
+    rs.add_argument("scenario", help="scenario JSON file")
+    rs.add_argument("--top", type=_positive_int, help="print only the K best plans")
+    rs.add_argument("--profile", help="device profile name or path (as for predict)")
+    rs.add_argument("--platform", help="override the scenario's platform preset")
+    rs.add_argument("--json", action="store_true", help="print one JSON object")
+    rs.set_defaults(func=_cmd_rank_sharding)
     m = sub.add_parser("measure", help="run the scenario for real and time it")
     m.add_argument("scenario")
     m.add_argument("--device", default="cpu", choices=["cpu", "cuda"],

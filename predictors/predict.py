@@ -29,13 +29,60 @@ class Prediction:
     notes: list[str] = field(default_factory=list)
     profile: str = "roofline"
     elapsed_s: float = 0.0
+    sharding: dict | None = None  # the embedding plan of a multi-GPU step
 
     def to_json(self) -> dict:
-        return {"scenario": self.scenario_name, "platform": self.platform,
-                "device": self.device, "profile": self.profile, "iteration_ms": self.iteration_ms,
-                "per_rank": self.per_rank, "num_ops": self.num_ops,
-                "num_events": len(self.timeline), "top_ops": self.top_ops,
-                "notes": self.notes, "elapsed_s": round(self.elapsed_s, 4)}
+        out = {"scenario": self.scenario_name, "platform": self.platform,
+               "device": self.device, "profile": self.profile,
+               "iteration_ms": self.iteration_ms, "per_rank": self.per_rank,
+               "num_ops": self.num_ops, "num_events": len(self.timeline),
+               "top_ops": self.top_ops, "notes": self.notes,
+               "elapsed_s": round(self.elapsed_s, 4)}
+        if self.sharding is not None:
+            out["sharding"] = self.sharding
+        return out
+
+
+def rank_figures(timeline: Timeline) -> list[dict]:
+    """Per rank: iteration (its span), device active and idle, exposed communication, ms."""
+    out = []
+    for rank in timeline.ranks:
+        iteration = timeline.span_ms(rank)
+        active = timeline.device_active_ms(rank)
+        out.append({"rank": rank, "iteration_ms": iteration, "device_active_ms": active,
+                    "device_idle_ms": max(0.0, iteration - active),
+                    "exposed_comm_ms": timeline.exposed_comm_ms(rank)})
+    return out
+
+
+def _predict_ranks(doc, platform, profile, overheads, step, cancelled, notes):
+    """Every rank of a multi-GPU platform: ``(timeline, ops, device, sharding)``."""
+    from .parallel import RankGraphs, auto_plan
+    from .scenario import Issue, ScenarioError
+    from .sharding import PlanError, check_memory, plan_from_scenario
+
+    graphs = RankGraphs(doc, platform, profile, overheads)
+    ranks = graphs.ranks
+    step(0.1, "planning the embedding sharding")
+    try:
+        plan = plan_from_scenario(doc, graphs.tables, ranks, lambda: auto_plan(graphs))
+        check_memory(plan, graphs.tables, graphs.memory_bytes())
+    except PlanError as exc:
+        raise ScenarioError([Issue("parallelism.embedding_sharding", str(exc))]) from None
+
+    def captured(rank):
+        step(0.2 + 0.6 * (rank + 1) / ranks, f"capturing rank {rank + 1} of {ranks}")
+
+    timeline = graphs.simulate(plan, doc["name"] or "prediction", cancelled, captured)
+    notes.append(f"{ranks} ranks: {graphs.local_batch} of the {graphs.global_batch} samples "
+                 f"each" + (f"; tables sharded table-wise ({plan.name})" if graphs.tables
+                            else "; data parallel"))
+    notes.extend(plan.notes)
+    num_ops = sum(len(graphs.costed(plan.local(r)).ops) for r in range(ranks))
+    sharding = None
+    if graphs.tables:
+        sharding = dict(plan.to_json(), rank_bytes=plan.rank_bytes(graphs.tables))
+    return timeline, num_ops, graphs.costed(plan.local(0)).device.name, sharding
 
 
 def check_fits(doc: dict, platform) -> None:
@@ -64,36 +111,24 @@ def check_fits(doc: dict, platform) -> None:
                                    node_id)])
 
 
-def predict(scenario: dict, *, profile=None, overheads=None,
-            progress: Callable[[float, str], None] | None = None,
-            cancelled: Callable[[], bool] | None = None) -> Prediction:
-    """Predict one training iteration of ``scenario`` (a scenario document).
-
-    ``profile`` is a :class:`~predictors.profiles.DeviceProfile`, a profile name or path,
-    ``"roofline"`` (datasheet figures only) or None: the bundled profile of the platform's
-    device when there is one.  ``overheads`` (an
-    :class:`~predictors.profiles.OverheadTable`, e.g. measured from the user's own trace
-    by :func:`predictors.gpu.overheads.trace_overheads`) replaces the profile's.  ``progress(fraction, stage)`` is called between stages;
-    ``cancelled()`` is polled and, when it returns True, :class:`Cancelled` is raised.
-    Invalid scenarios raise :class:`predictors.scenario.ScenarioError`.
-    """
-    from .capture import capture_training_step
-    from .devices.costs import cost_op_graph
-    from .devices.platforms import resolve_platform
-    from .profiles import ProfileError, default_profile, resolve_profile
-    from .scenario import Issue, ScenarioError, validate_scenario
-    from .simulate import simulate_rank
-    from .workload import build_workload
-
-    t0 = time.perf_counter()
-
+def _stepper(progress, cancelled):
+    """``step(fraction, stage)``: report progress, and raise :class:`Cancelled` when asked."""
     def step(fraction: float, stage: str) -> None:
         if cancelled is not None and cancelled():
             raise Cancelled(stage)
         if progress is not None:
             progress(fraction, stage)
+    return step
 
-    step(0.0, "validating")
+
+def prepare(scenario: dict, profile=None):
+    """Validate ``scenario`` and pick its profile (as :func:`predict` documents):
+    ``(doc, platform, profile or None)``.  A profile of the other device kind is a
+    :class:`~predictors.profiles.ProfileError`."""
+    from .devices.platforms import resolve_platform
+    from .profiles import ProfileError, default_profile, resolve_profile
+    from .scenario import validate_scenario
+
     doc = validate_scenario(scenario)
     platform = resolve_platform(doc["platform"])
     if profile is None:
@@ -109,40 +144,70 @@ def predict(scenario: dict, *, profile=None, overheads=None,
                            f"({profile.device.name}); platform {platform.name} runs on "
                            f"{'the CPU' if wanted == 'cpu' else platform.device}")
     check_fits(doc, platform)
-    step(0.1, "building the model")
+    return doc, platform, profile
+
+
+def predict(scenario: dict, *, profile=None, overheads=None,
+            progress: Callable[[float, str], None] | None = None,
+            cancelled: Callable[[], bool] | None = None) -> Prediction:
+    """Predict one training iteration of ``scenario`` (a scenario document).
+
+    ``profile`` is a :class:`~predictors.profiles.DeviceProfile`, a profile name or path,
+    ``"roofline"`` (datasheet figures only) or None: the bundled profile of the platform's
+    device when there is one.  ``overheads`` (an
+    :class:`~predictors.profiles.OverheadTable`, e.g. measured from the user's own trace
+    by :func:`predictors.gpu.overheads.trace_overheads`) replaces the profile's.  ``progress(fraction, stage)`` is called between stages;
+    ``cancelled()`` is polled and, when it returns True, :class:`Cancelled` is raised.
+    Invalid scenarios raise :class:`predictors.scenario.ScenarioError`.
+    """
+    from .capture import capture_training_step
+    from .devices.costs import cost_op_graph
+    from .scenario import Issue, ScenarioError
+    from .simulate import simulate_rank
+    from .workload import build_workload
+
+    t0 = time.perf_counter()
+    step = _stepper(progress, cancelled)
+    step(0.0, "validating")
+    doc, platform, profile = prepare(scenario, profile)
+    title = doc["name"] or "prediction"
+    notes = [f"profile: {profile.name} ({profile.kind})" if profile is not None
+             else "profile: datasheet roofline (no calibrated profile for this device)"]
+    sharding = None
     try:
-        workload = build_workload(doc)
-        step(0.3, "capturing the training step")
-        graph = capture_training_step(workload, gpu=platform.device != "cpu")
+        if platform.ranks > 1:
+            timeline, num_ops, device_name, sharding = _predict_ranks(
+                doc, platform, profile, overheads, step, cancelled, notes)
+        else:
+            step(0.1, "building the model")
+            workload = build_workload(doc)
+            step(0.3, "capturing the training step")
+            graph = capture_training_step(workload, gpu=platform.device != "cpu")
+            step(0.6, "costing kernels")
+            costed = cost_op_graph(graph, platform, profile, overheads)
+            step(0.8, "simulating")
+            timeline = simulate_rank(costed, title=title, cancelled=cancelled)
+            num_ops, device_name = graph.number_of_nodes(), costed.device.name
     except (RuntimeError, OverflowError, MemoryError) as exc:  # sizes torch cannot hold
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ScenarioError([Issue("model", f"torch cannot build this model: {first}")]) \
             from None
-    step(0.6, "costing kernels")
-    costed = cost_op_graph(graph, platform, profile, overheads)
-    step(0.8, "simulating")
-    timeline = simulate_rank(costed, rank=0, title=doc["name"] or "prediction",
-                             cancelled=cancelled)
     step(0.95, "analyzing")
-    iteration_ms = timeline.span_ms()
-    active_ms = timeline.device_active_ms(0)
-    per_rank = [{"rank": 0, "iteration_ms": iteration_ms, "device_active_ms": active_ms,
-                 "device_idle_ms": max(0.0, iteration_ms - active_ms)}]
-    notes = [f"profile: {profile.name} ({profile.kind})" if profile is not None
-             else "profile: datasheet roofline (no calibrated profile for this device)"]
-    if profile is not None and wanted == "gpu" and profile.device.name != platform.device:
+    per_rank = rank_figures(timeline)
+    iteration_ms = max(r["iteration_ms"] for r in per_rank)
+    if (profile is not None and platform.device != "cpu"
+            and profile.device.name != platform.device):
         notes.append(f"the profile describes {profile.device.name}, the platform "
                      f"{platform.device}: its figures are used")
     if overheads is not None:
         notes.append(f"overheads: {overheads.source}")
-    if platform.ranks > 1:
-        notes.append(f"{platform.name} has {platform.ranks} ranks; this version simulates "
-                     f"rank 0 with the whole model and no collectives")
-    device_lanes = timeline.lanes_of(0, "stream") or timeline.lanes_of(0, "cpu")
-    result = Prediction(doc["name"], platform.name, costed.device.name, timeline,
-                        iteration_ms, per_rank, graph.number_of_nodes(),
+    slowest = max(per_rank, key=lambda r: r["iteration_ms"])["rank"]
+    device_lanes = timeline.lanes_of(slowest, "stream") or timeline.lanes_of(slowest, "cpu")
+    result = Prediction(doc["name"], platform.name, device_name, timeline,
+                        iteration_ms, per_rank, num_ops,
                         timeline.top_ops(10, device_lanes), notes,
-                        profile=profile.name if profile is not None else "roofline")
+                        profile=profile.name if profile is not None else "roofline",
+                        sharding=sharding)
     result.elapsed_s = time.perf_counter() - t0
     step(1.0, "done")
     return result

@@ -316,8 +316,15 @@ def _check_sharding_ranks(doc: dict, issues: list[Issue]) -> None:
     if not isinstance(sharding, dict):
         return
     ranks = resolve_platform(doc["platform"]).ranks
+    tables = {f"{n['id']}/{j}" for n in doc["model"]["nodes"]
+              if n["kind"] == "embedding_tables" for j in range(len(n["params"]["tables"]))}
     for key, rank in sharding.items():
-        if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < ranks:
+        if key not in tables:
+            some = ", ".join(sorted(tables)[:3]) or "the model has none"
+            issues.append(Issue(f"parallelism.embedding_sharding.{key}",
+                                f"no such table: keys are '<block id>/<table index>' "
+                                f"({some})"))
+        elif isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < ranks:
             issues.append(Issue(f"parallelism.embedding_sharding.{key}",
                                 f"expected a rank from 0 to {ranks - 1} (the platform has "
                                 f"{ranks}), got {rank!r}"))

@@ -6,7 +6,7 @@ on the meta device (prediction) and run on a real device (``measure``).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import networkx as nx
 import torch
@@ -156,6 +156,30 @@ class LossBlock(nn.Module):
         return F.cross_entropy(out, target)
 
 
+@dataclass
+class RankShard:
+    """What one rank of a hybrid-parallel job runs: its own tables (``local``, keys
+    ``"<block id>/<index>"``) for the global batch, then an all-to-all that hands every
+    rank its ``local_batch`` samples of every table; the dense part sees ``local_batch``."""
+
+    rank: int
+    ranks: int
+    local: frozenset
+    local_batch: int
+    global_batch: int
+    anchor: torch.Tensor | None = None  # see comm_ops.exchange_anchor
+
+    def has(self, nid: str, index: int) -> bool:
+        return f"{nid}/{index}" in self.local
+
+    def exchange(self, nid: str, block: "EmbeddingTablesBlock", sparse: list) -> list:
+        from .comm_ops import all_to_all
+
+        mine = [bag(*sparse[j]) for j, bag in enumerate(block.bags) if self.has(nid, j)]
+        widths = [bag.embedding_dim for bag in block.bags]
+        return all_to_all(mine, self.anchor, self.local_batch, widths)
+
+
 class ScenarioModel(nn.Module):
     """The whole block graph; ``forward(batch)`` returns the summed loss."""
 
@@ -164,6 +188,7 @@ class ScenarioModel(nn.Module):
         super().__init__()
         self.order, self.inputs, self.kinds = order, inputs, kinds
         self.blocks = nn.ModuleDict(blocks)
+        self.shard: RankShard | None = None  # one rank of a multi-GPU job
 
     def forward(self, batch: dict):
         values, losses = {}, []
@@ -172,7 +197,9 @@ class ScenarioModel(nn.Module):
             if kind == "dense_input":
                 values[nid] = batch["dense"][nid]
             elif kind == "embedding_tables":
-                values[nid] = self.blocks[nid](batch["sparse"][nid])
+                block, sparse = self.blocks[nid], batch["sparse"][nid]
+                values[nid] = (block(sparse) if self.shard is None
+                               else self.shard.exchange(nid, block, sparse))
             elif kind == "token_input":
                 values[nid] = self.blocks[nid](batch["tokens"][nid])
             elif kind == "interaction":
@@ -288,13 +315,19 @@ class Workload:
         if self.device.type != "meta":
             gen = torch.Generator(device=self.device).manual_seed(seed)
         b, dev, dt = self.batch_size, self.device, self.dtype
+        shard = self.module.shard
+        if shard is not None:  # the dense part's share; own tables for every sample
+            b = shard.local_batch
         batch: dict = {"dense": {}, "sparse": {}, "tokens": {}, "target": {}}
         for nid, kind in self.module.kinds.items():
             spec = self.specs.get(nid)
             if kind == "dense_input":
                 batch["dense"][nid] = _randn((b, spec["features"]), dt, dev, gen)
             elif kind == "embedding_tables":
-                batch["sparse"][nid] = [_bag_input(t, b, dev, gen) for t in spec["tables"]]
+                batch["sparse"][nid] = [
+                    _bag_input(t, b, dev, gen) if shard is None
+                    else _bag_input(t, shard.global_batch, dev, gen) if shard.has(nid, j)
+                    else None for j, t in enumerate(spec["tables"])]
             elif kind == "token_input":
                 batch["tokens"][nid] = _randint(spec["vocab"], (b, spec["seq_len"]), dev, gen)
             elif kind == "loss":
@@ -355,11 +388,12 @@ def _target(kind: str, source, batch: int, dtype, device, gen):
 
 
 def build_workload(doc: dict, device: str | torch.device = "meta",
-                   fast_init: bool = False) -> Workload:
+                   fast_init: bool = False, shard: RankShard | None = None) -> Workload:
     """Compile a validated scenario into a module on ``device`` (meta: no memory).
 
     ``fast_init`` fills embedding tables with a constant instead of N(0, 1) samples: the
     step time is the same, and building a few GB of tables takes a fraction of the time.
+    ``shard``: the module runs one rank of a multi-GPU job (capture only, on meta).
     """
     device = torch.device(device)
     dtype = _DTYPES[doc["training"]["dtype"]]
@@ -371,6 +405,10 @@ def build_workload(doc: dict, device: str | torch.device = "meta",
     finally:
         EmbeddingTablesBlock.fast_init = False
     module.to(device=device, dtype=dtype)
+    if shard is not None:
+        from .comm_ops import exchange_anchor
+        shard = replace(shard, anchor=exchange_anchor(dtype, device))
+    module.shard = shard
     return Workload(doc, module, specs, doc["training"]["batch_size"], dtype,
                     doc["training"]["lr"], device)
 

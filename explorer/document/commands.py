@@ -13,7 +13,7 @@ from .scenario_document import ScenarioDocument
 
 __all__ = ["AddNodeCommand", "RemoveNodesCommand", "SetParamsCommand", "MoveNodesCommand",
            "AddEdgeCommand", "RemoveEdgeCommand", "SetPlatformCommand", "SetTrainingCommand",
-           "SetNameCommand"]
+           "SetParallelismCommand", "SetNameCommand"]
 
 # Ids for QUndoCommand.mergeWith: consecutive moves of the same blocks merge.
 _MOVE_ID = 1001
@@ -155,6 +155,19 @@ class SetTrainingCommand(QUndoCommand):
 
     def undo(self):
         self.document.set_training(self.old)
+
+
+class SetParallelismCommand(QUndoCommand):
+    def __init__(self, document: ScenarioDocument, parallelism: dict, text: str):
+        super().__init__(text)
+        self.document, self.old = document, document.parallelism()
+        self.new = copy.deepcopy(parallelism)
+
+    def redo(self):
+        self.document.set_parallelism(self.new)
+
+    def undo(self):
+        self.document.set_parallelism(self.old)
 
 
 class SetNameCommand(QUndoCommand):

@@ -14,7 +14,7 @@ from predictors.registry import BLOCK_KINDS, default_params
 
 from .commands import (AddEdgeCommand, AddNodeCommand, MoveNodesCommand, RemoveEdgeCommand,
                        RemoveNodesCommand, SetNameCommand, SetParamsCommand, SetPlatformCommand,
-                       SetTrainingCommand)
+                       SetParallelismCommand, SetTrainingCommand)
 from .scenario_document import ScenarioDocument
 
 __all__ = ["DocumentEditor", "FRAGMENT_FORMAT"]
@@ -209,6 +209,14 @@ class DocumentEditor(QObject):
         if training == self.document.training():
             return False
         self.undo_stack.push(SetTrainingCommand(self.document, training))
+        return True
+
+    def set_parallelism(self, parallelism: dict, text: str = "Change sharding") -> bool:
+        """Replace the scenario's parallelism section (e.g. apply a ranked sharding plan)
+        as one undo step named ``text``."""
+        if parallelism == self.document.parallelism():
+            return False
+        self.undo_stack.push(SetParallelismCommand(self.document, parallelism, text))
         return True
 
     def set_name(self, name: str) -> bool:

@@ -76,6 +76,7 @@ class ScenarioDocument(QObject):
     sigEdgeRemoved = Signal(str, str)
     sigPlatformChanged = Signal()
     sigTrainingChanged = Signal()
+    sigParallelismChanged = Signal()
     sigNameChanged = Signal(str)
     sigReset = Signal()
     sigChanged = Signal()
@@ -191,6 +192,9 @@ class ScenarioDocument(QObject):
     def training(self) -> dict:
         return copy.deepcopy(self._doc["training"])
 
+    def parallelism(self) -> dict:
+        return copy.deepcopy(self._doc.get("parallelism") or {"embedding_sharding": "auto"})
+
     def new_node_id(self, kind: str) -> str:
         """An unused id: ``mlp``, then ``mlp_2``, ``mlp_3``..."""
         used = set(self.node_ids())
@@ -281,4 +285,9 @@ class ScenarioDocument(QObject):
     def set_training(self, training: dict) -> None:
         self._doc["training"] = copy.deepcopy(training)
         self.sigTrainingChanged.emit()
+        self._edited()
+
+    def set_parallelism(self, parallelism: dict) -> None:
+        self._doc["parallelism"] = copy.deepcopy(parallelism)
+        self.sigParallelismChanged.emit()
         self._edited()

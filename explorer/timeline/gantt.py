@@ -11,7 +11,7 @@ import html
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QCursor, QFontMetrics, QPen
+from PySide6.QtGui import QBrush, QColor, QCursor, QFontMetrics
 from PySide6.QtWidgets import QGraphicsRectItem, QLabel, QToolTip, QVBoxLayout, QWidget
 
 from predictors.timeline import CATEGORIES, Timeline
@@ -236,8 +236,16 @@ class GanttWidget(QWidget):
             pi.addItem(item)
             self._bars[cat] = item
         ticks = [(float(lay.y[i]), label) for i, label in zip(lay.order, lay.labels)]
+        # Many ranks: each rank's first lane is a major tick, its other lanes minor ones,
+        # which the axis drops while they would not fit (zoomed out) and shows zoomed in.
+        seen: set[int] = set()
+        major, minor = [], []
+        for (y, label), lane in zip(ticks, lay.order):
+            rank = timeline.lanes[lane].rank
+            (major if rank not in seen else minor).append((y, label))
+            seen.add(rank)
         left = pi.getAxis("left")
-        left.setTicks([ticks, []])
+        left.setTicks([major, minor] if len(seen) > 1 else [ticks, []])
         fm = QFontMetrics(self.plot.font())
         left.setWidth(min(320, max(fm.horizontalAdvance(t) for _, t in ticks) + 24))
         self._update_legend(present)

@@ -31,6 +31,7 @@ class CostedOp:
     model: str
     deps: tuple[int, ...]
     overheads: OpOverheads
+    table: str = ""  # the embedding table it reads or updates ("<block>/<index>")
 
 
 @dataclass
@@ -63,7 +64,8 @@ def kernel_seconds(nodes: list[dict], device: DeviceSpec,
     seconds = [c.seconds for c in costs]
     models = [c.model for c in costs]
     if profile is not None:
-        picked = [j for j, c in enumerate(costs) if c.category != "view"]
+        picked = [j for j, c in enumerate(costs) if c.category not in ("view",
+                                                                           "communication")]
         for model in profile.kernel_models.values() if picked else ():
             pred = model.predict_ms([nodes[j] for j in picked])
             for j, ms in zip(picked, pred):
@@ -97,7 +99,8 @@ def cost_op_graph(graph: nx.DiGraph, platform: Platform,
         ops.append(CostedOp(i, node["name"], cost.category, node["thread"], node["phase"],
                             node["block"] or node["grad_fn"], shape_detail(node), sec,
                             cost.flops, cost.bytes, model,
-                            tuple(sorted(graph.predecessors(i))), oh))
+                            tuple(sorted(graph.predecessors(i))), oh,
+                            (node.get("lookup") or {}).get("table", "")))
         if cost.category != "view":
             previous, previous_bytes = node["name"], cost.bytes
     return CostedGraph(ops, device, overheads, platform)

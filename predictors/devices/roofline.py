@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from .convolution import CONV_OPS, conv_flops
 from .specs import DeviceSpec
 
-__all__ = ["KernelCost", "classify", "kernel_cost", "VIEW_OPS", "ITEMSIZE"]
+__all__ = ["KernelCost", "classify", "kernel_cost", "collective_bytes", "VIEW_OPS",
+           "ITEMSIZE"]
 
 # Ops that only make a new view or metadata: no kernel, only CPU dispatch time.
 VIEW_OPS = frozenset(
@@ -99,6 +100,8 @@ def _base(name: str) -> str:
 
 def classify(name: str) -> str:
     """The timeline category of an aten op name (``aten::addmm`` -> ``gemm``)."""
+    if name.startswith("mldse::"):  # a collective (predictors/comm_ops.py)
+        return "communication"
     op = _base(name)
     if op in VIEW_OPS:
         return "view"
@@ -240,12 +243,23 @@ def _dense_bytes(op: str, node: dict) -> float:
         node["output_shapes"], node["output_dtypes"], node["output_nnz"]))
 
 
+def collective_bytes(node: dict) -> float:
+    """A recorded collective's message as NCCL counts it on this rank: the larger of
+    what it sends and what it receives (all-to-all), the buffer (all-reduce)."""
+    def total(shapes, dtypes):
+        return float(sum(_numel(s) * ITEMSIZE.get(d, 4) for s, d in zip(shapes, dtypes)))
+    return max(total(node["input_shapes"], node["input_dtypes"]),
+               total(node["output_shapes"], node["output_dtypes"]))
+
+
 def kernel_cost(node: dict, device: DeviceSpec) -> KernelCost:
     """The roofline cost of the kernel(s) that a captured op launches."""
     name = node["name"]
     op, category = _base(name), classify(name)
     if category == "view":
         return KernelCost("view", 0.0, 0.0, 0.0, "none")
+    if category == "communication":  # timed by the collective model when ranks meet
+        return KernelCost(category, 0.0, collective_bytes(node), 0.0, "collective model")
     dtype = (node["input_dtypes"] or node["output_dtypes"] or ["float32"])[0]
     nbytes = _sparse_update_bytes(node)
     if category == "embedding":

@@ -1,0 +1,142 @@
+"""Long work off the GUI thread: progress, cancel, and the newest run wins.
+
+A :class:`BackgroundRunner` runs ``call(progress=..., cancelled=...)`` in a ``QThread``.
+Starting a run abandons the one in progress (its result is dropped when it lands), so a
+user who asks again never sees an older answer.  Expected errors (bad input) come back as
+their message; anything else as its type and message, with the traceback on stderr.
+"""
+from __future__ import annotations
+
+import threading
+import traceback
+from typing import Callable
+
+from PySide6.QtCore import QObject, QThread, Signal
+
+__all__ = ["BackgroundRunner"]
+
+
+class _Worker(QThread):
+    sigProgress = Signal(int, float, str)
+    sigDone = Signal(int, object)
+    sigError = Signal(int, str)
+    sigAborted = Signal(int)
+
+    def __init__(self, run_id: int, call: Callable, runner: "BackgroundRunner", parent=None):
+        super().__init__(parent)
+        self.run_id, self.call = run_id, call
+        self.cancelled_types, self.expected = runner.cancelled_types, runner.expected_errors
+        self.failure = runner.failure_prefix
+        self.cancel_event = threading.Event()
+
+    def run(self) -> None:  # the worker thread
+        rid = self.run_id
+        try:
+            result = self.call(
+                progress=lambda f, s: self.sigProgress.emit(rid, float(f), str(s)),
+                cancelled=self.cancel_event.is_set)
+        except self.cancelled_types:
+            self.sigAborted.emit(rid)
+        except self.expected as exc:
+            self.sigError.emit(rid, str(exc))
+        except Exception as exc:  # a bug must not take the app down; say what happened
+            traceback.print_exc()
+            self.sigError.emit(rid, f"{self.failure}: {type(exc).__name__}: {exc}")
+        else:
+            if self.cancel_event.is_set():
+                self.sigAborted.emit(rid)
+            else:
+                self.sigDone.emit(rid, result)
+
+
+class BackgroundRunner(QObject):
+    """One kind of long work, run in worker threads, newest run wins.
+
+    Signals
+    -------
+    sigProgress(float, str)   fraction and stage
+    sigFinished(object)       the call's result
+    sigFailed(str)            one line saying what went wrong
+    sigCancelled()
+    """
+
+    sigProgress = Signal(float, str)
+    sigFinished = Signal(object)
+    sigFailed = Signal(str)
+    sigCancelled = Signal()
+
+    def __init__(self, cancelled_types: tuple, expected_errors: tuple, failure_prefix: str,
+                 parent: QObject | None = None):
+        super().__init__(parent)
+        self.cancelled_types, self.expected_errors = cancelled_types, expected_errors
+        self.failure_prefix = failure_prefix
+        self._run_id = 0
+        self._current: _Worker | None = None
+        self._threads: set[_Worker] = set()
+
+    def run(self, call: Callable) -> int:
+        """Start ``call(progress=, cancelled=)`` (abandoning a run in progress); returns
+        the run id."""
+        self._abandon()
+        self._run_id += 1
+        th = _Worker(self._run_id, call, self)
+        th.sigProgress.connect(self._on_progress)
+        th.sigDone.connect(self._on_done)
+        th.sigError.connect(self._on_error)
+        th.sigAborted.connect(self._on_aborted)
+        th.finished.connect(self._reap)
+        self._threads.add(th)
+        self._current = th
+        th.start()
+        return self._run_id
+
+    def cancel(self) -> bool:
+        running = self._current is not None
+        self._abandon()
+        if running:
+            self.sigCancelled.emit()
+        return running
+
+    def is_running(self) -> bool:
+        return self._current is not None
+
+    def shutdown(self, timeout_ms: int = 10000) -> bool:
+        self._abandon()
+        ok = True
+        for th in list(self._threads):
+            th.cancel_event.set()
+            ok = th.wait(timeout_ms) and ok
+        return ok
+
+    def _abandon(self) -> None:
+        if self._current is not None:
+            self._current.cancel_event.set()
+            self._current = None
+
+    def _mine(self, rid: int) -> bool:
+        return self._current is not None and self._current.run_id == rid
+
+    def _on_progress(self, rid, f, stage):
+        if self._mine(rid):
+            self.sigProgress.emit(f, stage)
+
+    def _on_done(self, rid, result):
+        if self._mine(rid):
+            self._current = None
+            self.sigFinished.emit(result)
+
+    def _on_error(self, rid, message):
+        if self._mine(rid):
+            self._current = None
+            self.sigFailed.emit(message)
+
+    def _on_aborted(self, rid):
+        if self._mine(rid):
+            self._current = None
+            self.sigCancelled.emit()
+
+    def _reap(self):
+        th = self.sender()
+        if isinstance(th, _Worker) and not th.isRunning():
+            self._threads.discard(th)
+            th.deleteLater()

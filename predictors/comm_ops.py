@@ -1,0 +1,165 @@
+"""Collectives as ops a capture can record: ``mldse::all_to_all`` and ``mldse::all_reduce``.
+
+A rank of a data- and model-parallel job calls NCCL where a single-device step has no op.
+These custom ops stand in for those calls on the meta device: they have shapes (their fake
+kernels) and autograd (the all-to-all's backward is the reverse all-to-all), so the
+recorder sees them in issue order with their tensor dependencies, as a profiler sees
+``nccl:all_to_all`` and ``nccl:all_reduce`` in a real run.  They never run on data.
+
+:class:`GradientBuckets` reproduces what ``DistributedDataParallel``'s reducer does in
+backward: dense gradients are copied into flat buckets (reverse parameter order, 1 MiB
+first bucket, then 25 MiB), each bucket is divided by the world size and all-reduced as
+soon as it is full and every earlier bucket has gone, and the results are copied back
+into the gradients when backward ends.
+"""
+from __future__ import annotations
+
+import torch
+
+__all__ = ["COLLECTIVE_OPS", "PROFILER_NAMES", "GradientBuckets", "all_to_all", "exchange_anchor"]
+
+# recorded op name -> the collective kind of devices/collectives.py
+COLLECTIVE_OPS = {"mldse::all_to_all": "all_to_all",
+                  "mldse::all_to_all_backward": "all_to_all",
+                  "mldse::all_reduce": "all_reduce"}
+
+# what a profiler calls them (the record_param_comms / NCCL names of a Kineto trace)
+PROFILER_NAMES = {"mldse::all_to_all": "nccl:all_to_all",
+                  "mldse::all_to_all_backward": "nccl:all_to_all",
+                  "mldse::all_reduce": "nccl:all_reduce"}
+
+FIRST_BUCKET_BYTES = 1 << 20   # torch.distributed's _DEFAULT_FIRST_BUCKET_BYTES
+BUCKET_BYTES = 25 << 20        # DistributedDataParallel(bucket_cap_mb=25)
+
+
+def _capture_only(*_args):
+    raise RuntimeError("mldse collectives only exist for capture on the meta device")
+
+
+@torch.library.custom_op("mldse::all_to_all", mutates_args=())
+def _all_to_all(pooled: list[torch.Tensor], anchor: torch.Tensor, rows: int,
+                widths: list[int]) -> list[torch.Tensor]:
+    """Send this rank's pooled embeddings ([global batch, dim] per local table) to the
+    ranks that own each sample; receive [local batch, dim] of every table.  ``anchor``
+    (empty, requiring grad) gives dtype and device, and keeps the exchange in autograd's
+    graph on a rank that holds none of the block's tables: it still takes part."""
+    _capture_only()
+
+
+@_all_to_all.register_fake
+def _(pooled, anchor, rows, widths):
+    return [anchor.new_empty((rows, w)) for w in widths]
+
+
+@torch.library.custom_op("mldse::all_to_all_backward", mutates_args=())
+def _all_to_all_backward(grads: list[torch.Tensor], anchor: torch.Tensor, rows: int,
+                         widths: list[int]) -> list[torch.Tensor]:
+    """The reverse exchange: gradients of every table's local-batch slice go back to the
+    table's owner as [global batch, dim]."""
+    _capture_only()
+
+
+@_all_to_all_backward.register_fake
+def _(grads, anchor, rows, widths):
+    return [anchor.new_empty((rows, w)) for w in widths]
+
+
+def _a2a_setup(ctx, inputs, output):
+    pooled, anchor, _, _ = inputs
+    ctx.anchor = anchor
+    ctx.rows = pooled[0].shape[0] if pooled else 0
+    ctx.widths = [p.shape[1] for p in pooled]
+
+
+def _a2a_backward(ctx, grads):
+    back = torch.ops.mldse.all_to_all_backward(list(grads), ctx.anchor, ctx.rows, ctx.widths)
+    return list(back), None, None, None
+
+
+_all_to_all.register_autograd(_a2a_backward, setup_context=_a2a_setup)
+
+
+@torch.library.custom_op("mldse::all_reduce", mutates_args=("tensors",))
+def _all_reduce(tensors: list[torch.Tensor]) -> None:
+    """Sum ``tensors`` in place over all ranks."""
+    _capture_only()
+
+
+@_all_reduce.register_fake
+def _(tensors):
+    return None
+
+
+def all_to_all(pooled: list[torch.Tensor], anchor: torch.Tensor, local_batch: int,
+               widths: list[int]) -> list[torch.Tensor]:
+    """The forward exchange of a table-wise sharded embedding block: ``pooled`` holds
+    this rank's tables ([global batch, dim]); returns [local batch, w] for each of
+    ``widths`` (every table of the block, in order).  ``anchor``: an empty tensor of the
+    step's dtype and device that requires grad (:func:`exchange_anchor`)."""
+    return list(torch.ops.mldse.all_to_all(pooled, anchor, local_batch, widths))
+
+
+def exchange_anchor(dtype: torch.dtype, device) -> torch.Tensor:
+    """The empty tensor :func:`all_to_all` needs, made once per workload."""
+    return torch.empty(0, dtype=dtype, device=device, requires_grad=True)
+
+
+class GradientBuckets:
+    """DistributedDataParallel's gradient all-reduce, hooked into a module's parameters."""
+
+    def __init__(self, params: list[torch.nn.Parameter], world: int):
+        self.world = world
+        self.buckets: list[list[torch.nn.Parameter]] = []
+        self.flat: list[torch.Tensor] = []
+        self.handles = []
+        cap, size, current = FIRST_BUCKET_BYTES, 0, []
+        for p in reversed(params):   # DDP fills buckets in reverse registration order
+            nbytes = p.numel() * p.element_size()
+            if current and size + nbytes > cap:
+                self.buckets.append(current)
+                cap, size, current = BUCKET_BYTES, 0, []
+            current.append(p)
+            size += nbytes
+        if current:
+            self.buckets.append(current)
+        self.bucket_of = {id(p): b for b, ps in enumerate(self.buckets) for p in ps}
+        for ps in self.buckets:   # allocated when DDP is built, not during a step
+            self.flat.append(torch.empty(sum(p.numel() for p in ps), dtype=ps[0].dtype,
+                                         device=ps[0].device))
+        self.pending = [len(ps) for ps in self.buckets]
+        self.launched = 0
+
+    def attach(self) -> None:
+        for p in (p for ps in self.buckets for p in ps):
+            self.handles.append(p.register_post_accumulate_grad_hook(self._ready))
+
+    def detach(self) -> None:
+        for h in self.handles:
+            h.remove()
+        self.handles.clear()
+
+    def _view(self, b: int, p: torch.nn.Parameter) -> torch.Tensor:
+        offset = 0
+        for q in self.buckets[b]:
+            if q is p:
+                break
+            offset += q.numel()
+        return self.flat[b][offset:offset + p.numel()].view_as(p)
+
+    def _ready(self, p: torch.nn.Parameter) -> None:
+        b = self.bucket_of[id(p)]
+        self._view(b, p).copy_(p.grad)   # the reducer copies each gradient into its bucket
+        self.pending[b] -= 1
+        while self.launched < len(self.buckets) and self.pending[self.launched] == 0:
+            flat = self.flat[self.launched]   # buckets go in order, as DDP sends them
+            flat.div_(self.world)
+            torch.ops.mldse.all_reduce([flat])
+            self.launched += 1
+            if self.launched == len(self.buckets):   # the last one: backward's epilogue
+                torch.autograd.Variable._execution_engine.queue_callback(self._finish)
+
+    def _finish(self) -> None:
+        """Wait for the reductions and copy the averaged gradients back."""
+        for b, ps in enumerate(self.buckets):
+            for p in ps:
+                p.grad.copy_(self._view(b, p))

@@ -1,0 +1,118 @@
+"""Multi-GPU steps: one captured graph per rank, collectives timed on the topology.
+
+The job is hybrid parallel, as facebookresearch/dlrm and TorchRec run a DLRM: embedding
+tables are sharded table-wise (:mod:`predictors.sharding`), each rank looks its own tables
+up for the global batch and an all-to-all hands every rank its share of the samples; the
+dense part is data parallel, ``ceil(batch / ranks)`` samples per rank, its gradients
+all-reduced in DDP's buckets during backward.  A model without tables is plain data
+parallel.
+
+A rank's graph depends only on which tables it holds, so graphs are captured and costed
+once per distinct table set and reused across ranks and plans (:class:`RankGraphs`).
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+from .devices.costs import CostedGraph, CostedOp, cost_op_graph
+from .devices.platforms import Platform
+from .sharding import Plan, TableRef, candidate_plans, greedy_plan, tables_of
+from .timeline import Timeline
+
+__all__ = ["RankGraphs", "collective_timer", "auto_plan"]
+
+
+class RankGraphs:
+    """Captured and costed rank graphs of one scenario on one platform, by table set."""
+
+    def __init__(self, doc: dict, platform: Platform, profile=None, overheads=None):
+        self.doc, self.platform = doc, platform
+        self.profile, self.overheads = profile, overheads
+        self.ranks = platform.ranks
+        self.global_batch = int(doc["training"]["batch_size"])
+        self.local_batch = max(1, math.ceil(self.global_batch / self.ranks))
+        self.tables: list[TableRef] = tables_of(doc)
+        self._costed: dict[frozenset, CostedGraph] = {}
+        self._table_seconds: dict[str, float] | None = None
+
+    def costed(self, local: frozenset, rank: int = 0) -> CostedGraph:
+        """The costed graph of a rank holding the tables ``local`` (cached)."""
+        hit = self._costed.get(local)
+        if hit is None:
+            from .capture import capture_training_step
+            from .workload import RankShard, build_workload
+
+            shard = RankShard(rank, self.ranks, local, self.local_batch, self.global_batch)
+            graph = capture_training_step(build_workload(self.doc, shard=shard),
+                                          gpu=self.platform.device != "cpu")
+            hit = self._costed[local] = cost_op_graph(graph, self.platform, self.profile,
+                                                      self.overheads)
+        return hit
+
+    def table_seconds(self) -> dict[str, float]:
+        """Each table's predicted kernel time in one step (lookup forward, backward and
+        sparse update at the global batch), from a rank that holds every table."""
+        if self._table_seconds is None:
+            every = self.costed(frozenset(t.key for t in self.tables))
+            seconds = {t.key: 0.0 for t in self.tables}
+            for op in every.ops:
+                if op.table in seconds:
+                    seconds[op.table] += op.kernel_s
+            self._table_seconds = seconds
+        return self._table_seconds
+
+    def candidates(self) -> tuple[list[Plan], list[tuple[str, str]]]:
+        return candidate_plans(self.tables, self.ranks, self.global_batch,
+                               self.table_seconds(), self.memory_bytes())
+
+    def memory_bytes(self) -> float:
+        from .devices.specs import device_spec
+
+        try:
+            return device_spec(self.platform.device).memory_bytes
+        except KeyError:
+            return 0.0
+
+    def simulate(self, plan: Plan, title: str = "",
+                 cancelled: Callable[[], bool] | None = None,
+                 progress: Callable[[int], None] | None = None) -> Timeline:
+        """The step of every rank under ``plan``, walked together."""
+        from .simulate import simulate_ranks
+
+        graphs = []
+        for r in range(self.ranks):
+            graphs.append(self.costed(plan.local(r), r))
+            if progress is not None:
+                progress(r)
+        return simulate_ranks(graphs, collective_timer(self.platform), title, cancelled)
+
+
+def auto_plan(graphs: RankGraphs) -> Plan:
+    """``"auto"``: longest predicted table first onto the least loaded rank that has
+    memory for it (the kernel-time planner of :func:`~predictors.sharding.candidate_plans`)."""
+    seconds = graphs.table_seconds()
+    return greedy_plan("auto (greedy by kernel time)", graphs.tables, graphs.ranks,
+                       lambda t: seconds.get(t.key, 0.0), graphs.memory_bytes(),
+                       how="the longest predicted lookup (forward, backward, update) first")
+
+
+def collective_timer(platform: Platform):
+    """The collective model on ``platform``, as :func:`~predictors.simulate.simulate_ranks`
+    asks for it: the ranks' twin ops -> (seconds, detail).  The message is the largest
+    any rank sends or receives; results are cached per kind and size."""
+    from .comm_ops import COLLECTIVE_OPS
+    from .devices.collectives import platform_collective
+
+    cache: dict[tuple[str, float], tuple[float, str]] = {}
+
+    def timer(ops: list[CostedOp]) -> tuple[float, str]:
+        kind = COLLECTIVE_OPS[ops[0].name]
+        nbytes = max(op.bytes for op in ops)
+        key = (kind, nbytes)
+        if key not in cache:
+            est, ranks, nodes, _ = platform_collective(kind, nbytes, platform, len(ops))
+            cache[key] = (est.us * 1e-6, f"{nbytes / 1e6:,.2f} MB, {est.detail}")
+        return cache[key]
+
+    return timer

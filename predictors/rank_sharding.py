@@ -1,0 +1,110 @@
+"""Rank embedding sharding plans by their predicted iteration time.
+
+Every candidate plan (:func:`predictors.sharding.candidate_plans`, and the scenario's own
+when it gives one) is predicted with all ranks and their collectives; rank graphs are
+captured once per distinct table set (:class:`predictors.parallel.RankGraphs`), so ten
+plans on eight ranks cost far less than ten predictions.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .sharding import Plan
+from .timeline import Timeline
+
+__all__ = ["PlanResult", "ShardingRanking", "rank_shardings"]
+
+
+@dataclass
+class PlanResult:
+    """One plan's predicted step."""
+
+    plan: Plan
+    iteration_ms: float
+    per_rank: list[dict]
+    rank_bytes: list[float]
+    timeline: Timeline
+
+    def to_json(self) -> dict:
+        return {"plan": self.plan.name, "how": self.plan.how,
+                "iteration_ms": self.iteration_ms, "per_rank": self.per_rank,
+                "rank_bytes": self.rank_bytes,
+                "assignment": self.plan.to_json()["assignment"]}
+
+
+@dataclass
+class ShardingRanking:
+    """Plans best first, the ones that cannot run and why, and what was assumed."""
+
+    scenario_name: str
+    platform: str
+    ranks: int
+    plans: list[PlanResult]
+    refused: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    def to_json(self) -> dict:
+        return {"scenario": self.scenario_name, "platform": self.platform,
+                "ranks": self.ranks, "plans": [p.to_json() for p in self.plans],
+                "refused": [{"plan": n, "why": w} for n, w in self.refused],
+                "notes": self.notes, "elapsed_s": round(self.elapsed_s, 4)}
+
+
+def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | None = None,
+                   progress: Callable[[float, str], None] | None = None,
+                   cancelled: Callable[[], bool] | None = None) -> ShardingRanking:
+    """Predict every candidate plan of ``scenario`` (arguments as
+    :func:`predictors.predict.predict`) and return them best first (``top`` of them).
+    A scenario without embedding tables, or on one rank, is a
+    :class:`~predictors.scenario.ScenarioError`: there is nothing to shard."""
+    from .parallel import RankGraphs
+    from .predict import _stepper, prepare, rank_figures
+    from .scenario import Issue, ScenarioError
+    from .sharding import PlanError, plan_from_scenario
+
+    t0 = time.perf_counter()
+    step = _stepper(progress, cancelled)
+    step(0.0, "validating")
+    doc, platform, profile = prepare(scenario, profile)
+    graphs = RankGraphs(doc, platform, profile, overheads)
+    if platform.ranks < 2:
+        raise ScenarioError([Issue("platform", f"{platform.name} has one rank: there is "
+                                               f"nothing to shard (pick a multi-GPU platform)")])
+    if not graphs.tables:
+        raise ScenarioError([Issue("model", "the model has no embedding tables to shard")])
+    step(0.05, "costing each table")
+    plans, refused = graphs.candidates()
+    if isinstance(doc["parallelism"].get("embedding_sharding"), dict):
+        try:
+            own = plan_from_scenario(doc, graphs.tables, graphs.ranks, lambda: None)
+            own.name = "the scenario's plan"
+            plans.insert(0, own)
+        except PlanError as exc:
+            refused.insert(0, ("the scenario's plan", str(exc)))
+    if not plans:
+        raise ScenarioError([Issue("parallelism.embedding_sharding",
+                                   "no plan fits: " + "; ".join(w for _, w in refused))])
+    results = []
+    title = doc["name"] or "prediction"
+    for i, plan in enumerate(plans):
+        def captured(rank, i=i):
+            step(0.1 + 0.85 * (i + (rank + 1) / graphs.ranks) / len(plans),
+                 f"plan {i + 1} of {len(plans)}: rank {rank + 1} of {graphs.ranks}")
+        timeline = graphs.simulate(plan, f"{title} — {plan.name}", cancelled, captured)
+        per_rank = rank_figures(timeline)
+        results.append(PlanResult(plan, max(r["iteration_ms"] for r in per_rank), per_rank,
+                                  plan.rank_bytes(graphs.tables), timeline))
+    results.sort(key=lambda r: r.iteration_ms)
+    if top is not None:
+        results = results[:top]
+    notes = [f"{graphs.ranks} ranks of {platform.name}: {graphs.local_batch} of the "
+             f"{graphs.global_batch} samples each; {len(graphs.tables)} tables sharded "
+             "table-wise", f"{len(graphs._costed)} distinct rank graphs captured"]
+    ranking = ShardingRanking(doc["name"], platform.name, graphs.ranks, results, refused,
+                              notes)
+    ranking.elapsed_s = time.perf_counter() - t0
+    step(1.0, "done")
+    return ranking

@@ -1,0 +1,206 @@
+"""Table-wise embedding sharding: which rank holds each embedding table.
+
+A multi-GPU DLRM is hybrid parallel (facebookresearch/dlrm, TorchRec's table-wise
+sharding): each table lives whole on one rank, which looks it up for the global batch;
+the dense part is data parallel over the ranks.  A plan maps table keys
+(``"<block id>/<table index>"``) to ranks.  The scenario gives one (``parallelism.
+embedding_sharding``) or ``"auto"``; the planners here make candidates, and
+:mod:`predictors.rank_sharding` predicts each one.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+__all__ = ["TableRef", "Plan", "PlanError", "tables_of", "format_bytes", "plan_from_scenario",
+           "greedy_plan", "round_robin_plan", "candidate_plans", "PLANNERS"]
+
+
+class PlanError(ValueError):
+    """A plan that cannot run: unknown tables, ranks out of range, or a rank's memory."""
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """One embedding table of the scenario."""
+
+    key: str          # "<block id>/<index>"
+    block: str
+    index: int
+    rows: int
+    dim: int
+    pooling: int
+    distribution: dict
+    itemsize: int
+
+    @property
+    def bytes(self) -> float:
+        """Its weights."""
+        return float(self.rows) * self.dim * self.itemsize
+
+    def lookup_bytes(self, batch: int) -> float:
+        """The rows one step reads for ``batch`` samples."""
+        return float(batch) * self.pooling * self.dim * self.itemsize
+
+
+@dataclass
+class Plan:
+    """A placement of every table on a rank."""
+
+    name: str
+    ranks: int
+    assignment: dict[str, int]
+    how: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    def local(self, rank: int) -> frozenset[str]:
+        return frozenset(k for k, r in self.assignment.items() if r == rank)
+
+    def rank_bytes(self, tables: list[TableRef]) -> list[float]:
+        out = [0.0] * self.ranks
+        for t in tables:
+            out[self.assignment[t.key]] += t.bytes
+        return out
+
+    def signature(self, tables: list[TableRef]) -> tuple:
+        """What the plan puts together, blind to which rank gets which group and to
+        swaps of identical tables: two plans with one signature run the same step."""
+        groups = [[] for _ in range(self.ranks)]
+        for t in tables:
+            groups[self.assignment[t.key]].append(
+                (t.rows, t.dim, t.pooling, tuple(sorted(t.distribution.items()))))
+        return tuple(sorted(tuple(sorted(g)) for g in groups))
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "how": self.how,
+                "assignment": dict(sorted(self.assignment.items(), key=_key_order))}
+
+
+def _key_order(item):
+    block, _, index = item[0].rpartition("/")
+    return block, int(index) if index.isdigit() else 0
+
+
+def format_bytes(n: float) -> str:
+    """``812 MB``, ``25.1 GB``: decimal units, as memory sizes are quoted."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:,.1f} {unit}"
+    return f"{n:,.0f} B"
+
+
+def tables_of(doc: dict) -> list[TableRef]:
+    """The embedding tables of a validated scenario, in block and table order."""
+    from .devices.roofline import ITEMSIZE
+
+    itemsize = ITEMSIZE.get(doc["training"]["dtype"], 4)
+    return [TableRef(f"{n['id']}/{j}", n["id"], j, int(t["rows"]), int(t["dim"]),
+                     int(t["pooling"]), dict(t["distribution"]), itemsize)
+            for n in doc["model"]["nodes"] if n["kind"] == "embedding_tables"
+            for j, t in enumerate(n["params"]["tables"])]
+
+
+def check_memory(plan: Plan, tables: list[TableRef], memory_bytes: float) -> None:
+    """Raise :class:`PlanError` when a rank's tables exceed its device memory."""
+    if memory_bytes <= 0:
+        return
+    for rank, used in enumerate(plan.rank_bytes(tables)):
+        if used > memory_bytes:
+            held = sorted((t for t in tables if plan.assignment[t.key] == rank),
+                          key=lambda t: -t.bytes)
+            raise PlanError(f"rank {rank} would hold {used / 1e9:,.1f} GB of tables "
+                            f"({', '.join(t.key for t in held[:3])}"
+                            f"{', ...' if len(held) > 3 else ''}), more than its "
+                            f"{memory_bytes / 1e9:,.0f} GB")
+
+
+def greedy_plan(name: str, tables: list[TableRef], ranks: int,
+                weight: Callable[[TableRef], float], memory_bytes: float = 0.0,
+                fixed: dict[str, int] | None = None, how: str = "") -> Plan:
+    """Longest-processing-time-first: the heaviest table goes to the least loaded rank
+    that still has memory for it.  ``fixed`` tables keep their rank (and their load)."""
+    fixed = dict(fixed or {})
+    load, used = [0.0] * ranks, [0.0] * ranks
+    by_key = {t.key: t for t in tables}
+    for key, rank in fixed.items():
+        load[rank] += weight(by_key[key])
+        used[rank] += by_key[key].bytes
+    assignment = dict(fixed)
+    for t in sorted((t for t in tables if t.key not in fixed),
+                    key=lambda t: (-weight(t), -t.bytes, t.key)):
+        order = sorted(range(ranks), key=lambda r: (load[r], used[r], r))
+        fits = [r for r in order if memory_bytes <= 0 or used[r] + t.bytes <= memory_bytes]
+        if not fits:
+            raise PlanError(f"table {t.key} ({t.bytes / 1e9:,.1f} GB) fits on no rank "
+                            f"beside the tables placed before it")
+        r = fits[0]
+        assignment[t.key] = r
+        load[r] += weight(t)
+        used[r] += t.bytes
+    return Plan(name, ranks, assignment, how)
+
+
+def round_robin_plan(tables: list[TableRef], ranks: int) -> Plan:
+    return Plan("round-robin", ranks, {t.key: i % ranks for i, t in enumerate(tables)},
+                "table i on rank i mod ranks (torchrec's naive table-wise placement)")
+
+
+def plan_from_scenario(doc: dict, tables: list[TableRef], ranks: int,
+                       auto: Callable[[], Plan]) -> Plan:
+    """The scenario's own plan: an explicit mapping (tables it leaves out are placed by
+    size, greedily, around the given ones), or ``auto()`` for ``"auto"``."""
+    sharding = doc["parallelism"].get("embedding_sharding", "auto")
+    if not isinstance(sharding, dict):
+        return auto()
+    known = {t.key for t in tables}
+    unknown = sorted(set(sharding) - known)
+    if unknown:
+        raise PlanError(f"parallelism.embedding_sharding names {', '.join(unknown)}, which "
+                        f"is no table (keys are '<block id>/<table index>': "
+                        f"{', '.join(sorted(known)[:4])}{', ...' if len(known) > 4 else ''})")
+    plan = greedy_plan("scenario", tables, ranks, lambda t: t.bytes, fixed=dict(sharding),
+                       how="the scenario's parallelism.embedding_sharding")
+    missing = len(known) - len(sharding)
+    if missing:
+        plan.notes.append(f"{missing} table(s) the scenario does not place were placed "
+                          f"by size")
+    return plan
+
+
+PLANNERS = {
+    "size": ("greedy by size", lambda t, b: t.bytes,
+             "largest table first onto the rank with the fewest bytes"),
+    "lookups": ("greedy by lookups", lambda t, b: t.lookup_bytes(b),
+                "the most rows read per step first (batch x pooling x dim)"),
+}
+
+
+def candidate_plans(tables: list[TableRef], ranks: int, batch: int,
+                    cost: dict[str, float] | None = None,
+                    memory_bytes: float = 0.0) -> tuple[list[Plan], list[tuple[str, str]]]:
+    """The planners' candidates: greedy by size, by lookups, by predicted kernel time
+    (``cost``: seconds per table key, when given) and round-robin.  Returns the feasible
+    plans, distinct, and ``(name, why)`` for the ones that cannot run."""
+    plans, refused = [], []
+    specs = [(name, lambda t, w=w: w(t, batch), how) for name, w, how in PLANNERS.values()]
+    if cost is not None:
+        specs.insert(0, ("greedy by kernel time", lambda t: cost.get(t.key, 0.0),
+                         "the longest predicted lookup (forward, backward, update) first"))
+    for name, weight, how in specs:
+        try:
+            plans.append(greedy_plan(name, tables, ranks, weight, memory_bytes, how=how))
+        except PlanError as exc:
+            refused.append((name, str(exc)))
+    rr = round_robin_plan(tables, ranks)
+    try:
+        check_memory(rr, tables, memory_bytes)
+        plans.append(rr)
+    except PlanError as exc:
+        refused.append((rr.name, str(exc)))
+    distinct, seen = [], set()
+    for p in plans:
+        sig = p.signature(tables)
+        if sig not in seen:
+            seen.add(sig)
+            distinct.append(p)
+    return distinct, refused

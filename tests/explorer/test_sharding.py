@@ -1,0 +1,76 @@
+"""The Sharding dock: Run ▸ Rank Shardings in a worker, plans best first, Apply as one undo
+step, stale after an edit, errors and cancel."""
+import json
+import os
+import threading
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import pytest
+
+from explorer.sharding.view import COLUMNS
+from predictors.predict import Cancelled
+from predictors.scenario import load_scenario
+
+from paths import SCENARIOS
+
+
+@pytest.fixture
+def dgx_scenario(tmp_path):
+    doc = load_scenario(SCENARIOS / "small_dlrm.json")
+    doc["platform"] = {"preset": "pcie-4x-a100"}  # 8 tables on 4 GPUs: plans differ
+    path = tmp_path / "dlrm_4gpu.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_ranks_plans_and_applies_one(make_window, qtbot, dgx_scenario, tmp_path):
+    w = make_window(dgx_scenario)
+    view = w.sharding.view
+    with qtbot.waitSignal(w.sharding.runner.sigFinished, timeout=240_000):
+        w.sharding.rank_action.trigger()
+        assert view.cancel_button.isVisible()  # progress and cancel while it runs
+    assert not view.cancel_button.isVisible()
+    rows = view.table.rowCount()
+    assert rows >= 2 and view.table.columnCount() == len(COLUMNS)
+    ms = [float(view.table.item(r, 2).text()) for r in range(rows)]
+    assert ms == sorted(ms) and view.table.item(0, 3).text() == "best"
+    assert view.selected() is view.ranking.plans[0] and len(view._bars) == 2
+    view.grab().save(str(tmp_path / "sharding.png"))
+    assert (tmp_path / "sharding.png").stat().st_size > 5_000
+    # Apply the second plan: one undo step that writes its assignment
+    view.table.selectRow(1)
+    chosen = view.selected()
+    view.apply_button.click()
+    doc = w.editor.document
+    assert doc.parallelism()["embedding_sharding"] == chosen.plan.assignment
+    assert w.editor.undo_stack.undoText().startswith("Apply sharding plan")
+    assert view.stale and not view.table.isEnabled()  # the scenario changed
+    w.editor.undo_stack.undo()
+    assert doc.parallelism()["embedding_sharding"] == "auto"
+
+
+def test_a_single_gpu_scenario_says_why_it_cannot_be_sharded(make_window, qtbot):
+    w = make_window()
+    with qtbot.waitSignal(w.sharding.runner.sigFailed, timeout=60_000) as failed:
+        w.sharding.rank()
+    assert "nothing to shard" in failed.args[0]
+    assert w.sharding.view.error.isVisible() and w.sharding.view.rank_button.isEnabled()
+
+
+def test_cancel_stops_the_ranking(make_window, qtbot, dgx_scenario):
+    started = threading.Event()
+
+    def slow_rank(snapshot, progress, cancelled, **kwargs):
+        started.set()
+        while not cancelled():
+            threading.Event().wait(0.01)
+        raise Cancelled("ranking")
+
+    w = make_window(dgx_scenario, rank_fn=slow_rank)
+    w.sharding.rank()
+    assert started.wait(10)
+    with qtbot.waitSignal(w.sharding.runner.sigCancelled, timeout=10_000):
+        w.sharding.view.cancel_button.click()
+    assert w.sharding.view.rank_button.isEnabled()
+    assert not w.sharding.runner.is_running()

@@ -1,0 +1,234 @@
+"""Multi-GPU steps: rank graphs with collectives, sharding plans, ranks walked together."""
+import copy
+import json
+import math
+import subprocess
+import sys
+
+import networkx as nx
+import numpy as np
+import pytest
+import torch
+
+from predictors.capture import capture_training_step
+from predictors.comm_ops import BUCKET_BYTES, FIRST_BUCKET_BYTES, GradientBuckets
+from predictors.devices.collectives import platform_collective
+from predictors.devices.platforms import resolve_platform
+from predictors.parallel import RankGraphs
+from predictors.predict import predict
+from predictors.rank_sharding import rank_shardings
+from predictors.scenario import ScenarioError, load_scenario, validate_scenario
+from predictors.timeline import CATEGORIES
+from predictors.sharding import (Plan, PlanError, TableRef, candidate_plans, greedy_plan,
+                                 tables_of)
+from predictors.workload import RankShard, build_workload
+
+from paths import ROOT, SCENARIOS
+
+
+@pytest.fixture
+def dlrm():
+    doc = load_scenario(SCENARIOS / "small_dlrm.json")
+    doc["platform"] = {"preset": "dgx-a100"}
+    return validate_scenario(doc)
+
+
+def _nodes(graph, prefix):
+    return [graph.nodes[i] for i in sorted(graph.nodes) if graph.nodes[i]["name"]
+            .startswith(prefix)]
+
+
+def test_a_rank_looks_up_its_own_tables_for_the_global_batch(dlrm):
+    keys = [t.key for t in tables_of(dlrm)]
+    shard = RankShard(0, 8, frozenset(keys[:3]), 64, 512)
+    graph = capture_training_step(build_workload(dlrm, shard=shard), gpu=True)
+    bags = _nodes(graph, "aten::_embedding_bag")
+    forward = [n for n in bags if n["phase"] == "forward"]
+    assert sorted(n["lookup"]["table"] for n in forward) == sorted(keys[:3])
+    assert all(n["output_shapes"][0][0] == 512 for n in forward)  # every sample
+    (a2a,) = _nodes(graph, "mldse::all_to_all")[:1]
+    assert [s[0] for s in a2a["input_shapes"]] == [512] * 3 + [0]  # and the anchor
+    assert a2a["output_shapes"] == [(64, 16)] * len(keys)  # its share of every table
+    (back,) = _nodes(graph, "mldse::all_to_all_backward")
+    assert back["thread"] == "autograd" and back["output_shapes"] == [(512, 16)] * 3
+    # the dense part sees the local batch
+    dense = next(n for n in _nodes(graph, "aten::addmm") if n["phase"] == "forward")
+    assert dense["input_shapes"][1][0] == 64
+    # every backward of a local table waits for the reverse exchange
+    idx = {id(graph.nodes[i]): i for i in graph.nodes}
+    back_i = idx[id(back)]
+    for n in bags:
+        if n["phase"] == "backward":
+            assert back_i in graph.predecessors(idx[id(n)])
+
+
+def test_dense_gradients_are_all_reduced_in_ddp_buckets(dlrm):
+    workload = build_workload(dlrm, shard=RankShard(1, 8, frozenset(), 64, 512))
+    graph = capture_training_step(workload, gpu=True)
+    reduced = sum(math.prod(n["input_shapes"][0]) for n in _nodes(graph, "mldse::all_reduce"))
+    dense = sum(p.numel() for nid, b in workload.module.blocks.items()
+                if workload.module.kinds[nid] != "embedding_tables" for p in b.parameters())
+    assert reduced == dense
+    # the optimizer reads the averaged gradients: its update waits for the last bucket
+    last = max(i for i in graph.nodes if graph.nodes[i]["name"] == "mldse::all_reduce")
+    update = next(i for i in graph.nodes if graph.nodes[i]["phase"] == "optimizer"
+                  and graph.nodes[i]["name"].startswith("aten::_foreach_add"))
+    assert nx.has_path(graph, last, update)
+
+
+def test_buckets_follow_ddp_sizes():
+    params = [torch.nn.Parameter(torch.empty(n, device="meta")) for n in
+              [300_000] * 30]  # 1.2 MB each, float32
+    buckets = GradientBuckets(params, 8)
+    sizes = [sum(p.numel() * 4 for p in b) for b in buckets.buckets]
+    assert buckets.buckets[0][0] is params[-1]  # reverse registration order
+    assert sizes[0] <= FIRST_BUCKET_BYTES + 1_200_000
+    assert all(s <= BUCKET_BYTES for s in sizes[1:])
+    assert sum(len(b) for b in buckets.buckets) == 30
+
+
+def test_transformers_on_many_gpus_are_data_parallel():
+    doc = load_scenario(SCENARIOS / "bert_base.json")
+    doc["platform"] = {"preset": "dgx-h100"}
+    out = predict(doc).to_json()
+    assert len(out["per_rank"]) == 8 and "sharding" not in out
+    assert any("data parallel" in n for n in out["notes"])
+    assert all(r["exposed_comm_ms"] >= 0 for r in out["per_rank"])
+
+
+def test_ranks_meet_in_every_collective(dlrm):
+    result = predict(dlrm)
+    tl = result.timeline
+    assert tl.ranks == list(range(8)) and len(result.per_rank) == 8
+    comm = tl.category == CATEGORIES.index("communication")
+    ends = {}
+    for rank in range(8):
+        lanes = [i for i in tl.lanes_of(rank, "stream")]
+        sel = np.flatnonzero(comm & np.isin(tl.lane, lanes))
+        ends[rank] = np.sort(tl.start_us[sel] + tl.dur_us[sel])
+    for rank in range(1, 8):  # one end per collective, the same on every rank
+        np.testing.assert_allclose(ends[rank], ends[0])
+    assert result.iteration_ms == max(r["iteration_ms"] for r in result.per_rank)
+    assert result.sharding["assignment"] and len(result.sharding["rank_bytes"]) == 8
+
+
+def test_the_last_rank_to_arrive_runs_the_modelled_collective(dlrm):
+    result = predict(dlrm)
+    tl = result.timeline
+    comm = np.flatnonzero(tl.category == CATEGORIES.index("communication"))
+    first = {}
+    for i in comm:
+        name = tl.names[tl.name_id[i]]
+        if name == "nccl:all_to_all" and "forward" in tl.details[tl.detail_id[i]]:
+            first.setdefault(tl.lanes[tl.lane[i]].rank, (tl.dur_us[i], tl.details[tl.detail_id[i]]))
+    shortest = min(d for d, _ in first.values())
+    platform = resolve_platform(dlrm["platform"])
+    graphs = RankGraphs(dlrm, platform)
+    plan = Plan("p", 8, result.sharding["assignment"])
+    nbytes = max(next(op.bytes for op in graphs.costed(plan.local(r)).ops
+                      if op.name == "mldse::all_to_all") for r in range(8))
+    est = platform_collective("all_to_all", nbytes, platform)[0]
+    assert shortest == pytest.approx(est.us, rel=1e-3)
+
+
+def test_an_unbalanced_plan_is_slower(dlrm):
+    keys = [t.key for t in tables_of(dlrm)]
+    balanced = copy.deepcopy(dlrm)
+    balanced["parallelism"] = {"embedding_sharding": {k: i % 8 for i, k in enumerate(keys)}}
+    piled = copy.deepcopy(dlrm)
+    piled["parallelism"] = {"embedding_sharding": {k: 0 for k in keys}}
+    fast, slow = predict(balanced), predict(piled)
+    assert slow.iteration_ms > fast.iteration_ms
+    tl = slow.timeline
+    compute = [tl.busy_ms([i for i in tl.lanes_of(r, "stream")
+                           if "compute" in tl.lanes[i].name]) for r in range(8)]
+    assert int(np.argmax(compute)) == 0
+    # the others wait in the exchange for rank 0's lookups
+    waits = [tl.details[tl.detail_id[i]] for i in np.flatnonzero(np.isin(
+        tl.lane, tl.lanes_of(1, "stream"))) if tl.names[tl.name_id[i]] == "nccl:all_to_all"]
+    assert waits and "for rank 0" in waits[0]
+
+
+def test_sharding_keys_and_memory_are_checked(dlrm):
+    bad = copy.deepcopy(dlrm)
+    bad["parallelism"] = {"embedding_sharding": {"tables/99": 0}}
+    with pytest.raises(ScenarioError) as info:
+        validate_scenario(bad)
+    assert info.value.issues[0].field == "parallelism.embedding_sharding.tables/99"
+    big = copy.deepcopy(dlrm)
+    tables = next(n for n in big["model"]["nodes"] if n["kind"] == "embedding_tables")
+    for t in tables["params"]["tables"]:
+        t.update(rows=100_000_000, dim=32)  # 12.8 GB each: two do not fit on a 40 GB GPU
+    keys = [t.key for t in tables_of(validate_scenario(big))]
+    big["parallelism"] = {"embedding_sharding": {k: 0 for k in keys}}
+    with pytest.raises(ScenarioError, match="rank 0 would hold") as info:
+        predict(big)
+    assert info.value.issues[0].field == "parallelism.embedding_sharding"
+
+
+def _refs(sizes):
+    return [TableRef(f"e/{i}", "e", i, rows, 16, 1, {"kind": "uniform"}, 4)
+            for i, rows in enumerate(sizes)]
+
+
+def test_greedy_balances_and_respects_memory():
+    tables = _refs([100, 90, 60, 50, 40])
+    plan = greedy_plan("size", tables, 2, lambda t: t.bytes)
+    assert plan.rank_bytes(tables) == [(100 + 50 + 40) * 64.0, (90 + 60) * 64.0]
+    with pytest.raises(PlanError, match="fits on no rank"):
+        greedy_plan("size", tables, 2, lambda t: t.bytes, memory_bytes=150 * 64)
+    plans, refused = candidate_plans(tables, 2, 128, memory_bytes=0)
+    assert len({p.signature(tables) for p in plans}) == len(plans)  # distinct
+    assert not refused
+
+
+def test_plan_signature_ignores_rank_order():
+    tables = _refs([10, 20])
+    a = Plan("a", 2, {"e/0": 0, "e/1": 1})
+    b = Plan("b", 2, {"e/0": 1, "e/1": 0})
+    assert a.signature(tables) == b.signature(tables)
+
+
+def test_rank_graphs_are_reused_across_plans(dlrm):
+    platform = resolve_platform(dlrm["platform"])
+    graphs = RankGraphs(dlrm, platform)
+    keys = frozenset(t.key for t in graphs.tables[:2])
+    assert graphs.costed(keys) is graphs.costed(keys)
+    seconds = graphs.table_seconds()
+    assert set(seconds) == {t.key for t in graphs.tables} and min(seconds.values()) > 0
+
+
+def test_rank_shardings_best_first(dlrm):
+    keys = [t.key for t in tables_of(dlrm)]
+    dlrm["parallelism"] = {"embedding_sharding": {k: 0 for k in keys}}
+    stages = []
+    ranking = rank_shardings(dlrm, progress=lambda f, s: stages.append(f))
+    ms = [p.iteration_ms for p in ranking.plans]
+    assert ms == sorted(ms) and len(ms) >= 2
+    assert any(p.plan.name == "the scenario's plan" for p in ranking.plans)
+    assert ranking.plans[-1].plan.name == "the scenario's plan"  # all on rank 0: the worst
+    assert stages == sorted(stages) and stages[-1] == 1.0
+    assert len(rank_shardings(dlrm, top=1).plans) == 1
+
+
+def test_rank_shardings_needs_ranks_and_tables():
+    single = load_scenario(SCENARIOS / "small_dlrm.json")
+    with pytest.raises(ScenarioError, match="nothing to shard"):
+        rank_shardings(single)
+    bert = load_scenario(SCENARIOS / "bert_base.json")
+    bert["platform"] = {"preset": "dgx-h100"}
+    with pytest.raises(ScenarioError, match="no embedding tables"):
+        rank_shardings(bert)
+
+
+def test_rank_sharding_cli_contract(tmp_path, dlrm):
+    path = tmp_path / "dlrm8.json"
+    path.write_text(json.dumps(dlrm))
+    out = subprocess.run([sys.executable, "-m", "predictors", "rank-sharding", str(path),
+                          "--top", "2", "--json"], capture_output=True, text=True, cwd=ROOT,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    plans = json.loads(out.stdout)["plans"]
+    assert 1 <= len(plans) <= 2
+    assert {"plan", "iteration_ms", "per_rank"} <= set(plans[0])
+    assert len(plans[0]["per_rank"]) == 8
