@@ -77,11 +77,12 @@ class SummaryPanel(QWidget):
         self.prediction = None
         self.iteration = _Figure("iteration (slowest rank)")
         self.active = _Figure("device active")
+        self.comm = _Figure("exposed comm")
         self.ops = _Figure("ops")
         self.where = _Figure("platform")
         figures = QHBoxLayout()
         figures.setSpacing(8)
-        for f in (self.iteration, self.active, self.ops, self.where):
+        for f in self.figures():
             figures.addWidget(f)
         figures.addStretch(1)
         self.notes = QLabel(self)
@@ -119,8 +120,9 @@ class SummaryPanel(QWidget):
         return bool(self.property("stale"))
 
     def figures(self) -> tuple:
-        """The headline figures: iteration, device active, ops, platform."""
-        return (self.iteration, self.active, self.ops, self.where)
+        """The headline figures: iteration, device active, exposed communication, ops,
+        platform."""
+        return (self.iteration, self.active, self.comm, self.ops, self.where)
 
     def set_prediction(self, prediction) -> None:
         """Show ``prediction`` (a :class:`predictors.predict.Prediction`)."""
@@ -129,6 +131,12 @@ class SummaryPanel(QWidget):
         frac = device_active_fraction(prediction)
         self.active.value.setText("–" if frac is None else f"{100 * frac:.0f} %")
         ranks = len(prediction.per_rank or [])
+        slowest = max(prediction.per_rank or [{}], key=lambda r: r.get("iteration_ms", 0.0))
+        comm = slowest.get("exposed_comm_ms")
+        self.comm.value.setText("–" if ranks < 2 or comm is None else f"{comm:.3f} ms")
+        self.comm.setToolTip("Communication on the slowest rank that no kernel overlaps "
+                             "(waiting for peers included)" if ranks > 1
+                             else "One rank: no collectives")
         self.ops.value.setText(f"{prediction.num_ops:,}")
         self.ops.caption.setText(f"ops · {len(prediction.timeline):,} events")
         self.where.value.setText(html.escape(str(prediction.platform)))

@@ -35,6 +35,7 @@ class RankGraphs:
         self.tables: list[TableRef] = tables_of(doc)
         self._costed: dict[frozenset, CostedGraph] = {}
         self._table_seconds: dict[str, float] | None = None
+        self.notes: list[str] = []  # what the collective model assumed
 
     def costed(self, local: frozenset, rank: int = 0) -> CostedGraph:
         """The costed graph of a rank holding the tables ``local`` (cached)."""
@@ -49,6 +50,11 @@ class RankGraphs:
             hit = self._costed[local] = cost_op_graph(graph, self.platform, self.profile,
                                                       self.overheads)
         return hit
+
+    @property
+    def captured(self) -> int:
+        """How many distinct rank graphs were captured so far."""
+        return len(self._costed)
 
     def table_seconds(self) -> dict[str, float]:
         """Each table's predicted kernel time in one step (lookup forward, backward and
@@ -85,7 +91,19 @@ class RankGraphs:
             graphs.append(self.costed(plan.local(r), r))
             if progress is not None:
                 progress(r)
-        return simulate_ranks(graphs, collective_timer(self.platform), title, cancelled)
+        timer = collective_timer(self.platform)
+        timeline = simulate_ranks(graphs, timer, title, cancelled)
+        self.notes.extend(n for n in timer.notes if n not in self.notes)
+        return timeline
+
+    def batch_note(self) -> str:
+        """How the global batch splits over the ranks."""
+        note = (f"{self.ranks} ranks: {self.local_batch} of the {self.global_batch} samples "
+                "each")
+        if self.global_batch % self.ranks:
+            note += (f" (the batch does not divide by {self.ranks}: every rank takes "
+                     f"ceil({self.global_batch}/{self.ranks}), as DistributedSampler pads)")
+        return note
 
 
 def auto_plan(graphs: RankGraphs) -> Plan:
@@ -97,22 +115,30 @@ def auto_plan(graphs: RankGraphs) -> Plan:
                        how="the longest predicted lookup (forward, backward, update) first")
 
 
-def collective_timer(platform: Platform):
+class collective_timer:  # noqa: N801 - used like the function it replaced
     """The collective model on ``platform``, as :func:`~predictors.simulate.simulate_ranks`
     asks for it: the ranks' twin ops -> (seconds, detail).  The message is the largest
-    any rank sends or receives; results are cached per kind and size."""
-    from .comm_ops import COLLECTIVE_OPS
-    from .devices.collectives import platform_collective
+    any rank sends or receives; results are cached per kind and size.  What the model had
+    to assume (e.g. PCIe where the platform names no GPU link) collects in ``notes``."""
 
-    cache: dict[tuple[str, float], tuple[float, str]] = {}
+    def __init__(self, platform: Platform):
+        self.platform = platform
+        self.cache: dict[tuple[str, float], tuple[float, str]] = {}
+        self.notes: list[str] = []
 
-    def timer(ops: list[CostedOp]) -> tuple[float, str]:
+    def __call__(self, ops: list[CostedOp]) -> tuple[float, str]:
+        from .comm_ops import COLLECTIVE_OPS
+        from .devices.collectives import platform_collective
+        from .scenario import Issue, ScenarioError
+
         kind = COLLECTIVE_OPS[ops[0].name]
         nbytes = max(op.bytes for op in ops)
         key = (kind, nbytes)
-        if key not in cache:
-            est, ranks, nodes, _ = platform_collective(kind, nbytes, platform, len(ops))
-            cache[key] = (est.us * 1e-6, f"{nbytes / 1e6:,.2f} MB, {est.detail}")
-        return cache[key]
-
-    return timer
+        if key not in self.cache:
+            try:
+                est, _, _, notes = platform_collective(kind, nbytes, self.platform, len(ops))
+            except ValueError as exc:  # a topology the collectives cannot cross
+                raise ScenarioError([Issue("platform", str(exc))]) from None
+            self.notes.extend(n for n in notes if n not in self.notes)
+            self.cache[key] = (est.us * 1e-6, f"{nbytes / 1e6:,.2f} MB, {est.detail}")
+        return self.cache[key]

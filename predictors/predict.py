@@ -74,10 +74,9 @@ def _predict_ranks(doc, platform, profile, overheads, step, cancelled, notes):
         step(0.2 + 0.6 * (rank + 1) / ranks, f"capturing rank {rank + 1} of {ranks}")
 
     timeline = graphs.simulate(plan, doc["name"] or "prediction", cancelled, captured)
-    notes.append(f"{ranks} ranks: {graphs.local_batch} of the {graphs.global_batch} samples "
-                 f"each" + (f"; tables sharded table-wise ({plan.name})" if graphs.tables
-                            else "; data parallel"))
-    notes.extend(plan.notes)
+    notes.append(graphs.batch_note() + (f"; tables sharded table-wise ({plan.name})"
+                                        if graphs.tables else "; data parallel"))
+    notes.extend(plan.notes + graphs.notes)
     num_ops = sum(len(graphs.costed(plan.local(r)).ops) for r in range(ranks))
     sharding = None
     if graphs.tables:

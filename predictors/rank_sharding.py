@@ -100,9 +100,9 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
     results.sort(key=lambda r: r.iteration_ms)
     if top is not None:
         results = results[:top]
-    notes = [f"{graphs.ranks} ranks of {platform.name}: {graphs.local_batch} of the "
-             f"{graphs.global_batch} samples each; {len(graphs.tables)} tables sharded "
-             "table-wise", f"{len(graphs._costed)} distinct rank graphs captured"]
+    notes = [f"{graphs.batch_note()} on {platform.name}; {len(graphs.tables)} tables "
+             "sharded table-wise", f"{graphs.captured} distinct rank graphs captured"]
+    notes.extend(graphs.notes)
     ranking = ShardingRanking(doc["name"], platform.name, graphs.ranks, results, refused,
                               notes)
     ranking.elapsed_s = time.perf_counter() - t0

@@ -74,3 +74,14 @@ def test_cancel_stops_the_ranking(make_window, qtbot, dgx_scenario):
         w.sharding.view.cancel_button.click()
     assert w.sharding.view.rank_button.isEnabled()
     assert not w.sharding.runner.is_running()
+
+
+def test_a_multi_gpu_prediction_shows_every_rank(make_window, qtbot, dgx_scenario):
+    w = make_window(dgx_scenario)
+    qtbot.waitUntil(lambda: w.prediction is not None and w.gantt.timeline is not None,
+                    timeout=120_000)
+    assert w.gantt.timeline.ranks == [0, 1, 2, 3]
+    assert w.summary.comm.value.text().endswith(" ms")
+    left = w.gantt.plot.getPlotItem().getAxis("left")
+    major, minor = left._tickLevels  # each rank's first lane labelled, the others minor
+    assert len(major) == 4 and len(minor) == len(w.gantt.timeline.lanes) - 4

@@ -232,3 +232,22 @@ def test_rank_sharding_cli_contract(tmp_path, dlrm):
     assert 1 <= len(plans) <= 2
     assert {"plan", "iteration_ms", "per_rank"} <= set(plans[0])
     assert len(plans[0]["per_rank"]) == 8
+
+
+def test_topologies_collectives_cannot_cross_are_named(dlrm):
+    gpus = [{"id": f"g{i}", "kind": "gpu", "params": {"model": "h100"}} for i in range(4)]
+    dlrm["platform"] = {"nodes": gpus, "edges": []}
+    notes = predict(dlrm).notes
+    assert any("PCIe 4.0 assumed" in n for n in notes)  # what the model had to assume
+    dlrm["platform"] = {"nodes": gpus + [{"id": "n0", "kind": "node"},
+                                         {"id": "n1", "kind": "node"}], "edges": []}
+    with pytest.raises(ScenarioError, match="no NIC link") as info:
+        predict(dlrm)
+    assert info.value.issues[0].field == "platform"
+
+
+def test_a_batch_that_does_not_divide_is_padded_and_said(dlrm):
+    dlrm["training"]["batch_size"] = 12
+    result = predict(dlrm)
+    assert any("ceil(12/8)" in n for n in result.notes)
+    assert len(result.per_rank) == 8
