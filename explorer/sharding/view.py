@@ -21,8 +21,13 @@ from ..widgets import ErrorBar
 
 __all__ = ["ShardingView", "COLUMNS"]
 
-COLUMNS = ("#", "Plan", "Iteration (ms)", "vs best", "Slowest rank", "Tables per rank",
+COLUMNS = ("#", "Plan", "Iteration (ms)", "vs best", "Slowest", "Tables per rank",
            "Exposed comm (ms)")
+COLUMN_TIPS = ("Rank of the plan, best first", "The planner that made it (hover a row for how)",
+               "Predicted iteration time of the slowest rank",
+               "How much slower than the best plan", "The rank that finishes last",
+               "The least and the most embedding-table bytes any rank holds",
+               "Communication of the slowest rank that no kernel overlaps (waiting included)")
 EMPTY_TEXT = ("Run ▸ Rank Shardings predicts every candidate placement of the embedding "
               "tables on the platform's GPUs, with all ranks and their collectives, and "
               "lists them here best first. It needs a multi-GPU platform and a model with "
@@ -78,9 +83,11 @@ class ShardingView(QWidget):
         self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SingleSelection)
         self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        for col, tip in enumerate(COLUMN_TIPS):
+            self.table.horizontalHeaderItem(col).setToolTip(tip)
         head = self.table.horizontalHeader()
         head.setSectionResizeMode(QHeaderView.ResizeToContents)
-        head.setSectionResizeMode(1, QHeaderView.Stretch)
+        head.setStretchLastSection(True)
         self.refused = QLabel("")
         self.refused.setWordWrap(True)
         self.refused.setStyleSheet("color: #8a5a00;")
@@ -90,7 +97,7 @@ class ShardingView(QWidget):
         self.plot.hideButtons()
         self.plot.setLabel("left", "ms")
         self.plot.setLabel("bottom", "rank")
-        self.plot.setMinimumHeight(120)
+        self.plot.setMinimumSize(260, 120)
         self._bars: list = []
         self._build_layout()
         self.rank_button.clicked.connect(self.sigRankRequested)
@@ -114,11 +121,13 @@ class ShardingView(QWidget):
         lay.addWidget(self.header)
         lay.addWidget(self.table, 1)
         lay.addWidget(self.refused)
-        split = QSplitter(Qt.Vertical)
+        # side by side: the bottom dock is wide and short
+        split = QSplitter(Qt.Horizontal)
         split.addWidget(upper)
         split.addWidget(self.plot)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)
+        split.setSizes([640, 360])
         outer = QVBoxLayout(self)
         outer.setContentsMargins(4, 4, 4, 4)
         outer.addLayout(top)
@@ -163,8 +172,8 @@ class ShardingView(QWidget):
 
     def _header_text(self) -> str:
         r = self.ranking
-        text = (f"{len(r.plans)} plan(s) for {r.scenario_name or 'this scenario'} on "
-                f"{r.ranks} ranks of {r.platform}, best first. " + " ".join(r.notes[:1]))
+        text = (f"{len(r.plans)} plan(s) for {r.scenario_name or 'this scenario'}, best "
+                f"first. " + " ".join(r.notes[:1]) + ".")
         if self.stale:
             text = "Out of date (the scenario changed): rank again. " + text
         return text
@@ -236,10 +245,10 @@ class ShardingView(QWidget):
             self._bars.append(item)
         # the key sits in the title: a legend box would cover the bars of a short dock
         self.plot.setTitle(
-            f"{res.plan.name}: {res.iteration_ms:.3f} ms per iteration &nbsp; "
+            f"{res.plan.name}: {res.iteration_ms:.3f} ms<br>"
             f"<span style='color:{CATEGORY_COLORS['gemm']}'>■</span> compute stream busy "
             f"&nbsp; <span style='color:{CATEGORY_COLORS['communication']}'>■</span> "
-            f"exposed communication", size="9pt", color="#333")
+            f"exposed comm", size="9pt", color="#333")
         self.plot.getAxis("bottom").setTicks([[(int(r), str(int(r))) for r in ranks]])
         self.plot.setXRange(-0.6, max(ranks) + 0.6 if len(ranks) else 1, padding=0)
         self.plot.setYRange(0, max(1e-3, float((busy + comm).max()) * 1.15), padding=0)
