@@ -8,12 +8,16 @@ their message; anything else as its type and message, with the traceback on stde
 from __future__ import annotations
 
 import threading
+import time
 import traceback
 from typing import Callable
 
 from PySide6.QtCore import QObject, QThread, Signal
 
 __all__ = ["BackgroundRunner"]
+
+# workers that outlived their runner's shutdown, kept alive until they finish
+_STILL_RUNNING: set = set()
 
 
 class _Worker(QThread):
@@ -101,11 +105,20 @@ class BackgroundRunner(QObject):
         return self._current is not None
 
     def shutdown(self, timeout_ms: int = 10000) -> bool:
+        """Cancel every run and wait for them, ``timeout_ms`` in all.  A thread that has
+        not stopped by then is kept referenced until it finishes: a QThread destroyed
+        while it runs aborts the process."""
         self._abandon()
+        deadline = time.monotonic() + timeout_ms / 1e3
+        for th in self._threads:
+            th.cancel_event.set()
         ok = True
         for th in list(self._threads):
-            th.cancel_event.set()
-            ok = th.wait(timeout_ms) and ok
+            left = max(0, int((deadline - time.monotonic()) * 1e3))
+            if not th.wait(left):
+                ok = False
+                _STILL_RUNNING.add(th)
+                th.finished.connect(lambda th=th: _STILL_RUNNING.discard(th))
         return ok
 
     def _abandon(self) -> None:

@@ -7,8 +7,10 @@ the block it came from, and edges to the ops that produced its tensor inputs.
 """
 from __future__ import annotations
 
+import json
 import threading
 import weakref
+from collections import OrderedDict
 from contextlib import contextmanager, nullcontext
 
 import networkx as nx
@@ -20,7 +22,8 @@ from torch.utils._pytree import tree_flatten
 from .gc_pause import collection_paused
 from .workload import Workload
 
-__all__ = ["OpRecorder", "capture_training_step", "gpu_fused_ops", "op_sequence"]
+__all__ = ["OpRecorder", "capture_training_step", "capture_scenario", "gpu_fused_ops",
+           "op_sequence"]
 
 
 def _dtype_name(t: torch.Tensor) -> str:
@@ -262,6 +265,8 @@ def capture_training_step(workload: Workload, *, gpu: bool = False) -> nx.DiGrap
         with collection_paused(), (gpu_fused_ops() if gpu else nullcontext()), recorder:
             with recorder.in_phase("forward"):
                 loss = module(batch)
+            if buckets is not None:
+                buckets.expect(loss)
             with recorder.in_phase("backward"):
                 loss.backward()
             with recorder.in_phase("optimizer"):
@@ -282,6 +287,35 @@ def capture_training_step(workload: Workload, *, gpu: bool = False) -> nx.DiGrap
     _as_in_a_real_run(graph)
     graph.graph.update(device=str(workload.device), batch_size=workload.batch_size,
                        dtype=str(workload.dtype).removeprefix("torch."))
+    return graph
+
+
+_CAPTURES: "OrderedDict[str, nx.DiGraph]" = OrderedDict()
+_CAPTURES_LOCK = threading.Lock()
+CAPTURE_CACHE_SIZE = 64
+
+
+def capture_scenario(doc: dict, *, gpu: bool, shard=None) -> nx.DiGraph:
+    """:func:`capture_training_step` of a validated scenario (one rank's, with ``shard``),
+    reusing a recent capture of the same model, training settings and rank: sweeps over
+    platforms and sharding plans capture each distinct step once.  The graph is shared:
+    callers must not change it."""
+    from .workload import build_workload
+
+    key = json.dumps([doc["model"], doc["training"], gpu,
+                      None if shard is None else [shard.ranks, sorted(shard.local),
+                                                  shard.local_batch, shard.global_batch]],
+                     sort_keys=True, default=str)
+    with _CAPTURES_LOCK:
+        graph = _CAPTURES.get(key)
+        if graph is not None:
+            _CAPTURES.move_to_end(key)
+            return graph
+    graph = capture_training_step(build_workload(doc, shard=shard), gpu=gpu)
+    with _CAPTURES_LOCK:
+        _CAPTURES[key] = graph
+        while len(_CAPTURES) > CAPTURE_CACHE_SIZE:
+            _CAPTURES.popitem(last=False)
     return graph
 
 

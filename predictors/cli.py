@@ -97,6 +97,33 @@ def _cmd_rank_sharding(args) -> int:
     return 0
 
 
+def _cmd_sweep(args) -> int:
+    from .scenario import load_scenario
+    from .sweep import parse_values, sweep
+
+    doc = load_scenario(args.scenario)
+    try:
+        values = parse_values(args.param, args.values)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    result = sweep(doc, args.param, values,
+                   profile=None if args.profile in (None, "default") else args.profile)
+    if args.json:
+        print(json.dumps(result.to_json()))
+        return 0
+    best = result.best()
+    print(f"{result.scenario_name}: {args.param} swept over {len(values)} value(s)")
+    for row in result.rows:
+        mark = " <- fastest" if row is best else ""
+        if row.error:
+            print(f"  {str(row.value):>16}   cannot run: {row.error}")
+        else:
+            print(f"  {str(row.value):>16} {row.iteration_ms:10.3f} ms  "
+                  f"{row.records_per_s:14,.0f} samples/s  {row.ranks} rank(s){mark}")
+    return 0
+
+
 def _trace_overheads(files: list[str], doc: dict):
     """T1-T5 measured from the user's recorded GPU trace(s), or an exit code."""
     import os
@@ -385,6 +412,16 @@ def build_parser() -> argparse.ArgumentParser:
     rs.add_argument("--platform", help="override the scenario's platform preset")
     rs.add_argument("--json", action="store_true", help="print one JSON object")
     rs.set_defaults(func=_cmd_rank_sharding)
+    sw = sub.add_parser("sweep", help="predict the scenario for each value of one setting")
+    sw.add_argument("scenario", help="scenario JSON file")
+    sw.add_argument("--param", required=True, choices=["batch_size", "platform", "dtype"],
+                    help="the setting to sweep")
+    sw.add_argument("--values", required=True,
+                    help="comma-separated values, e.g. 256,512,1024 or a100-1,dgx-a100")
+    sw.add_argument("--profile", help="device profile name or path (not with --param "
+                                      "platform: each platform takes its own)")
+    sw.add_argument("--json", action="store_true", help="print one JSON object")
+    sw.set_defaults(func=_cmd_sweep)
     m = sub.add_parser("measure", help="run the scenario for real and time it")
     m.add_argument("scenario")
     m.add_argument("--device", default="cpu", choices=["cpu", "cuda"],

@@ -114,12 +114,11 @@ class GradientBuckets:
         self.handles = []
         cap, size, current = FIRST_BUCKET_BYTES, 0, []
         for p in reversed(params):   # DDP fills buckets in reverse registration order
-            nbytes = p.numel() * p.element_size()
-            if current and size + nbytes > cap:
+            current.append(p)        # and closes one once it reaches the limit
+            size += p.numel() * p.element_size()   # (compute_bucket_assignment_by_size)
+            if size >= cap:
                 self.buckets.append(current)
                 cap, size, current = BUCKET_BYTES, 0, []
-            current.append(p)
-            size += nbytes
         if current:
             self.buckets.append(current)
         self.bucket_of = {id(p): b for b, ps in enumerate(self.buckets) for p in ps}
@@ -128,6 +127,24 @@ class GradientBuckets:
                                          device=ps[0].device))
         self.pending = [len(ps) for ps in self.buckets]
         self.launched = 0
+        self.unused: set[int] = set()
+
+    def expect(self, loss: torch.Tensor) -> None:
+        """Mark the parameters that ``loss`` does not reach as ready, as DDP's
+        ``find_unused_parameters`` does: their buckets still go, and so do later ones."""
+        used, seen, stack = set(), set(), [loss.grad_fn]
+        while stack:
+            fn = stack.pop()
+            if fn is None or fn in seen:
+                continue
+            seen.add(fn)
+            variable = getattr(fn, "variable", None)  # AccumulateGrad of a leaf
+            if variable is not None:
+                used.add(id(variable))
+            stack.extend(f for f, _ in fn.next_functions)
+        for b, ps in enumerate(self.buckets):
+            self.pending[b] -= sum(1 for p in ps if id(p) not in used)
+        self.unused = {id(p) for ps in self.buckets for p in ps if id(p) not in used}
 
     def attach(self) -> None:
         for p in (p for ps in self.buckets for p in ps):
@@ -162,4 +179,5 @@ class GradientBuckets:
         """Wait for the reductions and copy the averaged gradients back."""
         for b, ps in enumerate(self.buckets):
             for p in ps:
-                p.grad.copy_(self._view(b, p))
+                if id(p) not in self.unused:
+                    p.grad.copy_(self._view(b, p))

@@ -26,8 +26,10 @@ __all__ = ["RankGraphs", "collective_timer", "auto_plan"]
 class RankGraphs:
     """Captured and costed rank graphs of one scenario on one platform, by table set."""
 
-    def __init__(self, doc: dict, platform: Platform, profile=None, overheads=None):
+    def __init__(self, doc: dict, platform: Platform, profile=None, overheads=None,
+                 cancelled: Callable[[], bool] | None = None):
         self.doc, self.platform = doc, platform
+        self.cancelled = cancelled  # polled before every capture
         self.profile, self.overheads = profile, overheads
         self.ranks = platform.ranks
         self.global_batch = int(doc["training"]["batch_size"])
@@ -41,12 +43,18 @@ class RankGraphs:
         """The costed graph of a rank holding the tables ``local`` (cached)."""
         hit = self._costed.get(local)
         if hit is None:
-            from .capture import capture_training_step
-            from .workload import RankShard, build_workload
+            from .capture import capture_scenario
+            from .predict import Cancelled
 
-            shard = RankShard(rank, self.ranks, local, self.local_batch, self.global_batch)
-            graph = capture_training_step(build_workload(self.doc, shard=shard),
-                                          gpu=self.platform.device != "cpu")
+            if self.cancelled is not None and self.cancelled():
+                raise Cancelled("capturing a rank")
+            from .workload import RankShard
+
+            # a padded batch: every rank's share is looked up, padding included
+            shard = RankShard(rank, self.ranks, local, self.local_batch,
+                              self.local_batch * self.ranks)
+            graph = capture_scenario(self.doc, gpu=self.platform.device != "cpu",
+                                     shard=shard)
             hit = self._costed[local] = cost_op_graph(graph, self.platform, self.profile,
                                                       self.overheads)
         return hit

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -61,7 +62,7 @@ def _predict_ranks(doc, platform, profile, overheads, step, cancelled, notes):
     from .scenario import Issue, ScenarioError
     from .sharding import PlanError, check_memory, plan_from_scenario
 
-    graphs = RankGraphs(doc, platform, profile, overheads)
+    graphs = RankGraphs(doc, platform, profile, overheads, cancelled)
     ranks = graphs.ranks
     step(0.1, "planning the embedding sharding")
     try:
@@ -108,6 +109,20 @@ def check_fits(doc: dict, platform) -> None:
                                           f"(this one {largest / 1e9:,.1f} GB), more than "
                                           f"the {memory / 1e9:,.0f} GB of {platform.name}",
                                    node_id)])
+
+
+@contextmanager
+def torch_errors_as_scenario_errors():
+    """Sizes torch cannot hold (overflow, out of memory, a tensor too big for its index
+    type) become a :class:`~predictors.scenario.ScenarioError` on ``model``."""
+    from .scenario import Issue, ScenarioError
+
+    try:
+        yield
+    except (RuntimeError, OverflowError, MemoryError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ScenarioError([Issue("model", f"torch cannot build this model: {first}")]) \
+            from None
 
 
 def _stepper(progress, cancelled):
@@ -159,11 +174,9 @@ def predict(scenario: dict, *, profile=None, overheads=None,
     ``cancelled()`` is polled and, when it returns True, :class:`Cancelled` is raised.
     Invalid scenarios raise :class:`predictors.scenario.ScenarioError`.
     """
-    from .capture import capture_training_step
+    from .capture import capture_scenario
     from .devices.costs import cost_op_graph
-    from .scenario import Issue, ScenarioError
     from .simulate import simulate_rank
-    from .workload import build_workload
 
     t0 = time.perf_counter()
     step = _stepper(progress, cancelled)
@@ -173,24 +186,18 @@ def predict(scenario: dict, *, profile=None, overheads=None,
     notes = [f"profile: {profile.name} ({profile.kind})" if profile is not None
              else "profile: datasheet roofline (no calibrated profile for this device)"]
     sharding = None
-    try:
+    with torch_errors_as_scenario_errors():
         if platform.ranks > 1:
             timeline, num_ops, device_name, sharding = _predict_ranks(
                 doc, platform, profile, overheads, step, cancelled, notes)
         else:
-            step(0.1, "building the model")
-            workload = build_workload(doc)
-            step(0.3, "capturing the training step")
-            graph = capture_training_step(workload, gpu=platform.device != "cpu")
+            step(0.1, "capturing the training step")
+            graph = capture_scenario(doc, gpu=platform.device != "cpu")
             step(0.6, "costing kernels")
             costed = cost_op_graph(graph, platform, profile, overheads)
             step(0.8, "simulating")
             timeline = simulate_rank(costed, title=title, cancelled=cancelled)
             num_ops, device_name = graph.number_of_nodes(), costed.device.name
-    except (RuntimeError, OverflowError, MemoryError) as exc:  # sizes torch cannot hold
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ScenarioError([Issue("model", f"torch cannot build this model: {first}")]) \
-            from None
     step(0.95, "analyzing")
     per_rank = rank_figures(timeline)
     iteration_ms = max(r["iteration_ms"] for r in per_rank)

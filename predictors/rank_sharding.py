@@ -61,26 +61,28 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
     A scenario without embedding tables, or on one rank, is a
     :class:`~predictors.scenario.ScenarioError`: there is nothing to shard."""
     from .parallel import RankGraphs
-    from .predict import _stepper, prepare, rank_figures
+    from .predict import _stepper, prepare, rank_figures, torch_errors_as_scenario_errors
     from .scenario import Issue, ScenarioError
-    from .sharding import PlanError, plan_from_scenario
+    from .sharding import PlanError, check_memory, plan_from_scenario
 
     t0 = time.perf_counter()
     step = _stepper(progress, cancelled)
     step(0.0, "validating")
     doc, platform, profile = prepare(scenario, profile)
-    graphs = RankGraphs(doc, platform, profile, overheads)
+    graphs = RankGraphs(doc, platform, profile, overheads, cancelled)
     if platform.ranks < 2:
         raise ScenarioError([Issue("platform", f"{platform.name} has one rank: there is "
                                                f"nothing to shard (pick a multi-GPU platform)")])
     if not graphs.tables:
         raise ScenarioError([Issue("model", "the model has no embedding tables to shard")])
     step(0.05, "costing each table")
-    plans, refused = graphs.candidates()
+    with torch_errors_as_scenario_errors():
+        plans, refused = graphs.candidates()
     if isinstance(doc["parallelism"].get("embedding_sharding"), dict):
         try:
             own = plan_from_scenario(doc, graphs.tables, graphs.ranks, lambda: None)
             own.name = "the scenario's plan"
+            check_memory(own, graphs.tables, graphs.memory_bytes())
             plans.insert(0, own)
         except PlanError as exc:
             refused.insert(0, ("the scenario's plan", str(exc)))
@@ -93,7 +95,8 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
         def captured(rank, i=i):
             step(0.1 + 0.85 * (i + (rank + 1) / graphs.ranks) / len(plans),
                  f"plan {i + 1} of {len(plans)}: rank {rank + 1} of {graphs.ranks}")
-        timeline = graphs.simulate(plan, f"{title} — {plan.name}", cancelled, captured)
+        with torch_errors_as_scenario_errors():
+            timeline = graphs.simulate(plan, f"{title} — {plan.name}", cancelled, captured)
         per_rank = rank_figures(timeline)
         results.append(PlanResult(plan, max(r["iteration_ms"] for r in per_rank), per_rank,
                                   plan.rank_bytes(graphs.tables), timeline))

@@ -265,6 +265,9 @@ def _validate_parallelism(parallelism, issues: list[Issue]) -> dict:
         issues.append(Issue("parallelism.embedding_sharding",
                             f"expected 'auto' or an object mapping tables to ranks, "
                             f"got {sharding!r}"))
+    for key in sorted(set(parallelism) - {"embedding_sharding"}, key=str):
+        issues.append(Issue(f"parallelism.{key}", "unknown parallelism setting (known: "
+                                                  "embedding_sharding)"))
     return copy.deepcopy(parallelism)
 
 

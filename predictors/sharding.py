@@ -64,11 +64,12 @@ class Plan:
 
     def signature(self, tables: list[TableRef]) -> tuple:
         """What the plan puts together, blind to which rank gets which group and to
-        swaps of identical tables: two plans with one signature run the same step."""
+        swaps of identical tables of one block: two plans with one signature run the same
+        step."""
         groups = [[] for _ in range(self.ranks)]
         for t in tables:
-            groups[self.assignment[t.key]].append(
-                (t.rows, t.dim, t.pooling, tuple(sorted(t.distribution.items()))))
+            groups[self.assignment[t.key]].append(  # each block has its own exchange
+                (t.block, t.rows, t.dim, t.pooling, tuple(sorted(t.distribution.items()))))
         return tuple(sorted(tuple(sorted(g)) for g in groups))
 
     def to_json(self) -> dict:

@@ -21,9 +21,13 @@ from .comm_ops import PROFILER_NAMES
 from .devices.costs import CostedGraph, CostedOp
 from .timeline import Timeline, TimelineBuilder
 
-__all__ = ["simulate_rank", "simulate_ranks", "CollectiveTimer"]
+__all__ = ["simulate_rank", "simulate_ranks", "CollectiveTimer", "CollectiveMismatch"]
 
 _US = 1e6
+
+class CollectiveMismatch(Exception):
+    """The ranks' graphs issue different collectives: a bug in how they were built."""
+
 
 # (op, its arrival in s) out of a rank's walk; (start, end, detail) back into it
 Walk = Generator[tuple[CostedOp, float], tuple[float, float, str], int]
@@ -63,7 +67,9 @@ def _walk(costed: CostedGraph, rank: int, tl: TimelineBuilder,
             end = launch_end + o.t3
             tl.add(lane, start * _US, (end - start) * _US, "cpu_op", name,
                    f"{op.phase}: {op.detail}")
-            arrival = max(launch_end + dev.launch_latency_s, comm_free, ready)
+            # ProcessGroupNCCL makes its stream wait for the compute queued before it
+            arrival = max(launch_end + dev.launch_latency_s, comm_free, ready,
+                          stream_free if on_gpu else 0.0)
             k_start, k_end, why = yield op, arrival
             if comm is None:
                 comm = tl.lane(rank, "stream", "stream 1 (communication)")
@@ -113,12 +119,12 @@ def simulate_ranks(costed: list[CostedGraph], timer: CollectiveTimer | None = No
     while any(p is not None for p in pending):
         if any(p is None for p in pending):
             done = [r for r, p in enumerate(pending) if p is None]
-            raise RuntimeError(f"rank(s) {done} finished while others wait in "
+            raise CollectiveMismatch(f"rank(s) {done} finished while others wait in "
                                f"{next(p for p in pending if p)[0].name}: the ranks' "
                                "collectives differ")
         ops = [p[0] for p in pending]
         if len({op.name for op in ops}) > 1:
-            raise RuntimeError(f"ranks disagree on the next collective: "
+            raise CollectiveMismatch(f"ranks disagree on the next collective: "
                                f"{sorted({op.name for op in ops})}")
         seconds, detail = timer(ops) if timer is not None else (0.0, "no collective model")
         last = max(range(len(ops)), key=lambda r: pending[r][1])

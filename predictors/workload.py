@@ -85,8 +85,12 @@ class EmbeddingTablesBlock(nn.Module):
                                         _weight=weight))
         self.bags = nn.ModuleList(bags)
 
-    def forward(self, sparse):
-        return [bag(idx, off) for bag, (idx, off) in zip(self.bags, sparse)]
+    def forward(self, sparse, shard: "RankShard | None" = None, nid: str = ""):
+        if shard is None:
+            return [bag(idx, off) for bag, (idx, off) in zip(self.bags, sparse)]
+        # one rank of a sharded job: its own tables, then the exchange
+        mine = [bag(*sparse[j]) for j, bag in enumerate(self.bags) if shard.has(nid, j)]
+        return shard.exchange(mine, [bag.embedding_dim for bag in self.bags])
 
 
 class LowRankCrossNet(nn.Module):
@@ -172,12 +176,11 @@ class RankShard:
     def has(self, nid: str, index: int) -> bool:
         return f"{nid}/{index}" in self.local
 
-    def exchange(self, nid: str, block: "EmbeddingTablesBlock", sparse: list) -> list:
+    def exchange(self, pooled: list, widths: list[int]) -> list:
+        """This rank's pooled tables out, every table's share of the local batch in."""
         from .comm_ops import all_to_all
 
-        mine = [bag(*sparse[j]) for j, bag in enumerate(block.bags) if self.has(nid, j)]
-        widths = [bag.embedding_dim for bag in block.bags]
-        return all_to_all(mine, self.anchor, self.local_batch, widths)
+        return all_to_all(pooled, self.anchor, self.local_batch, widths)
 
 
 class ScenarioModel(nn.Module):
@@ -199,7 +202,7 @@ class ScenarioModel(nn.Module):
             elif kind == "embedding_tables":
                 block, sparse = self.blocks[nid], batch["sparse"][nid]
                 values[nid] = (block(sparse) if self.shard is None
-                               else self.shard.exchange(nid, block, sparse))
+                               else block(sparse, self.shard, nid))
             elif kind == "token_input":
                 values[nid] = self.blocks[nid](batch["tokens"][nid])
             elif kind == "interaction":

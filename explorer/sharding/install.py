@@ -3,6 +3,8 @@ worker thread (progress, cancel), and Apply, which writes a plan into the scenar
 undo step."""
 from __future__ import annotations
 
+import json
+
 from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QAction, QKeySequence
 
@@ -36,6 +38,7 @@ class ShardingController(QObject):
         self.window = window
         self.rank_fn = rank_fn or _rank_shardings
         self.view = ShardingView()
+        self._ranked_key: str | None = None
         self.runner = BackgroundRunner((Cancelled,), (ScenarioError, ProfileError),
                                        "Could not rank the plans", self)
         self.dock = window._dock("Sharding", "shardingDock", self.view,
@@ -54,7 +57,9 @@ class ShardingController(QObject):
         self.rank_action.setStatusTip("Predict every candidate embedding sharding plan on the "
                                       "platform's GPUs and rank them (Sharding dock)")
         self.rank_action.triggered.connect(self.rank)
-        run_menu.insertAction(w.cancel_action, self.rank_action)
+        # ui.md's order: Predict, Cancel, Calibrate This Device, Rank Shardings, Sweep
+        run_menu.addAction(self.rank_action)
+        w.cancel_action.triggered.connect(self.runner.cancel)  # Run ▸ Cancel stops it too
         acts = view_menu.actions()
         view_menu.insertAction(acts[4] if len(acts) > 4 else None,
                                self.dock.toggleViewAction())
@@ -68,8 +73,10 @@ class ShardingController(QObject):
         r.sigFinished.connect(self._on_finished)
         r.sigFailed.connect(self._on_failed)
         r.sigCancelled.connect(self._on_cancelled)
-        doc.sigChanged.connect(lambda: v.set_stale(True))
+        doc.sigChanged.connect(self._check_stale)
         doc.sigReset.connect(self._on_reset)
+        # a profile or overheads change starts a prediction: the ranking may be stale
+        self.window.controller.sigStarted.connect(self._check_stale)
 
     # --- actions ------------------------------------------------------------------------
 
@@ -84,12 +91,19 @@ class ShardingController(QObject):
         if c.overheads is not None:
             kwargs["overheads"] = c.overheads
         snapshot = self.window.editor.document.snapshot()
+        self._ranked_key = self._key()
         self.view.set_running(True, "starting…")
         return self.runner.run(lambda progress, cancelled: self.rank_fn(
             snapshot, progress=progress, cancelled=cancelled, **kwargs))
 
     def apply(self, result) -> bool:
-        """Write ``result``'s plan into the scenario (one undo step)."""
+        """Write ``result``'s plan into the scenario (one undo step); refused while the
+        ranking is out of date (it may name tables or ranks the scenario no longer has)."""
+        if self.view.ranking is None or self._key() != self._ranked_key:
+            self.window.statusBar().showMessage(
+                "The scenario changed since the plans were ranked: rank them again first",
+                8000)
+            return False
         parallelism = self.window.editor.document.parallelism()
         parallelism["embedding_sharding"] = dict(result.plan.assignment)
         done = self.window.editor.set_parallelism(parallelism,
@@ -101,9 +115,29 @@ class ShardingController(QObject):
 
     # --- runner feedback --------------------------------------------------------------------
 
+    def _key(self) -> str:
+        """What a ranking depends on: the scenario but its layout and its plan, and the
+        prediction's profile and overheads.  Applying one of the plans keeps it fresh."""
+        doc = self.window.editor.document.snapshot()
+        doc.pop("layout", None)
+        doc.get("parallelism", {}).pop("embedding_sharding", None)
+        c = self.window.controller
+        return json.dumps([doc, str(c.profile) if isinstance(c.profile, str)
+                           else id(c.profile), id(c.overheads)], sort_keys=True, default=str)
+
+    def _check_stale(self, *_args) -> None:
+        self.view.set_stale(self.view.ranking is not None and self._key() != self._ranked_key)
+        self.view.mark_applied(self.window.editor.document.parallelism()
+                               .get("embedding_sharding"))
+
     def _on_finished(self, ranking) -> None:
         self.view.set_running(False)
         self.view.set_ranking(ranking)
+        self._check_stale()  # edited while it ran: shown, but as out of date
+        if not ranking.plans:
+            self.window.statusBar().showMessage("No sharding plan fits: " + "; ".join(
+                w for _, w in ranking.refused), 10000)
+            return
         best = ranking.plans[0]
         self.window.statusBar().showMessage(
             f"Ranked {len(ranking.plans)} sharding plans in {ranking.elapsed_s:.1f} s: best "

@@ -153,16 +153,27 @@ class ShardingView(QWidget):
         self.error.show_error(message, kind="file")  # stays until clicked away
 
     def set_stale(self, stale: bool) -> None:
-        """Grey the ranking out: the scenario changed since it was made."""
+        """Grey the ranking out (still scrollable): the scenario changed since it was made."""
         self.stale = bool(stale) and self.ranking is not None
-        self.table.setEnabled(not self.stale)
+        self.table.setStyleSheet("QTableWidget { color: #a0a6ae; }" if self.stale else "")
         self.plot.setEnabled(not self.stale)
         self.apply_button.setEnabled(not self.stale and self.selected() is not None)
         if self.ranking is not None:
             self.header.setText(self._header_text())
 
+    def mark_applied(self, assignment) -> None:
+        """Tag the plan the scenario uses now (after Apply) in the Plan column."""
+        if self.ranking is None:
+            return
+        for row, res in enumerate(self.ranking.plans):
+            item = self.table.item(row, 1)
+            if item is not None:
+                applied = isinstance(assignment, dict) and assignment == res.plan.assignment
+                item.setText(res.plan.name + ("  ✓ applied" if applied else ""))
+
     def clear(self) -> None:
         self.ranking = None
+        self.error.clear()
         self.stale = False
         self.table.setRowCount(0)
         self.refused.setText("")
@@ -184,14 +195,14 @@ class ShardingView(QWidget):
         """Show a :class:`~predictors.rank_sharding.ShardingRanking`."""
         self.ranking = ranking
         self.stale = False
-        self.table.setEnabled(True)
+        self.table.setStyleSheet("")
         self.plot.setEnabled(True)
         self.header.setText(self._header_text())
         best = ranking.plans[0].iteration_ms if ranking.plans else 0.0
         self.table.setRowCount(len(ranking.plans))
         for row, res in enumerate(ranking.plans):
             slowest = max(res.per_rank, key=lambda r: r["iteration_ms"])
-            comm = max(r.get("exposed_comm_ms", 0.0) for r in res.per_rank)
+            comm = slowest.get("exposed_comm_ms", 0.0)
             cells = (str(row + 1), res.plan.name, f"{res.iteration_ms:.3f}",
                      "best" if row == 0 else f"+{100 * (res.iteration_ms / best - 1):.1f} %",
                      str(slowest["rank"]), f"{format_bytes(min(res.rank_bytes))} – "
@@ -227,7 +238,8 @@ class ShardingView(QWidget):
             self.sigApplyRequested.emit(res)
 
     def _draw_ranks(self, res) -> None:
-        """Compute-stream time and exposed communication per rank of one plan."""
+        """Per rank of one plan: compute-stream time and exposed communication as bars,
+        the rank's iteration as a tick above them, the slowest rank's in red."""
         for item in self._bars:
             self.plot.removeItem(item)
         self._bars = []
@@ -237,18 +249,25 @@ class ShardingView(QWidget):
         ranks = np.array([r["rank"] for r in res.per_rank], float)
         busy = np.array([compute_ms(res.timeline, int(r)) for r in ranks])
         comm = np.array([r.get("exposed_comm_ms", 0.0) for r in res.per_rank])
+        its = np.array([r["iteration_ms"] for r in res.per_rank])
+        slowest = int(np.argmax(its))
         a = pg.BarGraphItem(x=ranks, height=busy, width=0.6, brush=CATEGORY_COLORS["gemm"])
         b = pg.BarGraphItem(x=ranks, y0=busy, height=comm, width=0.6,
                             brush=CATEGORY_COLORS["communication"])
-        for item in (a, b):
+        brushes = ["#222"] * len(ranks)
+        brushes[slowest] = "#d32f2f"
+        tick = pg.ScatterPlotItem(x=ranks, y=its, symbol="_", size=26, pen=None,
+                                  brush=brushes)
+        for item in (a, b, tick):
             self.plot.addItem(item)
             self._bars.append(item)
         # the key sits in the title: a legend box would cover the bars of a short dock
         self.plot.setTitle(
-            f"{res.plan.name}: {res.iteration_ms:.3f} ms<br>"
-            f"<span style='color:{CATEGORY_COLORS['gemm']}'>■</span> compute stream busy "
-            f"&nbsp; <span style='color:{CATEGORY_COLORS['communication']}'>■</span> "
-            f"exposed comm", size="9pt", color="#333")
+            f"{res.plan.name}: {res.iteration_ms:.3f} ms (rank {int(ranks[slowest])})<br>"
+            f"<span style='color:{CATEGORY_COLORS['gemm']}'>■</span> compute "
+            f"<span style='color:{CATEGORY_COLORS['communication']}'>■</span> exposed comm "
+            f"<b>–</b> iteration", size="9pt", color="#333")
         self.plot.getAxis("bottom").setTicks([[(int(r), str(int(r))) for r in ranks]])
         self.plot.setXRange(-0.6, max(ranks) + 0.6 if len(ranks) else 1, padding=0)
-        self.plot.setYRange(0, max(1e-3, float((busy + comm).max()) * 1.15), padding=0)
+        top = float(max((busy + comm).max(), its.max())) if len(ranks) else 1.0
+        self.plot.setYRange(0, max(1e-3, top * 1.12), padding=0)

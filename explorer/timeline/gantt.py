@@ -236,18 +236,22 @@ class GanttWidget(QWidget):
             pi.addItem(item)
             self._bars[cat] = item
         ticks = [(float(lay.y[i]), label) for i, label in zip(lay.order, lay.labels)]
-        # Many ranks: each rank's first lane is a major tick, its other lanes minor ones,
-        # which the axis drops while they would not fit (zoomed out) and shows zoomed in.
-        seen: set[int] = set()
-        major, minor = [], []
-        for (y, label), lane in zip(ticks, lay.order):
-            rank = timeline.lanes[lane].rank
-            (major if rank not in seen else minor).append((y, label))
-            seen.add(rank)
         left = pi.getAxis("left")
-        left.setTicks([major, minor] if len(seen) > 1 else [ticks, []])
+        if len(lay.groups) > 1:
+            # Many ranks: "rank N" at the middle of each group is the major tick; the lanes
+            # are minor ticks, which the axis shows only while rows are at least twice the
+            # text's height (zoomed in), so the two levels never overlap.
+            major = [((top + bottom) / 2, f"rank {rank}") for rank, top, bottom in lay.groups]
+            minor = [(float(lay.y[i]), lane_title(timeline.lanes[i])) for i in lay.order]
+            left.setStyle(textFillLimits=[(0, 0.8), (2, 0.5)])
+            levels = [major, minor]
+        else:
+            left.setStyle(textFillLimits=[(0, 0.8), (2, 0.6), (4, 0.4), (6, 0.2)])
+            levels = [ticks, []]
+        left.setTicks(levels)
         fm = QFontMetrics(self.plot.font())
-        left.setWidth(min(320, max(fm.horizontalAdvance(t) for _, t in ticks) + 24))
+        widest = max(fm.horizontalAdvance(t) for level in levels for _, t in level)
+        left.setWidth(min(320, widest + 24))
         self._update_legend(present)
         span = max(t1 - t0, 1e-3)
         self.vb.setLimits(xMin=t0 - 0.5 * span, xMax=t1 + 0.5 * span,

@@ -35,7 +35,7 @@ def test_ranks_plans_and_applies_one(make_window, qtbot, dgx_scenario, tmp_path)
     assert rows >= 2 and view.table.columnCount() == len(COLUMNS)
     ms = [float(view.table.item(r, 2).text()) for r in range(rows)]
     assert ms == sorted(ms) and view.table.item(0, 3).text() == "best"
-    assert view.selected() is view.ranking.plans[0] and len(view._bars) == 2
+    assert view.selected() is view.ranking.plans[0] and len(view._bars) == 3
     view.grab().save(str(tmp_path / "sharding.png"))
     assert (tmp_path / "sharding.png").stat().st_size > 5_000
     # Apply the second plan: one undo step that writes its assignment
@@ -45,9 +45,46 @@ def test_ranks_plans_and_applies_one(make_window, qtbot, dgx_scenario, tmp_path)
     doc = w.editor.document
     assert doc.parallelism()["embedding_sharding"] == chosen.plan.assignment
     assert w.editor.undo_stack.undoText().startswith("Apply sharding plan")
-    assert view.stale and not view.table.isEnabled()  # the scenario changed
+    assert not view.stale and "applied" in view.table.item(1, 1).text()
     w.editor.undo_stack.undo()
     assert doc.parallelism()["embedding_sharding"] == "auto"
+    assert "applied" not in view.table.item(1, 1).text()
+    # another edit makes the ranking stale, and Apply refuses it; undo makes it fresh
+    training = doc.training()
+    training["batch_size"] = 2048
+    w.editor.set_training(training)
+    assert view.stale and not view.apply_button.isEnabled()
+    assert not w.sharding.apply(chosen)
+    w.editor.undo_stack.undo()
+    assert not view.stale
+
+
+def test_an_edit_during_the_ranking_shows_it_out_of_date(make_window, qtbot, dgx_scenario):
+    gate = threading.Event()
+    from predictors.rank_sharding import rank_shardings
+
+    def gated(snapshot, **kwargs):
+        gate.wait(30)
+        return rank_shardings(snapshot, **kwargs)
+
+    w = make_window(dgx_scenario, rank_fn=gated)
+    w.sharding.rank()
+    w.editor.set_platform({"preset": "dgx-a100"})  # while it runs
+    with qtbot.waitSignal(w.sharding.runner.sigFinished, timeout=240_000):
+        gate.set()
+    assert w.sharding.view.stale and not w.sharding.view.apply_button.isEnabled()
+    assert not w.sharding.apply(w.sharding.view.ranking.plans[0])
+    assert w.editor.document.parallelism()["embedding_sharding"] == "auto"
+
+
+def test_a_ranking_without_plans_is_said_not_raised(make_window, qtbot, dgx_scenario):
+    from predictors.rank_sharding import ShardingRanking
+    empty = ShardingRanking("x", "pcie-4x-a100", 4, [], [("greedy by size", "too big")])
+    w = make_window(dgx_scenario, rank_fn=lambda snapshot, **kw: empty)
+    with qtbot.waitSignal(w.sharding.runner.sigFinished, timeout=30_000):
+        w.sharding.rank()
+    assert w.sharding.view.table.rowCount() == 0
+    assert "too big" in w.sharding.view.refused.text()
 
 
 def test_a_single_gpu_scenario_says_why_it_cannot_be_sharded(make_window, qtbot):
@@ -56,6 +93,8 @@ def test_a_single_gpu_scenario_says_why_it_cannot_be_sharded(make_window, qtbot)
         w.sharding.rank()
     assert "nothing to shard" in failed.args[0]
     assert w.sharding.view.error.isVisible() and w.sharding.view.rank_button.isEnabled()
+    w.new_scenario()  # another document: the old error goes
+    assert not w.sharding.view.error.isVisible()
 
 
 def test_cancel_stops_the_ranking(make_window, qtbot, dgx_scenario):
@@ -71,7 +110,7 @@ def test_cancel_stops_the_ranking(make_window, qtbot, dgx_scenario):
     w.sharding.rank()
     assert started.wait(10)
     with qtbot.waitSignal(w.sharding.runner.sigCancelled, timeout=10_000):
-        w.sharding.view.cancel_button.click()
+        w.cancel_action.trigger()  # Run ▸ Cancel stops a ranking too
     assert w.sharding.view.rank_button.isEnabled()
     assert not w.sharding.runner.is_running()
 
@@ -83,5 +122,6 @@ def test_a_multi_gpu_prediction_shows_every_rank(make_window, qtbot, dgx_scenari
     assert w.gantt.timeline.ranks == [0, 1, 2, 3]
     assert w.summary.comm.value.text().endswith(" ms")
     left = w.gantt.plot.getPlotItem().getAxis("left")
-    major, minor = left._tickLevels  # each rank's first lane labelled, the others minor
-    assert len(major) == 4 and len(minor) == len(w.gantt.timeline.lanes) - 4
+    major, minor = left._tickLevels  # each rank labelled, its lanes as minor ticks
+    assert [t[1] for t in major] == [f"rank {r}" for r in range(4)]
+    assert len(minor) == len(w.gantt.timeline.lanes)

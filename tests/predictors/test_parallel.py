@@ -77,14 +77,36 @@ def test_dense_gradients_are_all_reduced_in_ddp_buckets(dlrm):
 
 
 def test_buckets_follow_ddp_sizes():
-    params = [torch.nn.Parameter(torch.empty(n, device="meta")) for n in
-              [300_000] * 30]  # 1.2 MB each, float32
+    sizes = [300_000] * 30 + [5_000_000, 10, 7_000_000]  # float32
+    params = [torch.nn.Parameter(torch.empty(n, device="meta")) for n in sizes]
     buckets = GradientBuckets(params, 8)
-    sizes = [sum(p.numel() * 4 for p in b) for b in buckets.buckets]
     assert buckets.buckets[0][0] is params[-1]  # reverse registration order
-    assert sizes[0] <= FIRST_BUCKET_BYTES + 1_200_000
-    assert all(s <= BUCKET_BYTES for s in sizes[1:])
-    assert sum(len(b) for b in buckets.buckets) == 30
+    index = {id(p): i for i, p in enumerate(params)}
+    got = [[index[id(p)] for p in b] for b in buckets.buckets]
+    assert sum(len(b) for b in got) == len(params)
+    # torch's own rule, as DDP applies it once it has rebuilt its buckets in the order the
+    # gradients became ready (reverse registration order here)
+    dist = pytest.importorskip("torch.distributed")
+    if not hasattr(dist, "_compute_bucket_assignment_by_size"):
+        pytest.skip("this torch build has no distributed bucketing")
+    order = list(reversed(range(len(params))))
+    want, _ = dist._compute_bucket_assignment_by_size(
+        [torch.empty(sizes[i]) for i in order], [FIRST_BUCKET_BYTES, BUCKET_BYTES],
+        [False] * len(order))
+    assert got == [[order[i] for i in b] for b in want]
+
+
+def test_an_unused_dense_branch_does_not_stop_the_all_reduce(dlrm):
+    dlrm["model"]["nodes"].append({"id": "side", "kind": "mlp", "params": {
+        "layers": [32, 16], "activation": "relu", "final": None}})
+    dlrm["model"]["edges"].append({"source": "dense", "target": "side"})
+    doc = validate_scenario(dlrm)
+    workload = build_workload(doc, shard=RankShard(0, 8, frozenset(), 64, 512))
+    graph = capture_training_step(workload, gpu=True)
+    reduced = sum(math.prod(n["input_shapes"][0]) for n in _nodes(graph, "mldse::all_reduce"))
+    dense = sum(p.numel() for nid, b in workload.module.blocks.items()
+                if workload.module.kinds[nid] != "embedding_tables" for p in b.parameters())
+    assert reduced == dense  # DDP with find_unused_parameters reduces every bucket
 
 
 def test_transformers_on_many_gpus_are_data_parallel():
@@ -251,3 +273,47 @@ def test_a_batch_that_does_not_divide_is_padded_and_said(dlrm):
     result = predict(dlrm)
     assert any("ceil(12/8)" in n for n in result.notes)
     assert len(result.per_rank) == 8
+
+
+def test_rank_sharding_refuses_a_scenario_plan_that_overfills_a_rank(dlrm):
+    tables = next(n for n in dlrm["model"]["nodes"] if n["kind"] == "embedding_tables")
+    for t in tables["params"]["tables"][:2]:
+        t.update(rows=400_000_000, dim=16)  # 25.6 GB each
+    dlrm["parallelism"] = {"embedding_sharding": {"tables/0": 0, "tables/1": 0}}
+    ranking = rank_shardings(dlrm)
+    assert all(p.plan.name != "the scenario's plan" for p in ranking.plans)
+    assert ranking.refused[0][0] == "the scenario's plan"
+    assert "rank 0 would hold" in ranking.refused[0][1]
+
+
+def test_plans_that_swap_tables_between_blocks_differ():
+    a = [TableRef(f"x/{i}", "x", i, 10, 16, 1, {"kind": "uniform"}, 4) for i in range(2)]
+    b = [TableRef(f"y/{i}", "y", i, 10, 16, 1, {"kind": "uniform"}, 4) for i in range(2)]
+    tables = a + b
+    blockwise = Plan("p", 2, {"x/0": 0, "x/1": 0, "y/0": 1, "y/1": 1})
+    mixed = Plan("q", 2, {"x/0": 0, "x/1": 1, "y/0": 0, "y/1": 1})
+    assert blockwise.signature(tables) != mixed.signature(tables)
+
+
+def test_torch_errors_in_a_ranking_are_scenario_errors(dlrm):
+    tables = next(n for n in dlrm["model"]["nodes"] if n["kind"] == "embedding_tables")
+    tables["params"]["tables"][0]["pooling"] = 10 ** 12
+    dlrm["training"]["batch_size"] = 10 ** 12
+    with pytest.raises(ScenarioError, match="torch cannot build"):
+        rank_shardings(dlrm)
+
+
+def test_sharded_lookups_keep_their_block(dlrm):
+    keys = [t.key for t in tables_of(dlrm)]
+    graph = capture_training_step(build_workload(
+        dlrm, shard=RankShard(0, 8, frozenset(keys[:2]), 64, 512)), gpu=True)
+    assert {n["block"] for n in _nodes(graph, "aten::_embedding_bag")
+            if n["phase"] == "forward"} == {"tables"}
+    assert _nodes(graph, "mldse::all_to_all")[0]["block"] == "tables"
+
+
+def test_unknown_parallelism_settings_are_named(dlrm):
+    dlrm["parallelism"] = {"embeding_sharding": {}}
+    with pytest.raises(ScenarioError) as info:
+        validate_scenario(dlrm)
+    assert info.value.issues[0].field == "parallelism.embeding_sharding"
