@@ -25,6 +25,7 @@ from .palette import BlockPalette
 from .prediction import PredictionController
 from .profiles_install import install_profiles
 from .sharding import install_sharding
+from .sweep import install_sweep
 from .summary import SummaryPanel
 from .timeline.gantt import GanttWidget
 from .widgets import ErrorBar, PlatformPage, PredictionProgress, stacked
@@ -48,12 +49,13 @@ class MainWindow(QMainWindow):
     predict_fn : injected into the :class:`PredictionController` (tests use fakes)
     calibrate_fn : injected into the calibration runner (tests use fakes)
     rank_fn : injected into the Sharding dock's runner (tests use fakes)
+    sweep_fn : injected into the Sweep dock's runner (tests use fakes)
     settings : where recent files and the window layout persist
     """
 
     def __init__(self, path: str | os.PathLike | None = None, *, predict_fn=None,
                  settings: QSettings | None = None, debounce_ms: int = 400,
-                 calibrate_fn=None, rank_fn=None):
+                 calibrate_fn=None, rank_fn=None, sweep_fn=None):
         super().__init__()
         self.settings = settings if settings is not None else QSettings("ml-dse", "explorer")
         self.path: Path | None = None
@@ -69,6 +71,7 @@ class MainWindow(QMainWindow):
         self.compare = install_compare(self)  # Compare dock, Import Trace, drag and drop
         self.profiles = install_profiles(self, calibrate_fn)  # Profiles tab, calibration
         self.sharding = install_sharding(self, rank_fn)  # Sharding dock, Rank Shardings
+        self.sweep = install_sweep(self, sweep_fn)  # Sweep dock, Run ▸ Sweep
         self.resize(1400, 900)
         self._default_state = self.saveState()
         geometry = self.settings.value("window/geometry")
@@ -570,6 +573,7 @@ class MainWindow(QMainWindow):
         self.controller.shutdown()
         self.profiles.shutdown()
         self.sharding.shutdown()
+        self.sweep.shutdown()
         self.settings.setValue("window/geometry", self.saveGeometry())
         self.settings.setValue("window/state", self.saveState())
         super().closeEvent(event)

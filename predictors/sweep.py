@@ -78,7 +78,8 @@ def parse_values(param: str, text: str) -> list:
         try:
             out.append(kind(part))
         except ValueError:
-            raise ValueError(f"{param}: {part!r} is not a {kind.__name__}") from None
+            what = "a whole number" if kind is int else kind.__name__
+            raise ValueError(f"{param}: {part!r} is not {what}") from None
     if not out:
         raise ValueError(f"{param}: no values given")
     return out

@@ -62,3 +62,4 @@ def make_window(qtbot, tmp_path):
         assert not w.profiles.runner.is_running()
         assert not w.profiles.panel.loader.is_running()
         assert not any(t.isRunning() for t in list(w.sharding.runner._threads))
+        assert not any(t.isRunning() for t in list(w.sweep.runner._threads))

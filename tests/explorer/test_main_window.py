@@ -45,9 +45,9 @@ def test_menus_and_shortcuts(make_window):
     assert {"Undo", "Redo", "Delete", "Select All"} <= {t.split(" ")[0] if t.startswith(
         ("Undo", "Redo")) else t for t in texts(menus["Edit"])}
     assert texts(menus["Run"]) == ["Predict", "Cancel", "Calibrate This Device…",
-                                   "Device Profiles", "Rank Shardings"]
+                                   "Device Profiles", "Rank Shardings", "Sweep"]
     assert "Reset Layout" in texts(menus["View"]) and "Timeline" in texts(menus["View"])
-    assert "Sharding" in texts(menus["View"])
+    assert {"Sharding", "Sweep"} <= set(texts(menus["View"]))
     assert not w.save_action.shortcut().isEmpty() and not w.undo_action.shortcut().isEmpty()
 
 

@@ -28,14 +28,14 @@ def test_ranks_plans_and_applies_one(make_window, qtbot, dgx_scenario, tmp_path)
     w = make_window(dgx_scenario)
     view = w.sharding.view
     with qtbot.waitSignal(w.sharding.runner.sigFinished, timeout=240_000):
-        w.sharding.rank_action.trigger()
+        w.sharding.run_action.trigger()
         assert view.cancel_button.isVisible()  # progress and cancel while it runs
     assert not view.cancel_button.isVisible()
     rows = view.table.rowCount()
     assert rows >= 2 and view.table.columnCount() == len(COLUMNS)
     ms = [float(view.table.item(r, 2).text()) for r in range(rows)]
     assert ms == sorted(ms) and view.table.item(0, 3).text() == "best"
-    assert view.selected() is view.ranking.plans[0] and len(view._bars) == 3
+    assert view.selected() is view.ranking.plans[0] and len(view._items) == 3
     view.grab().save(str(tmp_path / "sharding.png"))
     assert (tmp_path / "sharding.png").stat().st_size > 5_000
     # Apply the second plan: one undo step that writes its assignment
@@ -68,7 +68,7 @@ def test_an_edit_during_the_ranking_shows_it_out_of_date(make_window, qtbot, dgx
         return rank_shardings(snapshot, **kwargs)
 
     w = make_window(dgx_scenario, rank_fn=gated)
-    w.sharding.rank()
+    w.sharding.run()
     w.editor.set_platform({"preset": "dgx-a100"})  # while it runs
     with qtbot.waitSignal(w.sharding.runner.sigFinished, timeout=240_000):
         gate.set()
@@ -82,17 +82,17 @@ def test_a_ranking_without_plans_is_said_not_raised(make_window, qtbot, dgx_scen
     empty = ShardingRanking("x", "pcie-4x-a100", 4, [], [("greedy by size", "too big")])
     w = make_window(dgx_scenario, rank_fn=lambda snapshot, **kw: empty)
     with qtbot.waitSignal(w.sharding.runner.sigFinished, timeout=30_000):
-        w.sharding.rank()
+        w.sharding.run()
     assert w.sharding.view.table.rowCount() == 0
-    assert "too big" in w.sharding.view.refused.text()
+    assert "too big" in w.sharding.view.footer.text()
 
 
 def test_a_single_gpu_scenario_says_why_it_cannot_be_sharded(make_window, qtbot):
     w = make_window()
     with qtbot.waitSignal(w.sharding.runner.sigFailed, timeout=60_000) as failed:
-        w.sharding.rank()
+        w.sharding.run()
     assert "nothing to shard" in failed.args[0]
-    assert w.sharding.view.error.isVisible() and w.sharding.view.rank_button.isEnabled()
+    assert w.sharding.view.error.isVisible() and w.sharding.view.run_button.isEnabled()
     w.new_scenario()  # another document: the old error goes
     assert not w.sharding.view.error.isVisible()
 
@@ -107,11 +107,11 @@ def test_cancel_stops_the_ranking(make_window, qtbot, dgx_scenario):
         raise Cancelled("ranking")
 
     w = make_window(dgx_scenario, rank_fn=slow_rank)
-    w.sharding.rank()
+    w.sharding.run()
     assert started.wait(10)
     with qtbot.waitSignal(w.sharding.runner.sigCancelled, timeout=10_000):
         w.cancel_action.trigger()  # Run ▸ Cancel stops a ranking too
-    assert w.sharding.view.rank_button.isEnabled()
+    assert w.sharding.view.run_button.isEnabled()
     assert not w.sharding.runner.is_running()
 
 

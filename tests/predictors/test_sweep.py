@@ -42,7 +42,7 @@ def test_sweep_cancels_and_rejects_bad_input(dlrm):
     with pytest.raises(ValueError, match="cannot sweep"):
         sweep(dlrm, "lr", [0.1])
     assert parse_values("batch_size", " 256, 512,") == [256, 512]
-    with pytest.raises(ValueError, match="'x' is not a int"):
+    with pytest.raises(ValueError, match="'x' is not a whole number"):
         parse_values("batch_size", "256,x")
 
 

@@ -1,0 +1,125 @@
+"""Wires the Sweep dock into the main window: Run ▸ Sweep, the predictions in a worker
+thread (progress, cancel), and Apply Value, which sets the selected value in the scenario
+as one undo step."""
+from __future__ import annotations
+
+from predictors.devices.platforms import PLATFORM_PRESETS, resolve_platform
+from predictors.sweep import SWEEPABLE, parse_values
+
+from ..run_dock import ResultsController
+from .view import SweepView
+
+__all__ = ["SweepController", "install_sweep", "default_values"]
+
+
+def _sweep(snapshot, param, values, **kwargs):
+    from predictors.sweep import sweep
+    return sweep(snapshot, param, values, **kwargs)
+
+
+def default_values(doc: dict, param: str) -> list:
+    """Values worth a first look: a quarter to four times the batch, the platforms of the
+    scenario's kind (GPU or CPU), every dtype."""
+    if param == "batch_size":
+        try:
+            b = max(1, int(doc["training"]["batch_size"]))
+        except (KeyError, TypeError, ValueError):  # an unfinished scenario
+            b = 512
+        return sorted({max(1, b // 4), max(1, b // 2), b, 2 * b, 4 * b})
+    if param == "platform":
+        try:
+            cpu = resolve_platform(doc["platform"]).device == "cpu"
+        except (KeyError, TypeError, ValueError):
+            cpu = False
+        return [name for name, p in PLATFORM_PRESETS.items() if (p.device == "cpu") == cpu]
+    return ["float32", "bfloat16", "float16"]
+
+
+class SweepController(ResultsController):
+    """Owns the Sweep dock and its run.
+
+    Parameters
+    ----------
+    window : the :class:`~explorer.app.MainWindow`
+    sweep_fn : callable like :func:`predictors.sweep.sweep` (tests inject fakes)
+    """
+
+    title = "Sweep"
+    object_name = "sweepDock"
+    action = ("S&weep", "Ctrl+Shift+W", "Predict the scenario for each value of one "
+              "setting: batch size, platform or dtype (Sweep dock)")
+    failure = "Could not sweep"
+
+    def __init__(self, window, sweep_fn=None):
+        super().__init__(window, SweepView(), sweep_fn or _sweep)
+        self._param = "batch_size"
+        self._values: list = []
+        self.view.sigParamChanged.connect(self._fill_defaults)
+        window.editor.document.sigReset.connect(lambda: self._fill_defaults(self.view.param()))
+        self._fill_defaults(self.view.param())
+
+    def _fill_defaults(self, param: str) -> None:
+        self.view.set_values(default_values(self.window.editor.document.snapshot(), param))
+
+    def run(self) -> int | None:
+        """Sweep the values in the dock; a value list that does not parse is shown, not
+        run."""
+        try:
+            self._values = parse_values(self.view.param(), self.view.values_edit.text())
+        except ValueError as exc:
+            self.dock.show()
+            self.dock.raise_()
+            self.view.show_error(str(exc))
+            return None
+        self._param = self.view.param()
+        return super().run()
+
+    def call(self, snapshot, **kwargs):
+        return self.fn(snapshot, self._param, list(self._values), **kwargs)
+
+    def ignored(self):
+        section, key, _, _ = SWEEPABLE[self._param]
+        return [(section, None if section == "platform" else key)]
+
+    def show(self, result) -> str:
+        self.view.set_sweep(result)
+        best = result.best()
+        if best is None:
+            return "No value of the sweep can run"
+        return (f"Swept {len(result.rows)} values in {result.elapsed_s:.1f} s: fastest "
+                f"{result.param} = {best.value}, {best.records_per_s:,.0f} samples/s")
+
+    def _current(self):
+        section, key, _, _ = SWEEPABLE[self._param]
+        doc = self.window.editor.document.snapshot()
+        return doc["platform"].get("preset") if section == "platform" else doc[section][key]
+
+    def check_stale(self, *args) -> None:
+        super().check_stale(*args)
+        if self.view.shown is not None:
+            self.view.mark_applied(self._current())
+
+    def apply(self, row) -> bool:
+        """Set the row's value in the scenario (one undo step)."""
+        if self.refuse_stale() or row.error:
+            return False
+        section, key, _, _ = SWEEPABLE[self._param]
+        editor, doc = self.window.editor, self.window.editor.document
+        if section == "platform":
+            platform = {"preset": row.value}
+            if row.value == "local-cpu" and "threads" in doc.platform():
+                platform["threads"] = doc.platform()["threads"]
+            done = editor.set_platform(platform)
+        else:
+            training = doc.training()
+            training[key] = row.value
+            done = editor.set_training(training)
+        self.window.statusBar().showMessage(
+            f"Set {self._param} = {row.value} ({row.iteration_ms:.3f} ms predicted)" if done
+            else f"The scenario already uses {self._param} = {row.value}", 6000)
+        return done
+
+
+def install_sweep(window, sweep_fn=None) -> SweepController:
+    """Add the Sweep dock and Run ▸ Sweep to ``window``."""
+    return SweepController(window, sweep_fn)

@@ -1,0 +1,146 @@
+"""The Sweep dock: one setting of the scenario swept over values, side by side.
+
+The table gives each value's predicted iteration, throughput (samples/s, the batch over
+the iteration), the gap to the best, device-active share and exposed communication; a
+value that cannot run says why.  Beside it, throughput against the value: a line over
+batch sizes (log scale), bars over platforms and dtypes, the selected value marked.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QComboBox, QLineEdit, QWidget
+
+from predictors.sweep import SWEEPABLE
+
+from ..run_dock import ResultsView
+
+__all__ = ["SweepView", "COLUMNS"]
+
+COLUMNS = ("#", "Value", "Iteration (ms)", "Samples/s", "vs best", "Device active",
+           "Exposed comm (ms)", "Ranks")
+COLUMN_TIPS = ("Order of the values", "The value of the swept setting",
+               "Predicted iteration time of the slowest rank",
+               "Throughput: the global batch over the iteration",
+               "Throughput against the best value's",
+               "Busy share of the slowest rank's device streams",
+               "Communication of the slowest rank that no kernel overlaps",
+               "Ranks the platform runs")
+EMPTY_TEXT = ("Run ▸ Sweep predicts the scenario once per value of one setting (batch size, "
+              "platform or dtype) and compares the iterations and throughput here. Pick the "
+              "setting and the values, then Sweep.")
+LABELS = {"batch_size": "batch size", "platform": "platform", "dtype": "dtype"}
+ACCENT = "#4e79a7"
+
+
+class SweepView(ResultsView):
+    """A :class:`~predictors.sweep.SweepResult` as a table and a throughput chart.
+
+    Signals
+    -------
+    sigParamChanged(str)   the user picked another setting to sweep
+    """
+
+    sigParamChanged = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None):
+        self.param_box = QComboBox()
+        for name in SWEEPABLE:
+            self.param_box.addItem(LABELS.get(name, name), name)
+        self.param_box.setToolTip("The setting to sweep")
+        self.values_edit = QLineEdit()
+        self.values_edit.setMinimumWidth(260)
+        self.values_edit.setToolTip("Values, separated by commas")
+        super().__init__(COLUMNS, COLUMN_TIPS, EMPTY_TEXT,
+                         ("Sweep", "Predict the scenario for each value (Run ▸ Sweep)"),
+                         ("Apply Value", "Set the selected value in the scenario (undoable)"),
+                         controls=(self.param_box, self.values_edit), parent=parent)
+        self.plot.setLabel("left", "samples/s")
+        self.param_box.currentIndexChanged.connect(
+            lambda _i: self.sigParamChanged.emit(self.param()))
+        self.values_edit.returnPressed.connect(self.sigRunRequested)
+
+    def param(self) -> str:
+        return self.param_box.currentData()
+
+    def set_values(self, values: list) -> None:
+        self.values_edit.setText(", ".join(str(v) for v in values))
+
+    def header_text(self) -> str:
+        r = self.shown
+        best = r.best()
+        text = (f"{LABELS.get(r.param, r.param)} of {r.scenario_name or 'this scenario'}: "
+                f"{len(r.rows)} value(s)"
+                + (f", fastest {best.value} at {best.records_per_s:,.0f} samples/s."
+                   if best is not None else ", none can run."))
+        if self.stale:
+            text = "Out of date (the scenario changed): sweep again. " + text
+        return text
+
+    def set_sweep(self, result) -> None:
+        """Show a :class:`~predictors.sweep.SweepResult`."""
+        best = result.best()
+        top = best.records_per_s if best is not None else 0.0
+        rows, tips = [], []
+        for i, r in enumerate(result.rows):
+            if r.error:
+                rows.append([str(i + 1), str(r.value), "–", "–", "cannot run", "–", "–", "–"])
+                tips.append(r.error)
+                continue
+            share = r.device_active_ms / r.iteration_ms if r.iteration_ms else 0.0
+            rows.append([str(i + 1), str(r.value), f"{r.iteration_ms:.3f}",
+                         f"{r.records_per_s:,.0f}",
+                         "best" if r is best else f"{100 * (r.records_per_s / top - 1):+.1f} %",
+                         f"{100 * share:.0f} %", f"{r.exposed_comm_ms:.3f}", str(r.ranks)])
+            tips.append(f"{result.param} = {r.value}")
+        errors = [f"{r.value}: {r.error}" for r in result.rows if r.error]
+        self.show_rows(result, result.rows, rows, tips,
+                       ("Cannot run: " + "; ".join(errors)) if errors else "",
+                       select=result.rows.index(best) if best is not None else None)
+
+    def can_apply(self, row) -> bool:
+        return not row.error
+
+    def mark_applied(self, value) -> None:
+        """Tag the value the scenario uses now."""
+        for i, row in enumerate(self.results):
+            item = self.table.item(i, 1)
+            if item is not None:
+                item.setText(str(row.value) + ("  ✓ current" if row.value == value else ""))
+
+    def draw(self, selected) -> None:
+        """Throughput per value; the selected one highlighted."""
+        self.clear_plot()
+        result = self.shown
+        ok = [(i, r) for i, r in enumerate(result.rows) if not r.error] if result else []
+        if not ok:
+            self.plot.setTitle("")
+            return
+        ys = np.array([r.records_per_s for _, r in ok])
+        numeric = result.param == "batch_size"
+        xs = (np.array([math.log2(r.value) for _, r in ok]) if numeric
+              else np.array([float(i) for i, _ in ok]))
+        if numeric:
+            self.add_plot_item(pg.PlotDataItem(xs, ys, pen=pg.mkPen(ACCENT, width=2),
+                                               symbol="o", symbolBrush=ACCENT, symbolSize=7))
+            ticks = [(x, str(r.value)) for x, (_, r) in zip(xs, ok)]
+        else:
+            self.add_plot_item(pg.BarGraphItem(x=xs, height=ys, width=0.6, brush=ACCENT))
+            # names would collide under narrow bars: number them as the table's rows
+            ticks = [(float(i), str(i + 1)) for i, _ in ok]
+        if selected is not None and not selected.error:
+            k = next(j for j, (_, r) in enumerate(ok) if r is selected)
+            self.add_plot_item(pg.ScatterPlotItem(x=[xs[k]], y=[ys[k]], symbol="o", size=13,
+                                                  pen=pg.mkPen("#d32f2f", width=2),
+                                                  brush=None))
+        self.plot.getAxis("bottom").setTicks([ticks])
+        self.plot.setLabel("bottom", LABELS.get(result.param, result.param)
+                           + ("" if numeric else " (# in the table)"))
+        pad = 0.5 if len(xs) > 1 or not numeric else 1.0
+        self.plot.setXRange(float(xs.min()) - pad, float(xs.max()) + pad, padding=0)
+        self.plot.setYRange(0, float(ys.max()) * 1.15, padding=0)
+        self.plot.setTitle("throughput by " + LABELS.get(result.param, result.param),
+                           size="9pt", color="#333")

@@ -1,0 +1,82 @@
+"""The Sweep dock: Run ▸ Sweep in a worker, a row per value (errors included), the
+throughput chart, Apply Value as one undo step, stale after an edit, bad value lists."""
+import os
+import threading
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from explorer.sweep import default_values
+from explorer.sweep.view import COLUMNS
+from predictors.predict import Cancelled
+
+
+def test_sweeps_batch_sizes_and_applies_one(make_window, qtbot, tmp_path):
+    w = make_window()
+    view = w.sweep.view
+    assert view.param() == "batch_size"
+    assert view.values_edit.text() == "128, 256, 512, 1024, 2048"  # around the scenario's 512
+    view.values_edit.setText("256, 1024, 4096")
+    with qtbot.waitSignal(w.sweep.runner.sigFinished, timeout=240_000):
+        w.sweep.run_action.trigger()
+        assert view.cancel_button.isVisible() and not view.values_edit.isEnabled()
+    assert view.table.rowCount() == 3 and view.table.columnCount() == len(COLUMNS)
+    samples = [float(view.table.item(r, 3).text().replace(",", "")) for r in range(3)]
+    assert samples == sorted(samples)  # CPU-bound small DLRM: more samples per step
+    assert view.selected() is view.shown.best() and view._items  # the chart is drawn
+    view.grab().save(str(tmp_path / "sweep.png"))
+    view.table.selectRow(1)
+    view.apply_button.click()
+    assert w.editor.document.training()["batch_size"] == 1024
+    assert "current" in view.table.item(1, 1).text() and not view.stale
+    w.editor.undo_stack.undo()
+    assert w.editor.document.training()["batch_size"] == 512
+    w.editor.set_platform({"preset": "h100-1"})  # the sweep was for the A100
+    assert view.stale and not w.sweep.apply(view.shown.rows[0])
+
+
+def test_a_value_that_cannot_run_is_a_row_not_a_failure(make_window, qtbot):
+    w = make_window()
+    view = w.sweep.view
+    view.param_box.setCurrentIndex(view.param_box.findData("platform"))
+    assert "dgx-a100" in view.values_edit.text()  # GPU presets for a GPU scenario
+    view.values_edit.setText("a100-1, dgx-b300")
+    with qtbot.waitSignal(w.sweep.runner.sigFinished, timeout=240_000):
+        w.sweep.run()
+    assert view.table.rowCount() == 2
+    assert view.table.item(0, 4).text() == "best"
+    assert view.table.item(1, 4).text() == "cannot run"
+    assert view.footer.isVisible() and "unknown preset 'dgx-b300'" in view.footer.text()
+    view.table.selectRow(1)
+    assert not view.apply_button.isEnabled()  # nothing to apply
+
+
+def test_bad_values_are_shown_not_run(make_window):
+    w = make_window()
+    w.sweep.view.values_edit.setText("256, lots")
+    assert w.sweep.run() is None and not w.sweep.runner.is_running()
+    assert w.sweep.view.error.isVisible() and "lots" in w.sweep.view.error.text()
+    assert "whole number" in w.sweep.view.error.text()
+
+
+def test_cancel_stops_the_sweep(make_window, qtbot):
+    started = threading.Event()
+
+    def slow(snapshot, param, values, progress, cancelled, **kwargs):
+        started.set()
+        while not cancelled():
+            threading.Event().wait(0.01)
+        raise Cancelled("sweep")
+
+    w = make_window(sweep_fn=slow)
+    w.sweep.run()
+    assert started.wait(10)
+    with qtbot.waitSignal(w.sweep.runner.sigCancelled, timeout=10_000):
+        w.cancel_action.trigger()
+    assert w.sweep.view.run_button.isEnabled()
+
+
+def test_default_values():
+    doc = {"training": {"batch_size": 3}, "platform": {"preset": "local-cpu"}}
+    assert default_values(doc, "batch_size") == [1, 3, 6, 12]
+    assert default_values(doc, "platform") == ["local-cpu"]
+    assert default_values({"training": {"batch_size": "x"}}, "batch_size")[2] == 512
