@@ -28,7 +28,8 @@ from .sharding import install_sharding
 from .sweep import install_sweep
 from .summary import SummaryPanel
 from .timeline.gantt import GanttWidget
-from .widgets import ErrorBar, PlatformPage, PredictionProgress, stacked
+from .platform import PlatformPage
+from .widgets import ErrorBar, PredictionProgress, stacked
 
 __all__ = ["MainWindow", "ErrorBar", "PlatformPage", "DEFAULT_SCENARIO", "APP_NAME"]
 

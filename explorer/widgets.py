@@ -1,19 +1,14 @@
-"""Self-contained widgets of the main window: the error bar, the Platform tab and the
-prediction progress in the status bar."""
+"""Self-contained widgets of the main window: the error bar and the prediction progress in
+the status bar."""
 from __future__ import annotations
 
 import html
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFormLayout, QHBoxLayout,
-                               QHeaderView, QLabel, QProgressBar, QPushButton, QTableWidget,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel,
+                               QProgressBar, QPushButton, QTableWidget, QVBoxLayout, QWidget)
 
-from predictors.devices.platforms import PLATFORM_PRESETS
-
-from .document.editor import DocumentEditor
-
-__all__ = ["ErrorBar", "PlatformPage", "PredictionProgress", "read_only_table",
+__all__ = ["ErrorBar", "PredictionProgress", "read_only_table",
            "stacked"]
 
 
@@ -82,63 +77,6 @@ class ErrorBar(QLabel):
             self.clear()
             self.sigDismissed.emit()
         super().mousePressEvent(event)
-
-
-class PlatformPage(QWidget):
-    """The Platform tab, for now a preset chooser; a choice is one undoable edit."""
-
-    CUSTOM = "(custom platform graph)"
-
-    def __init__(self, editor: DocumentEditor, parent: QWidget | None = None):
-        super().__init__(parent)
-        self.editor = editor
-        self.combo = QComboBox(self)
-        for name, p in PLATFORM_PRESETS.items():
-            self.combo.addItem(name, name)
-            self.combo.setItemData(self.combo.count() - 1, p.description, Qt.ToolTipRole)
-        self.description = QLabel(self)
-        self.description.setWordWrap(True)
-        self.description.setStyleSheet("color: #445;")
-        form = QFormLayout()
-        form.addRow("Preset", self.combo)
-        form.addRow("", self.description)
-        box = QVBoxLayout(self)
-        box.setContentsMargins(16, 16, 16, 16)
-        box.addLayout(form)
-        box.addStretch(1)
-        self.combo.currentIndexChanged.connect(self._on_chosen)
-        doc = editor.document
-        doc.sigPlatformChanged.connect(self.refresh)
-        doc.sigReset.connect(self.refresh)
-        self.refresh()
-
-    def refresh(self) -> None:
-        platform = self.editor.document.platform()
-        preset = platform.get("preset") if isinstance(platform, dict) else None
-        self.combo.blockSignals(True)
-        custom = self.combo.findData(self.CUSTOM)
-        if preset in PLATFORM_PRESETS:
-            if custom >= 0:
-                self.combo.removeItem(custom)
-            self.combo.setCurrentIndex(self.combo.findData(preset))
-            p = PLATFORM_PRESETS[preset]
-            self.description.setText(f"{p.description}\n{p.ranks} rank(s) · device: {p.device}")
-        else:
-            if custom < 0:
-                self.combo.addItem(self.CUSTOM, self.CUSTOM)
-            self.combo.setCurrentIndex(self.combo.findData(self.CUSTOM))
-            nodes = platform.get("nodes", []) if isinstance(platform, dict) else []
-            self.description.setText(f"A custom platform graph of {len(nodes)} nodes.")
-        self.combo.blockSignals(False)
-
-    def _on_chosen(self, index: int) -> None:
-        name = self.combo.itemData(index)
-        if name in PLATFORM_PRESETS:
-            current = self.editor.document.platform()
-            platform = {"preset": name}
-            if name == "local-cpu" and "threads" in current:
-                platform["threads"] = current["threads"]
-            self.editor.set_platform(platform)
 
 
 class PredictionProgress(QWidget):

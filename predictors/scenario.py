@@ -189,6 +189,15 @@ def _validate_platform(platform, issues: list[Issue]) -> dict:
                                                            f"{node['id']!r}"))
         ids.add(node["id"])
         _validate_device_params(node, f"platform.nodes[{i}].params", issues)
+    models = [(i, (n.get("params") or {}).get("model", "a100")) for i, n in enumerate(nodes)
+              if isinstance(n, dict) and n.get("kind") == "gpu"
+              and isinstance(n.get("params", {}), dict)]
+    for i, model in models[1:]:
+        if model != models[0][1]:
+            issues.append(Issue(f"platform.nodes[{i}].params.model",
+                                f"{model!r} differs from the first GPU's {models[0][1]!r}: "
+                                "a platform has one GPU model"))
+            break
     gpus = sum(1 for n in nodes if isinstance(n, dict) and n.get("kind") == "gpu")
     hosts = sum(1 for n in nodes if isinstance(n, dict) and n.get("kind") == "node")
     if gpus and hosts and gpus % hosts:

@@ -134,15 +134,18 @@ class RemoveEdgeCommand(QUndoCommand):
 
 
 class SetPlatformCommand(QUndoCommand):
-    def __init__(self, document: ScenarioDocument, platform: dict):
-        super().__init__("Change platform")
+    def __init__(self, document: ScenarioDocument, platform: dict,
+                 positions: dict | None = None, text: str = "Change platform"):
+        super().__init__(text)
         self.document, self.old, self.new = document, document.platform(), copy.deepcopy(platform)
+        self.old_pos = document.platform_positions()
+        self.new_pos = copy.deepcopy(positions) if positions is not None else self.old_pos
 
     def redo(self):
-        self.document.set_platform(self.new)
+        self.document.set_platform(self.new, self.new_pos)
 
     def undo(self):
-        self.document.set_platform(self.old)
+        self.document.set_platform(self.old, self.old_pos)
 
 
 class SetTrainingCommand(QUndoCommand):

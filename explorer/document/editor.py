@@ -199,10 +199,14 @@ class DocumentEditor(QObject):
 
     # -- scenario settings ------------------------------------------------------------------
 
-    def set_platform(self, platform: dict) -> bool:
-        if platform == self.document.platform():
+    def set_platform(self, platform: dict, positions: dict | None = None,
+                     text: str = "Change platform") -> bool:
+        """Replace the platform (and its canvas positions) as one undo step named
+        ``text``; False when nothing changes."""
+        if platform == self.document.platform() and (
+                positions is None or positions == self.document.platform_positions()):
             return False
-        self.undo_stack.push(SetPlatformCommand(self.document, platform))
+        self.undo_stack.push(SetPlatformCommand(self.document, platform, positions, text))
         return True
 
     def set_training(self, training: dict) -> bool:

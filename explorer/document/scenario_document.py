@@ -110,6 +110,10 @@ class ScenarioDocument(QObject):
                      if k in ids and _is_position(v)}  # bad entries are laid out afresh
         positions.update(_auto_layout(model["nodes"], model["edges"], positions))
         layout["model"] = positions
+        if "platform" in layout:  # the platform canvas's, kept only where it was saved
+            where = layout["platform"] if isinstance(layout["platform"], dict) else {}
+            layout["platform"] = {k: [float(v[0]), float(v[1])] for k, v in where.items()
+                                  if isinstance(k, str) and _is_position(v)}
         doc["layout"] = layout
         self._doc = doc
         self._issues = None
@@ -188,6 +192,10 @@ class ScenarioDocument(QObject):
 
     def platform(self) -> dict:
         return copy.deepcopy(self._doc["platform"])
+
+    def platform_positions(self) -> dict:
+        """Where the platform canvas draws each device (``layout.platform``)."""
+        return copy.deepcopy(self._doc["layout"].get("platform", {}))
 
     def training(self) -> dict:
         return copy.deepcopy(self._doc["training"])
@@ -277,8 +285,11 @@ class ScenarioDocument(QObject):
         self.sigEdgeRemoved.emit(source, target)
         self._edited()
 
-    def set_platform(self, platform: dict) -> None:
+    def set_platform(self, platform: dict, positions: dict | None = None) -> None:
+        """Replace the platform (and, when given, its devices' canvas positions)."""
         self._doc["platform"] = copy.deepcopy(platform)
+        if positions is not None:
+            self._doc["layout"]["platform"] = copy.deepcopy(positions)
         self.sigPlatformChanged.emit()
         self._edited()
 

@@ -5,7 +5,8 @@ from dataclasses import dataclass
 
 from .specs import find_gpu_spec
 
-__all__ = ["Platform", "PLATFORM_PRESETS", "LINK_KINDS", "GPU_MODELS", "resolve_platform"]
+__all__ = ["Platform", "PLATFORM_PRESETS", "LINK_KINDS", "LINK_LABELS", "GPU_MODELS",
+           "resolve_platform", "preset_graph", "gpu_model_key"]
 
 # Per-GPU bandwidth, one direction, from NVIDIA's NVLink/NVSwitch pages and the PCIe and
 # InfiniBand specifications.
@@ -18,6 +19,12 @@ LINK_KINDS = {
     "nic400": 50e9,     # 400 Gb/s InfiniBand NDR / Ethernet
     "nic200": 25e9,     # 200 Gb/s HDR
 }
+
+LINK_LABELS = {"nvlink2": "NVLink2", "nvlink3": "NVLink3", "nvlink4": "NVLink4",
+               "pcie4": "PCIe 4.0 x16", "pcie5": "PCIe 5.0 x16", "nic400": "NIC 400G",
+               "nic200": "NIC 200G"}
+# fabric devices a GPU link may end on (a CPU's PCIe root is not the GPUs' fabric)
+_FABRIC = ("gpu", "nvswitch", "pcie_switch")
 
 
 @dataclass(frozen=True)
@@ -91,9 +98,65 @@ def resolve_platform(platform: dict) -> Platform:
     else:
         spec = find_gpu_spec(model)
         device = spec.name if spec is not None else model
-    links = [e.get("kind") for e in platform.get("edges", [])]
-    intra = next((k for k in links if k and k.startswith(("nvlink", "pcie"))), None)
-    inter = next((k for k in links if k and k.startswith("nic")), None)
+    kind_of = {n["id"]: n["kind"] for n in nodes}
+    intra = inter = None
+    for e in platform.get("edges", []):
+        ends = {kind_of.get(e.get("source")), kind_of.get(e.get("target"))}
+        kind = e.get("kind") or ""
+        if kind.startswith("nic") and inter is None:
+            inter = kind
+        elif (kind.startswith(("nvlink", "pcie")) and "gpu" in ends
+              and ends <= set(_FABRIC) and intra is None):
+            intra = kind  # the GPUs' own fabric: GPU to GPU or to a switch
     per_node = max(1, len(gpus) // hosts)
     return Platform("custom", device, per_node, hosts, intra, inter,
                     description=f"custom: {len(gpus)} x {device}")
+
+
+def gpu_model_key(device: str) -> str:
+    """The short model name of a GPU (``a100``) for a custom platform's GPU node."""
+    return next((k for k, v in GPU_MODELS.items() if v == device), device)
+
+
+def preset_graph(name: str) -> dict:
+    """A preset as a platform graph (what the platform canvas shows and edits): per host
+    a ``node``, its CPU, the GPUs on their fabric (an NVSwitch, DGX-1's hybrid cube-mesh
+    NVLink, or a PCIe switch) and, where the preset has a network, the host's NICs,
+    linked to the other hosts' NICs.  :func:`resolve_platform` gives it back as the preset, but named
+    ``custom``."""
+    p = PLATFORM_PRESETS[name]
+    if p.device == "cpu":
+        return {"nodes": [{"id": "cpu0", "kind": "cpu", "params": {"threads": p.threads}}],
+                "edges": []}
+    model = gpu_model_key(p.device)
+    nodes, edges = [], []
+    for h in range(p.nodes):
+        pre = f"n{h}_" if p.nodes > 1 else ""
+        nodes.append({"id": f"{pre}host", "kind": "node"})
+        nodes.append({"id": f"{pre}cpu", "kind": "cpu"})
+        gpus = [f"{pre}gpu{i}" for i in range(p.gpus)]
+        nodes.extend({"id": g, "kind": "gpu", "params": {"model": model}} for g in gpus)
+        if p.intra_link is None:
+            pass  # one GPU: no fabric
+        elif p.intra_link.startswith("pcie"):
+            nodes.append({"id": f"{pre}pcie_switch", "kind": "pcie_switch"})
+            edges.extend({"source": g, "target": f"{pre}pcie_switch", "kind": p.intra_link}
+                         for g in gpus)
+        elif p.name == "dgx1-v100":  # hybrid cube mesh: two fully linked quads, paired
+            pairs = [(a, b) for q in (0, 4) for a in range(q, q + 4) for b in range(a + 1, q + 4)]
+            pairs += [(i, i + 4) for i in range(4)]
+            edges.extend({"source": gpus[a], "target": gpus[b], "kind": p.intra_link}
+                         for a, b in pairs if b < len(gpus))
+        else:
+            nodes.append({"id": f"{pre}nvswitch", "kind": "nvswitch"})
+            edges.extend({"source": g, "target": f"{pre}nvswitch", "kind": p.intra_link}
+                         for g in gpus)
+        if p.inter_link is not None:  # the host's scale-out NICs (one per GPU)
+            nodes.append({"id": f"{pre}nic", "kind": "nic"})
+            edges.append({"source": f"{pre}nic", "target": f"{pre}host",
+                          "kind": p.inter_link})
+    if p.nodes > 1 and p.inter_link is not None:
+        nics = [f"n{h}_nic" for h in range(p.nodes)]
+        edges.extend({"source": a, "target": b, "kind": p.inter_link}
+                     for i, a in enumerate(nics) for b in nics[i + 1:])
+    return {"nodes": nodes, "edges": edges}

@@ -317,3 +317,12 @@ def test_unknown_parallelism_settings_are_named(dlrm):
     with pytest.raises(ScenarioError) as info:
         validate_scenario(dlrm)
     assert info.value.issues[0].field == "parallelism.embeding_sharding"
+
+
+def test_every_preset_as_a_graph_resolves_to_the_preset():
+    from predictors.devices.platforms import PLATFORM_PRESETS, preset_graph
+    from predictors.scenario import validate_platform
+    for name, p in PLATFORM_PRESETS.items():
+        r = resolve_platform(validate_platform(preset_graph(name)))
+        assert (r.device, r.gpus, r.nodes, r.intra_link, r.inter_link) == \
+            (p.device, p.gpus, p.nodes, p.intra_link, p.inter_link), name

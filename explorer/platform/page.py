@@ -1,0 +1,252 @@
+"""The Platform tab: a preset chooser, a palette of devices to drag onto the canvas, the
+selected device's or link's settings, and a one-line summary of what the predictor sees."""
+from __future__ import annotations
+
+from PySide6.QtCore import QMimeData, QPointF, Qt
+from PySide6.QtGui import QDrag, QPainter
+from PySide6.QtWidgets import (QComboBox, QGraphicsView, QHBoxLayout, QLabel, QPushButton,
+                               QSpinBox, QVBoxLayout, QWidget)
+
+from predictors.devices.platforms import (GPU_MODELS, LINK_KINDS, PLATFORM_PRESETS,
+                                          resolve_platform)
+from predictors.scenario import ScenarioError, validate_platform
+
+from .scene import DEVICE_KINDS, DEVICE_MIME, PlatformScene, link_text
+
+__all__ = ["PlatformPage", "PlatformView", "DeviceButton"]
+
+
+class DeviceButton(QPushButton):
+    """A palette entry: click adds the device, drag drops it where the mouse lets go."""
+
+    def __init__(self, kind: str, scene: PlatformScene, parent=None):
+        super().__init__(DEVICE_KINDS[kind][0], parent)
+        self.kind, self.scene = kind, scene
+        self.setToolTip(f"Drag onto the canvas (or click) to add a {DEVICE_KINDS[kind][0]}")
+        self.setStyleSheet(f"QPushButton {{ border-left: 5px solid {DEVICE_KINDS[kind][1]}; "
+                           "padding: 3px 8px; }")
+        self._start = None
+        self.clicked.connect(lambda: self.scene.add_device(self.kind))
+
+    def mousePressEvent(self, event):
+        self._start = event.position()
+        super().mousePressEvent(event)
+
+    def mouseMoveEvent(self, event):
+        if self._start is not None and (event.position() - self._start).manhattanLength() > 8:
+            self._start = None
+            self.setDown(False)
+            mime = QMimeData()
+            mime.setData(DEVICE_MIME, self.kind.encode())
+            drag = QDrag(self)
+            drag.setMimeData(mime)
+            drag.exec(Qt.CopyAction)
+            return
+        super().mouseMoveEvent(event)
+
+
+class PlatformView(QGraphicsView):
+    """The canvas: wheel zoom, rubber-band selection, F fits, device drops."""
+
+    def __init__(self, scene: PlatformScene, parent=None):
+        super().__init__(scene, parent)
+        self.setRenderHint(QPainter.Antialiasing)
+        self.setDragMode(QGraphicsView.RubberBandDrag)
+        self.setAcceptDrops(True)
+        self.setTransformationAnchor(QGraphicsView.AnchorUnderMouse)
+
+    def fit_all(self) -> None:
+        rect = self.scene().itemsBoundingRect().adjusted(-40, -40, 40, 40)
+        if rect.isValid():
+            self.fitInView(rect, Qt.KeepAspectRatio)
+            if self.transform().m11() > 1.2:  # a few devices: not blown up
+                self.resetTransform()
+                self.centerOn(rect.center())
+
+    def wheelEvent(self, event):
+        factor = 1.15 if event.angleDelta().y() > 0 else 1 / 1.15
+        self.scale(factor, factor)
+
+    def keyPressEvent(self, event):
+        if event.key() == Qt.Key_F:
+            self.fit_all()
+            return
+        super().keyPressEvent(event)
+
+    def dragEnterEvent(self, event):
+        if event.mimeData().hasFormat(DEVICE_MIME):
+            event.acceptProposedAction()
+        else:
+            super().dragEnterEvent(event)
+
+    def dragMoveEvent(self, event):
+        if event.mimeData().hasFormat(DEVICE_MIME):
+            event.acceptProposedAction()
+        else:
+            super().dragMoveEvent(event)
+
+    def dropEvent(self, event):
+        if event.mimeData().hasFormat(DEVICE_MIME):
+            kind = bytes(event.mimeData().data(DEVICE_MIME)).decode()
+            if kind in DEVICE_KINDS:
+                pos = self.mapToScene(event.position().toPoint())
+                self.scene().add_device(kind, QPointF(pos))
+                event.acceptProposedAction()
+                return
+        super().dropEvent(event)
+
+
+class PlatformPage(QWidget):
+    """The Platform tab; every change is one undoable edit of the document."""
+
+    CUSTOM = "(custom platform graph)"
+
+    def __init__(self, editor, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.editor = editor
+        self.scene = PlatformScene(editor, self)
+        self.view = PlatformView(self.scene, self)
+        self.combo = QComboBox(self)
+        self.combo.setToolTip("Start from a preset (one undoable edit); editing its devices "
+                              "or links makes it a custom graph")
+        for name, p in PLATFORM_PRESETS.items():
+            self.combo.addItem(name, name)
+            self.combo.setItemData(self.combo.count() - 1, p.description, Qt.ToolTipRole)
+        self.buttons = [DeviceButton(k, self.scene, self) for k in DEVICE_KINDS]
+        # the selection's settings
+        self.gpu_model = QComboBox(self)
+        for key, name in GPU_MODELS.items():
+            self.gpu_model.addItem(f"{key.upper()} ({name})", key)
+        self.gpu_model.setToolTip("GPU model of every GPU (a platform has one)")
+        self.threads = QSpinBox(self)
+        self.threads.setRange(1, 512)
+        self.threads.setToolTip("CPU threads for the training step")
+        self.link_kind = QComboBox(self)
+        for kind in LINK_KINDS:
+            self.link_kind.addItem(link_text(kind), kind)
+        self.selection_label = QLabel("", self)
+        self.description = QLabel(self)
+        self.description.setWordWrap(True)
+        self.description.setStyleSheet("color: #445;")
+        self._selected = None
+        self._build_layout()
+        self.combo.currentIndexChanged.connect(self._on_chosen)
+        self.gpu_model.activated.connect(self._on_gpu_model)
+        self.threads.editingFinished.connect(self._on_threads)
+        self.link_kind.activated.connect(self._on_link_kind)
+        self.scene.sigSelection.connect(self._on_selection)
+        doc = editor.document
+        doc.sigPlatformChanged.connect(self.refresh)
+        doc.sigReset.connect(self.refresh)
+        doc.sigReset.connect(self.view.fit_all)
+        self.refresh()
+        self._on_selection(None)
+
+    def _build_layout(self) -> None:
+        top = QHBoxLayout()
+        top.addWidget(QLabel("Preset", self))
+        top.addWidget(self.combo)
+        top.addSpacing(16)
+        top.addWidget(QLabel("Add", self))
+        for b in self.buttons:
+            top.addWidget(b)
+        top.addStretch(1)
+        sel = QHBoxLayout()
+        sel.addWidget(self.selection_label)
+        for w in (self.gpu_model, self.threads, self.link_kind):
+            sel.addWidget(w)
+        sel.addStretch(1)
+        hint = QLabel("Drag devices in · Shift-drag between devices to link them · Delete "
+                      "removes · F fits", self)
+        hint.setStyleSheet("color: #778;")
+        sel.addWidget(hint)
+        box = QVBoxLayout(self)
+        box.setContentsMargins(8, 8, 8, 8)
+        box.addLayout(top)
+        box.addWidget(self.description)
+        box.addLayout(sel)
+        box.addWidget(self.view, 1)
+
+    # --- follow the document ----------------------------------------------------------------
+
+    def refresh(self) -> None:
+        platform = self.editor.document.platform()
+        preset = platform.get("preset") if isinstance(platform, dict) else None
+        self.combo.blockSignals(True)
+        custom = self.combo.findData(self.CUSTOM)
+        if preset in PLATFORM_PRESETS:
+            if custom >= 0:
+                self.combo.removeItem(custom)
+            self.combo.setCurrentIndex(self.combo.findData(preset))
+        else:
+            if custom < 0:
+                self.combo.addItem(self.CUSTOM, self.CUSTOM)
+            self.combo.setCurrentIndex(self.combo.findData(self.CUSTOM))
+        self.combo.blockSignals(False)
+        self.description.setText(self.summary(platform))
+
+    @staticmethod
+    def summary(platform: dict) -> str:
+        """What the predictor makes of the platform, or why it cannot."""
+        try:
+            p = resolve_platform(validate_platform(platform))
+        except ScenarioError as exc:
+            return "⚠ " + "; ".join(str(i) for i in exc.issues[:2])
+        if p.device == "cpu":
+            return f"{p.description}: the CPU runs the step with {p.threads} thread(s)."
+        parts = [f"{p.gpus * p.nodes} × {p.device}", f"{p.nodes} node(s)"]
+        parts.append(f"GPU links: {link_text(p.intra_link)}" if p.intra_link else
+                     "no GPU links (PCIe 4.0 assumed)" if p.ranks > 1 else "one GPU")
+        if p.inter_link:
+            parts.append(f"network: {link_text(p.inter_link)} per GPU")
+        return (p.description + ": " if "preset" in platform else "") + " · ".join(parts)
+
+    def _on_selection(self, selected) -> None:
+        self._selected = selected
+        for w in (self.gpu_model, self.threads, self.link_kind):
+            w.setVisible(False)
+        if selected is None:
+            self.selection_label.setText("Select a device or link to edit it.")
+        elif isinstance(selected, tuple):
+            self.selection_label.setText("Link kind")
+            self.link_kind.setCurrentIndex(self.link_kind.findData(selected[2]))
+            self.link_kind.setVisible(True)
+        else:
+            kind = selected.get("kind")
+            self.selection_label.setText(f"{DEVICE_KINDS.get(kind, (kind,))[0]} "
+                                         f"{selected.get('id')}")
+            params = selected.get("params") or {}
+            if kind == "gpu":
+                self.gpu_model.setCurrentIndex(max(0, self.gpu_model.findData(
+                    params.get("model", "a100"))))
+                self.gpu_model.setVisible(True)
+            elif kind == "cpu":
+                self.threads.setValue(int(params.get("threads", 1)))
+                self.threads.setVisible(True)
+
+    # --- edits ------------------------------------------------------------------------------
+
+    def _on_chosen(self, index: int) -> None:
+        name = self.combo.itemData(index)
+        if name in PLATFORM_PRESETS:
+            current = self.editor.document.platform()
+            platform = {"preset": name}
+            if name == "local-cpu" and "threads" in current:
+                platform["threads"] = current["threads"]
+            self.editor.set_platform(platform, {}, f"Use preset {name}")
+            self.view.fit_all()
+
+    def _on_gpu_model(self, _index: int) -> None:
+        if isinstance(self._selected, dict) and self._selected.get("kind") == "gpu":
+            self.scene.set_device_params(self._selected["id"],
+                                         {"model": self.gpu_model.currentData()},
+                                         all_gpus=True)
+
+    def _on_threads(self) -> None:
+        if isinstance(self._selected, dict) and self._selected.get("kind") == "cpu":
+            self.scene.set_device_params(self._selected["id"],
+                                         {"threads": self.threads.value()})
+
+    def _on_link_kind(self, _index: int) -> None:
+        if isinstance(self._selected, tuple):
+            self.scene.set_link_kind(self._selected[1], self.link_kind.currentData())

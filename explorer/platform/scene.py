@@ -1,0 +1,406 @@
+"""The platform canvas: devices (GPUs, CPUs, NVSwitches, PCIe switches, NICs, hosts) and the
+links between them, drawn from the document and edited only through the editor.
+
+A preset shows as its graph (:func:`predictors.devices.platforms.preset_graph`); the first
+edit that changes devices or links turns it into a custom graph, in the same undo step.
+Moving devices only changes their canvas positions (``layout.platform``).  Shift-drag from
+one device to another links them; the link's kind defaults from its ends and the GPU
+generation, and can be changed afterwards.
+"""
+from __future__ import annotations
+
+import copy
+import re
+
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import (QBrush, QColor, QFont, QPainter, QPainterPath,
+                           QPainterPathStroker, QPen)
+from PySide6.QtWidgets import (QGraphicsItem, QGraphicsLineItem, QGraphicsObject,
+                               QGraphicsScene)
+
+from predictors.devices.platforms import (GPU_MODELS, LINK_KINDS, LINK_LABELS,
+                                          PLATFORM_PRESETS, preset_graph)
+from predictors.devices.specs import find_gpu_spec
+
+__all__ = ["PlatformScene", "DeviceItem", "LinkItem", "DEVICE_KINDS", "default_link",
+           "effective_graph", "auto_positions", "DEVICE_MIME"]
+
+DEVICE_MIME = "application/x-ml-dse-device"
+# kind -> (label, colour)
+DEVICE_KINDS = {"gpu": ("GPU", "#16966b"), "cpu": ("CPU", "#2f6fd6"),
+                "nvswitch": ("NVSwitch", "#7c4dcc"), "pcie_switch": ("PCIe switch", "#8a6d3b"),
+                "nic": ("NIC", "#d9822b"), "node": ("Host", "#6b7280")}
+DEV_W, DEV_H = 150.0, 52.0
+_ROWS = {"node": 0, "cpu": 0, "gpu": 1, "nvswitch": 2, "pcie_switch": 2, "nic": 3}
+_NVLINK = {"v100": "nvlink2", "a100": "nvlink3", "h100": "nvlink4", "h200": "nvlink4"}
+
+
+def effective_graph(platform: dict) -> dict:
+    """The graph the canvas shows: a preset's own graph (threads carried over), or the
+    custom graph itself."""
+    if "preset" in platform and platform["preset"] in PLATFORM_PRESETS:
+        graph = preset_graph(platform["preset"])
+        if "threads" in platform:
+            for n in graph["nodes"]:
+                if n["kind"] == "cpu":
+                    n.setdefault("params", {})["threads"] = platform["threads"]
+        return graph
+    return {"nodes": copy.deepcopy(platform.get("nodes", [])),
+            "edges": copy.deepcopy(platform.get("edges", []))}
+
+
+def gpu_model_of(graph: dict) -> str:
+    return next(((n.get("params") or {}).get("model", "a100") for n in graph["nodes"]
+                 if n.get("kind") == "gpu"), "a100")
+
+
+def default_link(kind_a: str, kind_b: str, model: str) -> str:
+    """A sensible link kind between two devices: NVLink of the GPUs' generation between
+    GPUs and to an NVSwitch, PCIe to a PCIe switch or a CPU, the 400G NIC between NICs."""
+    ends = {kind_a, kind_b}
+    if "nic" in ends:
+        return "nic400"
+    generation = _NVLINK.get(model, "nvlink4")
+    if ends <= {"gpu", "nvswitch"}:
+        return generation
+    return "pcie5" if generation == "nvlink4" else "pcie4"
+
+
+def device_text(node: dict) -> tuple[str, str]:
+    """(title, subtitle) of a device box."""
+    kind, params = node.get("kind", "?"), node.get("params") or {}
+    title = f"{DEVICE_KINDS.get(kind, (kind, ''))[0]} · {node.get('id', '')}"
+    if kind == "gpu":
+        model = params.get("model", "a100")
+        spec = find_gpu_spec(GPU_MODELS.get(model, model))
+        sub = (f"{spec.name.replace('NVIDIA ', '')}, {spec.memory_bytes / 1e9:.0f} GB"
+               if spec is not None else str(model))
+    elif kind == "cpu":
+        sub = f"{params.get('threads', 1)} thread(s) for the step"
+    else:
+        sub = {"nvswitch": "all-to-all NVLink fabric", "pcie_switch": "PCIe fabric",
+               "nic": "scale-out network, one per GPU", "node": "a server"}.get(kind, "")
+    return title, sub
+
+
+def link_text(kind: str) -> str:
+    return f"{LINK_LABELS.get(kind, kind)}, {LINK_KINDS.get(kind, 0) / 1e9:,.0f} GB/s"
+
+
+def auto_positions(graph: dict, known: dict) -> dict:
+    """Positions for devices without one: a column of rows per host (ids ``n<h>_…``):
+    hosts and CPUs, GPUs, switches, NICs, each row centred under the widest."""
+    rows: dict[int, dict[int, list[str]]] = {}
+    for n in graph["nodes"]:
+        nid = n.get("id")
+        if not isinstance(nid, str) or nid in known:
+            continue
+        m = re.match(r"n(\d+)_", nid)
+        host = int(m.group(1)) if m else 0
+        rows.setdefault(host, {}).setdefault(_ROWS.get(n.get("kind"), 3), []).append(nid)
+    out, step = {}, DEV_W + 24
+    x0 = 0.0
+    for host in sorted(rows):
+        width = max(len(ids) for ids in rows[host].values()) * step
+        for row, ids in rows[host].items():
+            left = x0 + (width - len(ids) * step) / 2
+            for col, nid in enumerate(ids):
+                out[nid] = [left + col * step + step / 2, row * 140.0]
+        x0 += width + 120.0
+    return out
+
+
+class DeviceItem(QGraphicsObject):
+    """A device box; movable and selectable.  It only draws: the scene edits."""
+
+    def __init__(self, node: dict):
+        super().__init__()
+        self.node_id = node["id"]
+        self.kind = node.get("kind", "?")
+        self.links: list[LinkItem] = []
+        self.setFlags(QGraphicsItem.ItemIsMovable | QGraphicsItem.ItemIsSelectable
+                      | QGraphicsItem.ItemSendsGeometryChanges)
+        self.set_node(node)
+
+    def set_node(self, node: dict) -> None:
+        self.title, self.subtitle = device_text(node)
+        self.setToolTip(f"{self.title}\n{self.subtitle}\nShift-drag to another device to "
+                        "link them")
+        self.update()
+
+    def boundingRect(self) -> QRectF:
+        return QRectF(-DEV_W / 2 - 2, -DEV_H / 2 - 2, DEV_W + 4, DEV_H + 4)
+
+    def paint(self, painter: QPainter, option, widget=None) -> None:
+        color = QColor(DEVICE_KINDS.get(self.kind, ("", "#6b7280"))[1])
+        painter.setRenderHint(QPainter.Antialiasing)
+        rect = QRectF(-DEV_W / 2, -DEV_H / 2, DEV_W, DEV_H)
+        selected = self.isSelected()
+        painter.setPen(QPen(QColor("#1a73e8") if selected else color.darker(130),
+                            2.5 if selected else 1.2))
+        painter.setBrush(QBrush(QColor("white")))
+        painter.drawRoundedRect(rect, 7, 7)
+        head = QPainterPath()
+        head.addRoundedRect(QRectF(rect.left(), rect.top(), rect.width(), 20), 7, 7)
+        painter.fillPath(head, color)
+        painter.setPen(QColor("white"))
+        font = QFont(painter.font())
+        font.setPointSizeF(8.5)
+        font.setBold(True)
+        painter.setFont(font)
+        painter.drawText(QRectF(rect.left() + 8, rect.top(), rect.width() - 12, 20),
+                         Qt.AlignVCenter | Qt.AlignLeft, self.title)
+        font.setBold(False)
+        painter.setFont(font)
+        painter.setPen(QColor("#1f2430"))
+        painter.drawText(QRectF(rect.left() + 8, rect.top() + 22, rect.width() - 12, 28),
+                         Qt.AlignVCenter | Qt.AlignLeft | Qt.TextWordWrap, self.subtitle)
+
+    def itemChange(self, change, value):
+        if change == QGraphicsItem.ItemPositionHasChanged:
+            for link in self.links:
+                link.adjust()
+        return super().itemChange(change, value)
+
+
+class LinkItem(QGraphicsLineItem):
+    """A link, labelled with its kind and bandwidth; selectable."""
+
+    def __init__(self, index: int, a: DeviceItem, b: DeviceItem, kind: str,
+                 labelled: bool = True):
+        super().__init__()
+        self.index, self.a, self.b, self.kind = index, a, b, kind
+        self.labelled = labelled  # one label per kind: many links would bury each other
+        a.links.append(self)
+        b.links.append(self)
+        self.setFlag(QGraphicsItem.ItemIsSelectable)
+        self.setZValue(-1)
+        self.setToolTip(f"{a.node_id} – {b.node_id}: {link_text(kind)}")
+        self.adjust()
+
+    def adjust(self) -> None:
+        self.setLine(self.a.pos().x(), self.a.pos().y(), self.b.pos().x(), self.b.pos().y())
+
+    def shape(self) -> QPainterPath:
+        path = QPainterPath()
+        line = self.line()
+        path.moveTo(line.p1())
+        path.lineTo(line.p2())
+        stroker = QPainterPathStroker()
+        stroker.setWidth(10)
+        return stroker.createStroke(path)
+
+    def paint(self, painter: QPainter, option, widget=None) -> None:
+        color = QColor("#1a73e8") if self.isSelected() else QColor(
+            "#7c4dcc" if self.kind.startswith("nvlink") else
+            "#d9822b" if self.kind.startswith("nic") else "#8a6d3b")
+        painter.setRenderHint(QPainter.Antialiasing)
+        painter.setPen(QPen(color, 3 if self.isSelected() else 2))
+        painter.drawLine(self.line())
+        if not (self.labelled or self.isSelected()):
+            return
+        mid = (self.line().p1() + self.line().p2()) / 2
+        font = QFont(painter.font())
+        font.setPointSizeF(7.5)
+        painter.setFont(font)
+        text = link_text(self.kind)
+        box = QRectF(mid.x() - 62, mid.y() - 8, 124, 16)
+        painter.fillRect(box, QColor(255, 255, 255, 220))
+        painter.setPen(color.darker(120))
+        painter.drawText(box, Qt.AlignCenter, text)
+
+    def boundingRect(self) -> QRectF:
+        return super().boundingRect().adjusted(-64, -10, 64, 10)
+
+
+class PlatformScene(QGraphicsScene):
+    """Draws the document's platform and turns gestures into undoable edits.
+
+    Signals
+    -------
+    sigSelection(object)   the selected device dict, ``("link", index, kind)`` or None
+    """
+
+    sigSelection = Signal(object)
+
+    def __init__(self, editor, parent=None):
+        super().__init__(parent)
+        self.editor = editor
+        self.devices: dict[str, DeviceItem] = {}
+        self.links: list[LinkItem] = []
+        self._linking: tuple[DeviceItem, QGraphicsLineItem] | None = None
+        self._press_pos: dict[str, QPointF] = {}
+        doc = editor.document
+        doc.sigPlatformChanged.connect(self.rebuild)
+        doc.sigReset.connect(self.rebuild)
+        self.selectionChanged.connect(self._emit_selection)
+        self.rebuild()
+
+    # --- the document's view --------------------------------------------------------------
+
+    def graph(self) -> dict:
+        return effective_graph(self.editor.document.platform())
+
+    def positions(self) -> dict:
+        graph = self.graph()
+        known = {k: v for k, v in self.editor.document.platform_positions().items()
+                 if k in {n.get("id") for n in graph["nodes"]}}
+        known.update(auto_positions(graph, known))
+        return known
+
+    def rebuild(self) -> None:
+        selected = {i.node_id for i in self.selectedItems() if isinstance(i, DeviceItem)}
+        self.blockSignals(True)
+        self.clear()
+        self.devices, self.links = {}, []
+        graph, where = self.graph(), self.positions()
+        for n in graph["nodes"]:
+            if not isinstance(n, dict) or not isinstance(n.get("id"), str):
+                continue
+            item = DeviceItem(n)
+            item.setPos(*where.get(n["id"], (0.0, 0.0)))
+            self.addItem(item)
+            self.devices[n["id"]] = item
+            item.setSelected(n["id"] in selected)
+        labelled: set[str] = set()
+        for i, e in enumerate(graph["edges"]):
+            a, b = self.devices.get(e.get("source")), self.devices.get(e.get("target"))
+            if a is not None and b is not None:
+                kind = e.get("kind", "?")
+                link = LinkItem(i, a, b, kind, kind not in labelled)
+                labelled.add(kind)
+                self.addItem(link)
+                self.links.append(link)
+        self.blockSignals(False)
+        self._emit_selection()
+
+    def _emit_selection(self) -> None:
+        items = self.selectedItems()
+        if len(items) != 1:
+            self.sigSelection.emit(None)
+        elif isinstance(items[0], DeviceItem):
+            self.sigSelection.emit(next(n for n in self.graph()["nodes"]
+                                        if n.get("id") == items[0].node_id))
+        else:
+            self.sigSelection.emit(("link", items[0].index, items[0].kind))
+
+    # --- edits -----------------------------------------------------------------------------
+
+    def commit(self, graph: dict, text: str, positions: dict | None = None) -> bool:
+        """One undoable edit: the platform becomes ``graph`` (custom)."""
+        where = self.positions() if positions is None else positions
+        ids = {n["id"] for n in graph["nodes"]}
+        return self.editor.set_platform({"nodes": graph["nodes"], "edges": graph["edges"]},
+                                        {k: v for k, v in where.items() if k in ids}, text)
+
+    def add_device(self, kind: str, pos: QPointF | None = None) -> str:
+        graph = self.graph()
+        used = {n.get("id") for n in graph["nodes"]}
+        n = 0
+        while f"{kind}{n}" in used:
+            n += 1
+        nid = f"{kind}{n}"
+        node = {"id": nid, "kind": kind}
+        if kind == "gpu":
+            node["params"] = {"model": gpu_model_of(graph)}
+        graph["nodes"].append(node)
+        where = self.positions()
+        if pos is None:
+            xs = [p[0] for p in where.values()] or [0.0]
+            pos = QPointF(max(xs) + DEV_W + 30, 130.0 * _ROWS.get(kind, 3))
+        where[nid] = [pos.x(), pos.y()]
+        self.commit(graph, f"Add {DEVICE_KINDS[kind][0]}", where)
+        return nid
+
+    def link(self, a: str, b: str, kind: str | None = None) -> bool:
+        if a == b:
+            return False
+        graph = self.graph()
+        kinds = {n["id"]: n.get("kind") for n in graph["nodes"]}
+        if any({e.get("source"), e.get("target")} == {a, b} for e in graph["edges"]):
+            return False
+        kind = kind or default_link(kinds[a], kinds[b], gpu_model_of(graph))
+        graph["edges"].append({"source": a, "target": b, "kind": kind})
+        return self.commit(graph, f"Link {a} and {b}")
+
+    def set_link_kind(self, index: int, kind: str) -> bool:
+        graph = self.graph()
+        if graph["edges"][index].get("kind") == kind:
+            return False
+        graph["edges"][index]["kind"] = kind
+        return self.commit(graph, "Change link")
+
+    def set_device_params(self, node_id: str, params: dict, all_gpus: bool = False) -> bool:
+        graph = self.graph()
+        for n in graph["nodes"]:
+            if n.get("id") == node_id or (all_gpus and n.get("kind") == "gpu"):
+                n["params"] = {**(n.get("params") or {}), **params}
+        return self.commit(graph, "Change device")
+
+    def delete_selected(self) -> bool:
+        items = self.selectedItems()
+        gone = {i.node_id for i in items if isinstance(i, DeviceItem)}
+        dead = {i.index for i in items if isinstance(i, LinkItem)}
+        if not gone and not dead:
+            return False
+        graph = self.graph()
+        graph["nodes"] = [n for n in graph["nodes"] if n.get("id") not in gone]
+        graph["edges"] = [e for i, e in enumerate(graph["edges"]) if i not in dead
+                          and e.get("source") not in gone and e.get("target") not in gone]
+        if not graph["nodes"]:
+            self.editor.sigMessage.emit("A platform needs at least one device")
+            return False
+        return self.commit(graph, "Delete devices" if gone else "Delete links")
+
+    # --- gestures --------------------------------------------------------------------------
+
+    def device_at(self, pos: QPointF) -> DeviceItem | None:
+        return next((i for i in self.items(pos) if isinstance(i, DeviceItem)), None)
+
+    def mousePressEvent(self, event):
+        dev = self.device_at(event.scenePos())
+        if dev is not None and event.button() == Qt.LeftButton \
+                and event.modifiers() & Qt.ShiftModifier:
+            line = QGraphicsLineItem(dev.pos().x(), dev.pos().y(), event.scenePos().x(),
+                                     event.scenePos().y())
+            line.setPen(QPen(QColor("#1a73e8"), 2, Qt.DashLine))
+            self.addItem(line)
+            self._linking = (dev, line)
+            event.accept()
+            return
+        self._press_pos = {k: QPointF(d.pos()) for k, d in self.devices.items()}
+        super().mousePressEvent(event)
+
+    def mouseMoveEvent(self, event):
+        if self._linking is not None:
+            dev, line = self._linking
+            line.setLine(dev.pos().x(), dev.pos().y(), event.scenePos().x(),
+                         event.scenePos().y())
+            return
+        super().mouseMoveEvent(event)
+
+    def mouseReleaseEvent(self, event):
+        if self._linking is not None:
+            dev, line = self._linking
+            self._linking = None
+            self.removeItem(line)
+            other = self.device_at(event.scenePos())
+            if other is not None and other is not dev:
+                self.link(dev.node_id, other.node_id)
+            return
+        super().mouseReleaseEvent(event)
+        moved = {k: [d.pos().x(), d.pos().y()] for k, d in self.devices.items()
+                 if k in self._press_pos and d.pos() != self._press_pos[k]}
+        self._press_pos = {}
+        if moved:
+            where = self.positions()
+            where.update(moved)
+            # positions only: a preset stays a preset
+            self.editor.set_platform(self.editor.document.platform(), where, "Move devices")
+
+    def keyPressEvent(self, event):
+        if event.key() in (Qt.Key_Delete, Qt.Key_Backspace):
+            self.delete_selected()
+            event.accept()
+            return
+        super().keyPressEvent(event)

@@ -1,0 +1,129 @@
+"""The platform canvas: presets drawn as their graphs, devices dragged in, links drawn
+with a Shift-drag, kinds and models edited, every change one undo step."""
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import pytest
+from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt
+from PySide6.QtGui import QDropEvent
+from PySide6.QtTest import QTest
+
+from explorer.document.editor import DocumentEditor
+from explorer.platform import PlatformPage, default_link
+from explorer.platform.scene import DEVICE_MIME, DeviceItem, LinkItem
+from predictors.devices.platforms import resolve_platform
+from predictors.scenario import ScenarioError, validate_platform
+
+
+@pytest.fixture
+def page(qtbot, default_scenario):
+    editor = DocumentEditor()
+    doc = dict(default_scenario, platform={"preset": "dgx-a100"})
+    editor.load(doc)
+    p = PlatformPage(editor)
+    qtbot.addWidget(p)
+    p.resize(1200, 700)
+    p.show()
+    p.view.fit_all()
+    return p
+
+
+def kinds(page):
+    return sorted(i.kind for i in page.scene.items() if isinstance(i, DeviceItem))
+
+
+def test_a_preset_is_drawn_as_its_graph(page, tmp_path):
+    assert kinds(page).count("gpu") == 8 and "nvswitch" in kinds(page)
+    links = [i for i in page.scene.items() if isinstance(i, LinkItem)]
+    assert sorted({l.kind for l in links}) == ["nic200", "nvlink3"]
+    assert "NVLink3, 300 GB/s" in page.description.text()
+    page.grab().save(str(tmp_path / "platform.png"))
+
+
+def test_adding_a_device_makes_the_preset_custom_in_one_undo_step(page):
+    editor = page.editor
+    page.buttons[0].click()  # GPU
+    platform = editor.document.platform()
+    assert "nodes" in platform and kinds(page).count("gpu") == 9
+    p = resolve_platform(validate_platform(platform))
+    assert p.gpus == 9 and p.device == "NVIDIA A100-SXM4-40GB"
+    editor.undo_stack.undo()
+    assert editor.document.platform() == {"preset": "dgx-a100"}
+
+
+def test_a_device_dropped_on_the_canvas_lands_there(page):
+    mime = QMimeData()
+    mime.setData(DEVICE_MIME, b"nic")
+    target = QPoint(300, 300)
+    event = QDropEvent(QPointF(target), Qt.CopyAction, mime, Qt.LeftButton, Qt.NoModifier)
+    page.view.dropEvent(event)
+    where = page.editor.document.platform_positions()
+    scene_pos = page.view.mapToScene(target)
+    nic = next(k for k in where if k.startswith("nic") and k != "nic")
+    assert where[nic] == pytest.approx([scene_pos.x(), scene_pos.y()])
+
+
+def test_shift_drag_links_two_devices_with_a_default_kind(page):
+    page.editor.set_platform({"nodes": [{"id": "g0", "kind": "gpu", "params": {"model": "h100"}},
+                                        {"id": "g1", "kind": "gpu", "params": {"model": "h100"}}],
+                              "edges": []}, {"g0": [0, 0], "g1": [400, 0]})
+    page.view.resetTransform()
+    page.view.centerOn(200, 0)
+    a = page.view.mapFromScene(QPointF(0, 0))
+    b = page.view.mapFromScene(QPointF(400, 0))
+    QTest.mousePress(page.view.viewport(), Qt.LeftButton, Qt.ShiftModifier, a)
+    QTest.mouseMove(page.view.viewport(), b)
+    QTest.mouseRelease(page.view.viewport(), Qt.LeftButton, Qt.ShiftModifier, b)
+    edges = page.editor.document.platform()["edges"]
+    assert edges == [{"source": "g0", "target": "g1", "kind": "nvlink4"}]
+    assert resolve_platform(page.editor.document.platform()).intra_link == "nvlink4"
+    # the link's kind is edited from the selection bar
+    link = next(i for i in page.scene.items() if isinstance(i, LinkItem))
+    link.setSelected(True)
+    assert page.link_kind.isVisible()
+    page.link_kind.setCurrentIndex(page.link_kind.findData("pcie5"))
+    page.link_kind.activated.emit(page.link_kind.currentIndex())
+    assert page.editor.document.platform()["edges"][0]["kind"] == "pcie5"
+
+
+def test_gpu_model_applies_to_every_gpu_and_delete_removes_links(page):
+    gpu = page.scene.devices["gpu0"]
+    gpu.setSelected(True)
+    assert page.gpu_model.isVisible()
+    page.gpu_model.setCurrentIndex(page.gpu_model.findData("h100"))
+    page.gpu_model.activated.emit(page.gpu_model.currentIndex())
+    platform = page.editor.document.platform()
+    models = {n["params"]["model"] for n in platform["nodes"] if n["kind"] == "gpu"}
+    assert models == {"h100"}
+    assert resolve_platform(platform).device == "NVIDIA H100 80GB HBM3"
+    page.scene.clearSelection()
+    page.scene.devices["nvswitch"].setSelected(True)
+    assert page.scene.delete_selected()
+    platform = page.editor.document.platform()
+    assert not any(e["kind"].startswith("nvlink") for e in platform["edges"])
+    assert "no GPU links" in page.description.text()
+
+
+def test_moving_a_device_keeps_the_preset(page):
+    item = page.scene.devices["gpu3"]
+    before = QPointF(item.pos())
+    start = page.view.mapFromScene(item.pos())
+    end = start + QPoint(40, 60)
+    delta = page.view.mapToScene(end) - page.view.mapToScene(start)
+    QTest.mousePress(page.view.viewport(), Qt.LeftButton, Qt.NoModifier, start)
+    QTest.mouseMove(page.view.viewport(), end)
+    QTest.mouseRelease(page.view.viewport(), Qt.LeftButton, Qt.NoModifier, end)
+    assert page.editor.document.platform() == {"preset": "dgx-a100"}
+    moved = page.editor.document.platform_positions()["gpu3"]
+    assert moved == pytest.approx([before.x() + delta.x(), before.y() + delta.y()], abs=8)  # drag threshold
+    assert page.editor.undo_stack.undoText() == "Move devices"
+
+
+def test_default_links_and_one_gpu_model():
+    assert default_link("gpu", "nvswitch", "a100") == "nvlink3"
+    assert default_link("gpu", "pcie_switch", "a100") == "pcie4"
+    assert default_link("nic", "node", "h100") == "nic400"
+    with pytest.raises(ScenarioError, match="one GPU model"):
+        validate_platform({"nodes": [{"id": "a", "kind": "gpu", "params": {"model": "a100"}},
+                                     {"id": "b", "kind": "gpu", "params": {"model": "h100"}}]})
