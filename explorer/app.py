@@ -203,7 +203,7 @@ class MainWindow(QMainWindow):
             action.setShortcutContext(Qt.WidgetWithChildrenShortcut)
             self.view.addAction(action)
             setattr(self, attr, action)
-        self.delete_action = self._action(m, "&Delete", self.scene.delete_selected,
+        self.delete_action = self._action(m, "&Delete", self._delete_selected,
                                           QKeySequence.Delete)
         # The canvas handles Delete itself; the shortcut here must not steal it from text fields.
         self.delete_action.setShortcutContext(Qt.WidgetWithChildrenShortcut)
@@ -485,6 +485,10 @@ class MainWindow(QMainWindow):
 
     def copy_blocks(self, verb: str = "copy") -> bool:
         """Put the selected blocks (and the edges among them) on the clipboard."""
+        if self._on_platform_tab():
+            self.statusBar().showMessage(f"{verb.capitalize()} works on the model canvas's "
+                                         "blocks", 4000)
+            return False
         ids = self.scene.selected_node_ids()
         if not ids:
             self.statusBar().showMessage(f"Select blocks to {verb}", 4000)
@@ -504,6 +508,8 @@ class MainWindow(QMainWindow):
 
     def paste_blocks(self) -> list[str]:
         """Paste the clipboard's blocks beside the originals, selected (one undo step)."""
+        if self._on_platform_tab():  # blocks land on the model canvas: show it
+            self.tabs.setCurrentWidget(self.view)
         mime = QGuiApplication.clipboard().mimeData()
         raw = bytes(mime.data(FRAGMENT_MIME)) if mime is not None and mime.hasFormat(
             FRAGMENT_MIME) else (mime.text().encode() if mime is not None else b"")
@@ -527,8 +533,22 @@ class MainWindow(QMainWindow):
 
     # --- misc -------------------------------------------------------------------------------
 
+    def _on_platform_tab(self) -> bool:
+        return self.tabs.currentWidget() is self.platform_page
+
+    def _delete_selected(self) -> None:
+        """Edit ▸ Delete acts on the canvas in front: blocks, or devices and links."""
+        if self._on_platform_tab():
+            self.platform_page.scene.delete_selected()
+        else:
+            self.scene.delete_selected()
+
     def _select_all(self) -> None:
-        self.scene.select_all()
+        if self._on_platform_tab():
+            for item in self.platform_page.scene.items():
+                item.setSelected(True)
+        else:
+            self.scene.select_all()
 
     def _select_node(self, node_id: str) -> None:
         if self.editor.document.has_node(node_id):

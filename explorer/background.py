@@ -14,6 +14,8 @@ from typing import Callable
 
 from PySide6.QtCore import QObject, QThread, Signal
 
+from predictors.gc_pause import pause_collection, resume_collection
+
 __all__ = ["BackgroundRunner"]
 
 # workers that outlived their runner's shutdown, kept alive until they finish
@@ -70,8 +72,9 @@ class BackgroundRunner(QObject):
     sigCancelled = Signal()
 
     def __init__(self, cancelled_types: tuple, expected_errors: tuple, failure_prefix: str,
-                 parent: QObject | None = None):
+                 parent: QObject | None = None, pause_gc: bool = True):
         super().__init__(parent)
+        self.pause_gc = pause_gc  # work with torch: see run()
         self.cancelled_types, self.expected_errors = cancelled_types, expected_errors
         self.failure_prefix = failure_prefix
         self._run_id = 0
@@ -91,6 +94,11 @@ class BackgroundRunner(QObject):
         th.finished.connect(self._reap)
         self._threads.add(th)
         self._current = th
+        # No automatic garbage collection until this worker has stopped (resumed in
+        # _reap, on this thread): a collection the GUI thread starts while a worker holds
+        # torch objects can crash (see predictors.gc_pause; seen with rankings too).
+        if self.pause_gc:
+            pause_collection()
         th.start()
         return self._run_id
 
@@ -119,6 +127,11 @@ class BackgroundRunner(QObject):
                 ok = False
                 _STILL_RUNNING.add(th)
                 th.finished.connect(lambda th=th: _STILL_RUNNING.discard(th))
+            else:  # stopped: reap it now, its finished signal may never be delivered
+                self._threads.discard(th)
+                th.deleteLater()
+                if self.pause_gc:
+                    resume_collection()
         return ok
 
     def _abandon(self) -> None:
@@ -150,6 +163,8 @@ class BackgroundRunner(QObject):
 
     def _reap(self):
         th = self.sender()
-        if isinstance(th, _Worker) and not th.isRunning():
+        if isinstance(th, _Worker) and not th.isRunning() and th in self._threads:
             self._threads.discard(th)
             th.deleteLater()
+            if self.pause_gc:
+                resume_collection()  # the pause run() took for this worker

@@ -129,6 +129,10 @@ class ResultsView(QWidget):
         self.run_button.setEnabled(not running)
         for w in self.controls:
             w.setEnabled(not running)
+        # no Apply while a run may replace what is shown
+        res = self.selected()
+        self.apply_button.setEnabled(not running and res is not None and not self.stale
+                                     and self.can_apply(res))
         if running:
             self.progress.setValue(0)
             self.stage.setText(stage)
@@ -197,7 +201,8 @@ class ResultsView(QWidget):
 
     def _on_selection(self) -> None:
         res = self.selected()
-        self.apply_button.setEnabled(res is not None and not self.stale and self.can_apply(res))
+        self.apply_button.setEnabled(res is not None and not self.stale and self.can_apply(res)
+                                     and not self.cancel_button.isVisible())
         self.draw(res)
 
     def can_apply(self, result) -> bool:
@@ -239,7 +244,8 @@ class ResultsController(QObject):
     def __init__(self, window, view: ResultsView, fn=None):
         super().__init__(window)
         self.window, self.view, self.fn = window, view, fn
-        self._key: str | None = None
+        self._key: str | None = None  # of the results on screen
+        self._pending_key: str | None = None  # of the run in progress
         self.runner = BackgroundRunner((Cancelled,), (ScenarioError, ProfileError),
                                        self.failure, self)
         self.dock = window._dock(self.title, self.object_name, view, Qt.BottomDockWidgetArea)
@@ -279,9 +285,10 @@ class ResultsController(QObject):
         """Show ``result``; return the status-bar message."""
         raise NotImplementedError
 
-    def ignored(self) -> list[tuple[str, str | None]]:
+    def ignored(self, for_run: bool = False) -> list[tuple[str, str | None]]:
         """``(section, key)`` pairs (key None: the whole section) the results do not
-        depend on, besides the layout."""
+        depend on, besides the layout: those of the results on screen, or with
+        ``for_run`` of the run being started."""
         return []
 
     def apply(self, result) -> bool:
@@ -289,12 +296,12 @@ class ResultsController(QObject):
 
     # --- the run ------------------------------------------------------------------------
 
-    def key(self) -> str:
+    def key(self, for_run: bool = False) -> str:
         """What the results depend on: the scenario (less its layout and what
         :meth:`ignored` names) and the prediction's profile and overheads."""
         doc = self.window.editor.document.snapshot()
         doc.pop("layout", None)
-        for section, key in self.ignored():
+        for section, key in self.ignored(for_run):
             if key is None:
                 doc.pop(section, None)
             else:
@@ -320,7 +327,7 @@ class ResultsController(QObject):
         if c.overheads is not None:
             kwargs["overheads"] = c.overheads
         snapshot = self.window.editor.document.snapshot()
-        self._key = self.key()
+        self._pending_key = self.key(for_run=True)  # becomes _key when its results show
         self.view.set_running(True, "starting…")
         return self.runner.run(lambda progress, cancelled: self.call(
             snapshot, progress=progress, cancelled=cancelled, **kwargs))
@@ -336,6 +343,7 @@ class ResultsController(QObject):
 
     def _on_finished(self, result) -> None:
         self.view.set_running(False)
+        self._key = self._pending_key
         message = self.show(result)
         self.check_stale()  # edited while it ran: shown, but as out of date
         self.window.statusBar().showMessage(message, 8000)

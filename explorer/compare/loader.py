@@ -27,7 +27,8 @@ class TraceLoader(BackgroundRunner):
     sigStarted = Signal(list)
 
     def __init__(self, load_fn: Callable | None = None, parent: QObject | None = None):
-        super().__init__((Cancelled,), (TraceError,), "Could not load the trace", parent)
+        super().__init__((Cancelled,), (TraceError,), "Could not load the trace", parent,
+                         pause_gc=False)  # JSON only, no torch
         self.load_fn = load_fn or load_recording
 
     def load(self, paths: list[str]) -> int:

@@ -203,9 +203,13 @@ class DocumentEditor(QObject):
                      text: str = "Change platform") -> bool:
         """Replace the platform (and its canvas positions) as one undo step named
         ``text``; False when nothing changes."""
-        if platform == self.document.platform() and (
+        current = self.document.platform()
+        if platform == current and (
                 positions is None or positions == self.document.platform_positions()):
             return False
+        if positions is None and "preset" in platform and platform.get("preset") != \
+                current.get("preset"):
+            positions = {}  # another preset: the old graph's positions would not fit it
         self.undo_stack.push(SetPlatformCommand(self.document, platform, positions, text))
         return True
 

@@ -2,7 +2,7 @@
 selected device's or link's settings, and a one-line summary of what the predictor sees."""
 from __future__ import annotations
 
-from PySide6.QtCore import QMimeData, QPointF, Qt
+from PySide6.QtCore import QMimeData, QPointF, Qt, QTimer
 from PySide6.QtGui import QDrag, QPainter
 from PySide6.QtWidgets import (QComboBox, QGraphicsView, QHBoxLayout, QLabel, QPushButton,
                                QSpinBox, QVBoxLayout, QWidget)
@@ -65,7 +65,37 @@ class PlatformView(QGraphicsView):
 
     def wheelEvent(self, event):
         factor = 1.15 if event.angleDelta().y() > 0 else 1 / 1.15
-        self.scale(factor, factor)
+        scale = self.transform().m11() * factor
+        if 0.05 <= scale <= 4.0:
+            self.scale(factor, factor)
+
+    def mousePressEvent(self, event):
+        if event.button() == Qt.MiddleButton:  # pan, as on the model canvas
+            self._pan = event.position()
+            self.setCursor(Qt.ClosedHandCursor)
+            event.accept()
+            return
+        super().mousePressEvent(event)
+
+    def mouseMoveEvent(self, event):
+        if getattr(self, "_pan", None) is not None:
+            delta = event.position() - self._pan
+            self._pan = event.position()
+            self.horizontalScrollBar().setValue(self.horizontalScrollBar().value()
+                                                - int(delta.x()))
+            self.verticalScrollBar().setValue(self.verticalScrollBar().value()
+                                              - int(delta.y()))
+            event.accept()
+            return
+        super().mouseMoveEvent(event)
+
+    def mouseReleaseEvent(self, event):
+        if event.button() == Qt.MiddleButton and getattr(self, "_pan", None) is not None:
+            self._pan = None
+            self.unsetCursor()
+            event.accept()
+            return
+        super().mouseReleaseEvent(event)
 
     def keyPressEvent(self, event):
         if event.key() == Qt.Key_F:
@@ -129,6 +159,7 @@ class PlatformPage(QWidget):
         self.description.setWordWrap(True)
         self.description.setStyleSheet("color: #445;")
         self._selected = None
+        self._fitted = False
         self._build_layout()
         self.combo.currentIndexChanged.connect(self._on_chosen)
         self.gpu_model.activated.connect(self._on_gpu_model)
@@ -138,7 +169,7 @@ class PlatformPage(QWidget):
         doc = editor.document
         doc.sigPlatformChanged.connect(self.refresh)
         doc.sigReset.connect(self.refresh)
-        doc.sigReset.connect(self.view.fit_all)
+        doc.sigReset.connect(lambda: QTimer.singleShot(0, self.view.fit_all))
         self.refresh()
         self._on_selection(None)
 
@@ -217,12 +248,33 @@ class PlatformPage(QWidget):
                                          f"{selected.get('id')}")
             params = selected.get("params") or {}
             if kind == "gpu":
-                self.gpu_model.setCurrentIndex(max(0, self.gpu_model.findData(
-                    params.get("model", "a100"))))
+                model = str(params.get("model", "a100"))
+                if self.gpu_model.findData(model) < 0:  # a full name from a file
+                    self.gpu_model.addItem(model, model)
+                self.gpu_model.setCurrentIndex(self.gpu_model.findData(model))
                 self.gpu_model.setVisible(True)
-            elif kind == "cpu":
-                self.threads.setValue(int(params.get("threads", 1)))
+            elif kind == "cpu" and self._cpu_only():
+                try:
+                    self.threads.setValue(int(params.get("threads", 1)))
+                except (TypeError, ValueError):
+                    self.threads.setValue(1)
                 self.threads.setVisible(True)
+            elif kind == "cpu":
+                self.selection_label.setText(self.selection_label.text() + " (on a GPU "
+                                             "platform its threads do not change the step)")
+
+    def _cpu_only(self) -> bool:
+        try:
+            return resolve_platform(validate_platform(self.editor.document.platform())
+                                    ).device == "cpu"
+        except ScenarioError:
+            return False
+
+    def showEvent(self, event):
+        super().showEvent(event)
+        if not self._fitted:  # the first time it is laid out
+            self._fitted = True
+            QTimer.singleShot(0, self.view.fit_all)
 
     # --- edits ------------------------------------------------------------------------------
 
@@ -243,9 +295,16 @@ class PlatformPage(QWidget):
                                          all_gpus=True)
 
     def _on_threads(self) -> None:
-        if isinstance(self._selected, dict) and self._selected.get("kind") == "cpu":
-            self.scene.set_device_params(self._selected["id"],
-                                         {"threads": self.threads.value()})
+        if not (isinstance(self._selected, dict) and self._selected.get("kind") == "cpu"):
+            return
+        platform = self.editor.document.platform()
+        if platform.get("preset") == "local-cpu":  # the preset has its own threads
+            if platform.get("threads", 1) != self.threads.value():
+                self.editor.set_platform({"preset": "local-cpu",
+                                          "threads": self.threads.value()},
+                                         text="Change threads")
+            return
+        self.scene.set_device_params(self._selected["id"], {"threads": self.threads.value()})
 
     def _on_link_kind(self, _index: int) -> None:
         if isinstance(self._selected, tuple):

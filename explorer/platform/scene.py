@@ -35,18 +35,35 @@ _ROWS = {"node": 0, "cpu": 0, "gpu": 1, "nvswitch": 2, "pcie_switch": 2, "nic": 
 _NVLINK = {"v100": "nvlink2", "a100": "nvlink3", "h100": "nvlink4", "h200": "nvlink4"}
 
 
-def effective_graph(platform: dict) -> dict:
+def effective_graph(platform) -> dict:
     """The graph the canvas shows: a preset's own graph (threads carried over), or the
-    custom graph itself."""
-    if "preset" in platform and platform["preset"] in PLATFORM_PRESETS:
-        graph = preset_graph(platform["preset"])
+    custom graph itself, cleaned of entries it cannot draw (the error bar names them):
+    nodes need a string id and a known kind, params must be an object, edges need string
+    ends and a string kind."""
+    if not isinstance(platform, dict):
+        return {"nodes": [], "edges": []}
+    preset = platform.get("preset")
+    if isinstance(preset, str) and preset in PLATFORM_PRESETS:
+        graph = preset_graph(preset)
         if "threads" in platform:
             for n in graph["nodes"]:
                 if n["kind"] == "cpu":
                     n.setdefault("params", {})["threads"] = platform["threads"]
         return graph
-    return {"nodes": copy.deepcopy(platform.get("nodes", [])),
-            "edges": copy.deepcopy(platform.get("edges", []))}
+    nodes, seen = [], set()
+    for n in platform.get("nodes", []) if isinstance(platform.get("nodes"), list) else []:
+        if (isinstance(n, dict) and isinstance(n.get("id"), str) and n["id"] not in seen
+                and n.get("kind") in DEVICE_KINDS):
+            seen.add(n["id"])
+            node = {"id": n["id"], "kind": n["kind"]}
+            if isinstance(n.get("params"), dict):
+                node["params"] = copy.deepcopy(n["params"])
+            nodes.append(node)
+    edges = [copy.deepcopy(e) for e in (platform.get("edges", [])
+                                        if isinstance(platform.get("edges"), list) else [])
+             if isinstance(e, dict) and e.get("source") in seen and e.get("target") in seen
+             and isinstance(e.get("kind"), str)]
+    return {"nodes": nodes, "edges": edges}
 
 
 def gpu_model_of(graph: dict) -> str:
@@ -71,10 +88,10 @@ def device_text(node: dict) -> tuple[str, str]:
     kind, params = node.get("kind", "?"), node.get("params") or {}
     title = f"{DEVICE_KINDS.get(kind, (kind, ''))[0]} · {node.get('id', '')}"
     if kind == "gpu":
-        model = params.get("model", "a100")
+        model = str(params.get("model", "a100"))
         spec = find_gpu_spec(GPU_MODELS.get(model, model))
-        sub = (f"{spec.name.replace('NVIDIA ', '')}, {spec.memory_bytes / 1e9:.0f} GB"
-               if spec is not None else str(model))
+        short = model.upper() if model in GPU_MODELS else model.replace("NVIDIA ", "")
+        sub = (f"{short} · {spec.memory_bytes / 1e9:.0f} GB" if spec is not None else short)
     elif kind == "cpu":
         sub = f"{params.get('threads', 1)} thread(s) for the step"
     else:
@@ -234,6 +251,8 @@ class PlatformScene(QGraphicsScene):
         doc.sigPlatformChanged.connect(self.rebuild)
         doc.sigReset.connect(self.rebuild)
         self.selectionChanged.connect(self._emit_selection)
+        # a fixed, roomy scene: a growing one shifts the view under a drop
+        self.setSceneRect(QRectF(-4000, -3000, 12000, 7000))
         self.rebuild()
 
     # --- the document's view --------------------------------------------------------------
@@ -243,13 +262,18 @@ class PlatformScene(QGraphicsScene):
 
     def positions(self) -> dict:
         graph = self.graph()
+        ids = {n["id"] for n in graph["nodes"]}
         known = {k: v for k, v in self.editor.document.platform_positions().items()
-                 if k in {n.get("id") for n in graph["nodes"]}}
+                 if k in ids}
         known.update(auto_positions(graph, known))
         return known
 
     def rebuild(self) -> None:
+        if self._linking is not None:  # its items are about to go: drop the gesture
+            self._linking = None
         selected = {i.node_id for i in self.selectedItems() if isinstance(i, DeviceItem)}
+        links = {(i.a.node_id, i.b.node_id) for i in self.selectedItems()
+                 if isinstance(i, LinkItem)}
         self.blockSignals(True)
         self.clear()
         self.devices, self.links = {}, []
@@ -263,14 +287,16 @@ class PlatformScene(QGraphicsScene):
             self.devices[n["id"]] = item
             item.setSelected(n["id"] in selected)
         labelled: set[str] = set()
+        few = len(graph["edges"]) <= 12  # a label each; more would bury each other
         for i, e in enumerate(graph["edges"]):
             a, b = self.devices.get(e.get("source")), self.devices.get(e.get("target"))
             if a is not None and b is not None:
                 kind = e.get("kind", "?")
-                link = LinkItem(i, a, b, kind, kind not in labelled)
+                link = LinkItem(i, a, b, kind, few or kind not in labelled)
                 labelled.add(kind)
                 self.addItem(link)
                 self.links.append(link)
+                link.setSelected((a.node_id, b.node_id) in links)
         self.blockSignals(False)
         self._emit_selection()
 
@@ -288,6 +314,8 @@ class PlatformScene(QGraphicsScene):
 
     def commit(self, graph: dict, text: str, positions: dict | None = None) -> bool:
         """One undoable edit: the platform becomes ``graph`` (custom)."""
+        if graph == self.graph() and positions is None:
+            return False  # nothing changed: a preset stays a preset
         where = self.positions() if positions is None else positions
         ids = {n["id"] for n in graph["nodes"]}
         return self.editor.set_platform({"nodes": graph["nodes"], "edges": graph["edges"]},
@@ -318,6 +346,8 @@ class PlatformScene(QGraphicsScene):
         graph = self.graph()
         kinds = {n["id"]: n.get("kind") for n in graph["nodes"]}
         if any({e.get("source"), e.get("target")} == {a, b} for e in graph["edges"]):
+            self.editor.sigMessage.emit(f"{a} and {b} are linked already: select the link "
+                                        "to change its kind")
             return False
         kind = kind or default_link(kinds[a], kinds[b], gpu_model_of(graph))
         graph["edges"].append({"source": a, "target": b, "kind": kind})
@@ -331,10 +361,17 @@ class PlatformScene(QGraphicsScene):
         return self.commit(graph, "Change link")
 
     def set_device_params(self, node_id: str, params: dict, all_gpus: bool = False) -> bool:
+        """Change a device's parameters (a GPU model: every GPU's, and the NVLink
+        generation of their links follows); False when nothing changes."""
         graph = self.graph()
         for n in graph["nodes"]:
             if n.get("id") == node_id or (all_gpus and n.get("kind") == "gpu"):
                 n["params"] = {**(n.get("params") or {}), **params}
+        if "model" in params:
+            generation = default_link("gpu", "gpu", params["model"])
+            for e in graph["edges"]:
+                if e.get("kind", "").startswith("nvlink"):
+                    e["kind"] = generation
         return self.commit(graph, "Change device")
 
     def delete_selected(self) -> bool:
@@ -365,7 +402,7 @@ class PlatformScene(QGraphicsScene):
                                      event.scenePos().y())
             line.setPen(QPen(QColor("#1a73e8"), 2, Qt.DashLine))
             self.addItem(line)
-            self._linking = (dev, line)
+            self._linking = (dev.node_id, line)
             event.accept()
             return
         self._press_pos = {k: QPointF(d.pos()) for k, d in self.devices.items()}
@@ -373,20 +410,22 @@ class PlatformScene(QGraphicsScene):
 
     def mouseMoveEvent(self, event):
         if self._linking is not None:
-            dev, line = self._linking
-            line.setLine(dev.pos().x(), dev.pos().y(), event.scenePos().x(),
-                         event.scenePos().y())
+            nid, line = self._linking
+            dev = self.devices.get(nid)
+            if dev is not None:
+                line.setLine(dev.pos().x(), dev.pos().y(), event.scenePos().x(),
+                             event.scenePos().y())
             return
         super().mouseMoveEvent(event)
 
     def mouseReleaseEvent(self, event):
         if self._linking is not None:
-            dev, line = self._linking
+            nid, line = self._linking
             self._linking = None
             self.removeItem(line)
             other = self.device_at(event.scenePos())
-            if other is not None and other is not dev:
-                self.link(dev.node_id, other.node_id)
+            if other is not None and other.node_id != nid:
+                self.link(nid, other.node_id)
             return
         super().mouseReleaseEvent(event)
         moved = {k: [d.pos().x(), d.pos().y()] for k, d in self.devices.items()
@@ -399,6 +438,9 @@ class PlatformScene(QGraphicsScene):
             self.editor.set_platform(self.editor.document.platform(), where, "Move devices")
 
     def keyPressEvent(self, event):
+        if self._linking is not None:  # mid-gesture: finish the link first
+            event.accept()
+            return
         if event.key() in (Qt.Key_Delete, Qt.Key_Backspace):
             self.delete_selected()
             event.accept()

@@ -36,7 +36,7 @@ class ShardingController(ResultsController):
     def call(self, snapshot, **kwargs):
         return self.fn(snapshot, **kwargs)
 
-    def ignored(self):
+    def ignored(self, for_run: bool = False):
         return [("parallelism", "embedding_sharding")]  # applying a plan keeps it fresh
 
     def show(self, ranking) -> str:

@@ -52,14 +52,32 @@ class SweepController(ResultsController):
 
     def __init__(self, window, sweep_fn=None):
         super().__init__(window, SweepView(), sweep_fn or _sweep)
-        self._param = "batch_size"
+        self._param = "batch_size"   # of the run in progress
         self._values: list = []
-        self.view.sigParamChanged.connect(self._fill_defaults)
-        window.editor.document.sigReset.connect(lambda: self._fill_defaults(self.view.param()))
+        self._typed: dict[str, str] = {}  # what the user typed per setting
+        self._shown_param = self.view.param()
+        self.view.sigParamChanged.connect(self._on_param)
+        self.view.values_edit.textEdited.connect(
+            lambda text: self._typed.__setitem__(self.view.param(), text))
+        window.editor.document.sigReset.connect(self._on_new_document)
         self._fill_defaults(self.view.param())
+
+    def _on_new_document(self) -> None:
+        self._typed.clear()
+        self._fill_defaults(self.view.param())
+
+    def _on_param(self, param: str) -> None:
+        if param in self._typed:
+            self.view.values_edit.setText(self._typed[param])
+        else:
+            self._fill_defaults(param)
 
     def _fill_defaults(self, param: str) -> None:
         self.view.set_values(default_values(self.window.editor.document.snapshot(), param))
+
+    def shown_param(self) -> str:
+        """The setting of the results on screen (not of a run in progress)."""
+        return self.view.shown.param if self.view.shown is not None else self._param
 
     def run(self) -> int | None:
         """Sweep the values in the dock; a value list that does not parse is shown, not
@@ -72,13 +90,14 @@ class SweepController(ResultsController):
             self.view.show_error(str(exc))
             return None
         self._param = self.view.param()
+        self._typed[self._param] = self.view.values_edit.text()
         return super().run()
 
     def call(self, snapshot, **kwargs):
         return self.fn(snapshot, self._param, list(self._values), **kwargs)
 
-    def ignored(self):
-        section, key, _, _ = SWEEPABLE[self._param]
+    def ignored(self, for_run: bool = False):
+        section, key, _, _ = SWEEPABLE[self._param if for_run else self.shown_param()]
         return [(section, None if section == "platform" else key)]
 
     def show(self, result) -> str:
@@ -90,7 +109,7 @@ class SweepController(ResultsController):
                 f"{result.param} = {best.value}, {best.records_per_s:,.0f} samples/s")
 
     def _current(self):
-        section, key, _, _ = SWEEPABLE[self._param]
+        section, key, _, _ = SWEEPABLE[self.shown_param()]
         doc = self.window.editor.document.snapshot()
         return doc["platform"].get("preset") if section == "platform" else doc[section][key]
 
@@ -101,9 +120,10 @@ class SweepController(ResultsController):
 
     def apply(self, row) -> bool:
         """Set the row's value in the scenario (one undo step)."""
-        if self.refuse_stale() or row.error:
+        if self.runner.is_running() or self.refuse_stale() or row.error:
             return False
-        section, key, _, _ = SWEEPABLE[self._param]
+        param = self.shown_param()
+        section, key, _, _ = SWEEPABLE[param]
         editor, doc = self.window.editor, self.window.editor.document
         if section == "platform":
             platform = {"preset": row.value}
@@ -115,8 +135,8 @@ class SweepController(ResultsController):
             training[key] = row.value
             done = editor.set_training(training)
         self.window.statusBar().showMessage(
-            f"Set {self._param} = {row.value} ({row.iteration_ms:.3f} ms predicted)" if done
-            else f"The scenario already uses {self._param} = {row.value}", 6000)
+            f"Set {param} = {row.value} ({row.iteration_ms:.3f} ms predicted)" if done
+            else f"The scenario already uses {param} = {row.value}", 6000)
         return done
 
 

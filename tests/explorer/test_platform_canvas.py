@@ -127,3 +127,56 @@ def test_default_links_and_one_gpu_model():
     with pytest.raises(ScenarioError, match="one GPU model"):
         validate_platform({"nodes": [{"id": "a", "kind": "gpu", "params": {"model": "a100"}},
                                      {"id": "b", "kind": "gpu", "params": {"model": "h100"}}]})
+
+
+def test_an_undo_in_the_middle_of_a_link_drag_does_not_crash(page):
+    page.buttons[0].click()  # something to undo
+    page.view.resetTransform()
+    gpu = page.scene.devices["gpu0"]
+    page.view.centerOn(gpu)
+    a = page.view.mapFromScene(gpu.pos())
+    QTest.mousePress(page.view.viewport(), Qt.LeftButton, Qt.ShiftModifier, a)
+    QTest.mouseMove(page.view.viewport(), a + QPoint(60, 0))
+    page.editor.undo_stack.undo()  # rebuilds the scene under the gesture
+    QTest.mouseMove(page.view.viewport(), a + QPoint(90, 10))
+    QTest.mouseRelease(page.view.viewport(), Qt.LeftButton, Qt.ShiftModifier,
+                       a + QPoint(90, 10))
+    assert page.editor.document.platform() == {"preset": "dgx-a100"}
+
+
+def test_odd_entries_of_a_custom_graph_are_skipped_not_raised(qtbot, default_scenario):
+    editor = DocumentEditor()
+    doc = dict(default_scenario, platform={
+        "nodes": [{"id": "g0", "kind": "gpu", "params": 5}, "junk", {"id": [1], "kind": "gpu"},
+                  {"kind": "cpu"}, {"id": "g1", "kind": "gpu"}],
+        "edges": ["x", {"source": "g0", "target": "g1", "kind": 7},
+                  {"source": "g0", "target": "g1", "kind": "nvlink3"}]})
+    editor.load(doc)  # as an unfinished file opens
+    page = PlatformPage(editor)
+    qtbot.addWidget(page)
+    assert sorted(page.scene.devices) == ["g0", "g1"] and len(page.scene.links) == 1
+    page.scene.devices["g0"].setSelected(True)  # the selection bar copes too
+    assert "⚠" in page.description.text()
+    page.grab()
+
+
+def test_edits_that_change_nothing_keep_the_preset(page):
+    page.scene.devices["gpu0"].setSelected(True)
+    page.gpu_model.activated.emit(page.gpu_model.currentIndex())  # the same model again
+    assert page.editor.document.platform() == {"preset": "dgx-a100"}
+    assert not page.editor.undo_stack.canUndo()
+
+
+def test_a_new_gpu_model_brings_its_nvlink_generation(page):
+    page.scene.set_device_params("gpu0", {"model": "h100"}, all_gpus=True)
+    kinds_ = {e["kind"] for e in page.editor.document.platform()["edges"]}
+    assert "nvlink4" in kinds_ and "nvlink3" not in kinds_
+
+
+def test_another_preset_drops_the_old_positions(page):
+    item = page.scene.devices["gpu0"]
+    page.editor.set_platform({"preset": "dgx-a100"}, {"gpu0": [900.0, 900.0]}, "Move")
+    assert page.editor.document.platform_positions() == {"gpu0": [900.0, 900.0]}
+    page.editor.set_platform({"preset": "dgx-h100"})  # as the Inspector or a sweep does
+    assert page.editor.document.platform_positions() == {}
+    assert item is not None

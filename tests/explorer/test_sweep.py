@@ -80,3 +80,39 @@ def test_default_values():
     assert default_values(doc, "batch_size") == [1, 3, 6, 12]
     assert default_values(doc, "platform") == ["local-cpu"]
     assert default_values({"training": {"batch_size": "x"}}, "batch_size")[2] == 512
+
+
+def test_apply_uses_the_setting_of_the_rows_on_screen(make_window, qtbot):
+    from predictors.sweep import sweep as real_sweep
+
+    def fails_for_dtype(snapshot, param, values, **kwargs):
+        if param == "dtype":
+            from predictors.scenario import Issue, ScenarioError
+            raise ScenarioError([Issue("training.dtype", "no")])
+        return real_sweep(snapshot, param, values, **kwargs)
+
+    w = make_window(sweep_fn=fails_for_dtype)
+    view = w.sweep.view
+    view.values_edit.setText("128, 256")
+    with qtbot.waitSignal(w.sweep.runner.sigFinished, timeout=240_000):
+        w.sweep.run()
+    view.param_box.setCurrentIndex(view.param_box.findData("dtype"))
+    with qtbot.waitSignal(w.sweep.runner.sigFailed, timeout=60_000):
+        w.sweep.run()
+    view.param_box.setCurrentIndex(view.param_box.findData("batch_size"))
+    assert view.values_edit.text() == "128, 256"  # what was typed comes back
+    view.table.selectRow(0)
+    assert w.sweep.apply(view.selected())
+    training = w.editor.document.training()
+    assert training["batch_size"] == 128 and training["dtype"] == "float32"
+
+
+def test_edit_delete_on_the_platform_tab_deletes_devices(make_window):
+    w = make_window()
+    w.tabs.setCurrentWidget(w.platform_page)
+    blocks = len(w.editor.document.node_ids())
+    w.scene.select_nodes(["dense"])
+    w.platform_page.scene.devices["cpu"].setSelected(True)
+    w.delete_action.trigger()
+    assert len(w.editor.document.node_ids()) == blocks
+    assert "cpu" not in {n["id"] for n in w.editor.document.platform()["nodes"]}
