@@ -216,7 +216,9 @@ class LinkItem(QGraphicsLineItem):
         painter.drawLine(self.line())
         if not (self.labelled or self.isSelected()):
             return
-        mid = (self.line().p1() + self.line().p2()) / 2
+        # a quarter of the way from the source: links into one switch fan out there,
+        # so their labels sit apart
+        mid = self.line().p1() + (self.line().p2() - self.line().p1()) * 0.25
         font = QFont(painter.font())
         font.setPointSizeF(7.5)
         painter.setFont(font)
@@ -287,7 +289,7 @@ class PlatformScene(QGraphicsScene):
             self.devices[n["id"]] = item
             item.setSelected(n["id"] in selected)
         labelled: set[str] = set()
-        few = len(graph["edges"]) <= 12  # a label each; more would bury each other
+        few = len(graph["edges"]) <= 16  # a label each; more would bury each other
         for i, e in enumerate(graph["edges"]):
             a, b = self.devices.get(e.get("source")), self.devices.get(e.get("target"))
             if a is not None and b is not None:

@@ -52,6 +52,18 @@ def _device_lanes(tl: Timeline, rank: int) -> list[int]:
     return tl.lanes_of(rank, "stream") or tl.lanes_of(rank, "cpu")
 
 
+def _split_comm(tl: Timeline, lanes: list[int], t0: float | None = None,
+                t1: float | None = None) -> tuple[list[int], list[int]]:
+    """``(communication lanes, the others)``: a lane is communication when collectives
+    take most of its busy time."""
+    comm, other = [], []
+    for lane in lanes:
+        cats = tl.category_ms([lane], t0, t1)
+        total = sum(cats.values())
+        (comm if total and cats.get("communication", 0.0) > total / 2 else other).append(lane)
+    return comm, other
+
+
 def compare_timelines(pred: Timeline, rec: Timeline, rank: int = 0) -> Comparison:
     """Compare rank ``rank`` of a predicted and a recorded Timeline over one iteration."""
     rrank = rank if rank in rec.ranks else (rec.ranks[0] if rec.ranks else rank)
@@ -72,9 +84,18 @@ def compare_timelines(pred: Timeline, rec: Timeline, rank: int = 0) -> Compariso
         rows.append({"group": "op class", "key": cat, "predicted_ms": pc.get(cat, 0.0),
                      "recorded_ms": rc.get(cat, 0.0)})
     # Lanes are matched by kind and position: main thread with main thread, first stream
-    # with first stream.
+    # with first stream; streams that mostly carry collectives (NCCL's) pair with each
+    # other, after the compute streams.
+    groups = []
     for kind in ("cpu", "stream"):
         pl, rl = pred.lanes_of(rank, kind), rec.lanes_of(rrank, kind)
+        if kind == "stream":
+            pc_, pn = _split_comm(pred, pl)
+            rc_, rn = _split_comm(rec, rl, t0, t1)
+            groups += [(pn, rn), (pc_, rc_)]
+        else:
+            groups.append((pl, rl))
+    for pl, rl in groups:
         for j in range(max(len(pl), len(rl))):
             p = pred.busy_ms([pl[j]]) if j < len(pl) else 0.0
             r = rec.busy_ms([rl[j]], t0, t1) if j < len(rl) else 0.0
