@@ -12,7 +12,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QCursor, QFontMetrics
-from PySide6.QtWidgets import QGraphicsRectItem, QLabel, QToolTip, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (QGraphicsRectItem, QLabel, QMenu, QToolTip, QVBoxLayout,
+                               QWidget)
 
 from predictors.timeline import CATEGORIES, Timeline
 
@@ -24,6 +25,7 @@ __all__ = ["GanttWidget", "EventIndex", "format_us"]
 
 BAR_HEIGHT = 0.78
 STALE_OPACITY = 0.28
+MAX_EXPANDED_RANKS = 4  # more ranks open folded, all but the slowest
 
 
 def format_us(us: float) -> str:
@@ -112,6 +114,7 @@ class GanttWidget(QWidget):
         self._mouse_x: float | None = None
         self._hovered = -1
         self.selected = -1
+        self.collapsed: set[int] = set()  # ranks folded to one row
 
         self.legend = QLabel(self)
         self.legend.setObjectName("ganttLegend")
@@ -205,7 +208,41 @@ class GanttWidget(QWidget):
             self._show_empty()
             return
         self._empty.setVisible(False)
-        lay = self.layout_ = LaneLayout.of(timeline)
+        ranks = timeline.ranks
+        self.collapsed = set()
+        if len(ranks) > MAX_EXPANDED_RANKS:  # many ranks: the slowest one open, the rest folded
+            slowest = max(ranks, key=timeline.span_ms)
+            self.collapsed = {r for r in ranks if r != slowest}
+        self._draw()
+        self.fit()
+        self.set_stale(False)
+
+    def set_collapsed(self, ranks) -> None:
+        """Fold ``ranks`` to one row each (their streams together), keeping the view."""
+        if self.timeline is None:
+            return
+        self.collapsed = set(ranks) & set(self.timeline.ranks)
+        (x0, x1), _ = self.vb.viewRange()
+        self._hovered = -1
+        self._hover_box.setVisible(False)
+        self._draw()
+        self.vb.setRange(xRange=(x0, x1), yRange=(-0.2, self.layout_.height + 0.2), padding=0)
+        if self.selected >= 0 and np.isfinite(self.layout_.y[self.timeline.lane[self.selected]]):
+            self._sel_box.setRect(self._rect_of(self.selected))
+        else:
+            self._sel_box.setVisible(False)
+
+    def toggle_rank(self, rank: int) -> None:
+        self.set_collapsed(self.collapsed ^ {rank})
+
+    def _draw(self) -> None:
+        """(Re)build the bars, bands and labels of the current timeline and folds."""
+        timeline, pi = self.timeline, self.plot.getPlotItem()
+        for item in list(self._bars.values()) + self._bands:
+            pi.removeItem(item)
+        self._bars.clear()
+        self._bands.clear()
+        lay = self.layout_ = LaneLayout.of(timeline, frozenset(self.collapsed))
         start_ms = timeline.start_us / 1e3
         # Sub-pixel events would vanish at full zoom-out; BarGraphItem draws them at >= 0 width.
         width_ms = timeline.dur_us / 1e3
@@ -224,8 +261,9 @@ class GanttWidget(QWidget):
                 pi.addItem(item)
                 self._bands.append(item)
         present = []
+        shown = np.isfinite(y0)  # a folded rank's CPU threads are not drawn
         for c, cat in enumerate(CATEGORIES):
-            sel = np.flatnonzero(timeline.category == c)
+            sel = np.flatnonzero((timeline.category == c) & shown)
             if not len(sel):
                 continue
             present.append(cat)
@@ -242,7 +280,8 @@ class GanttWidget(QWidget):
             # are minor ticks, which the axis shows only while rows are at least twice the
             # text's height (zoomed in), so the two levels never overlap.
             major = [((top + bottom) / 2, f"rank {rank}") for rank, top, bottom in lay.groups]
-            minor = [(float(lay.y[i]), lane_title(timeline.lanes[i])) for i in lay.order]
+            minor = [(float(lay.y[i]), label.split(" · ", 1)[-1] if "(collapsed)" not in label
+                      else "streams") for i, label in zip(lay.order, lay.labels)]
             left.setStyle(textFillLimits=[(0, 0.8), (2, 0.5)])
             levels = [major, minor]
         else:
@@ -256,8 +295,9 @@ class GanttWidget(QWidget):
         span = max(t1 - t0, 1e-3)
         self.vb.setLimits(xMin=t0 - 0.5 * span, xMax=t1 + 0.5 * span,
                           minXRange=1e-6, yMin=-0.5, yMax=lay.height + 0.5)
-        self.fit()
-        self.set_stale(False)
+        if self._stale:
+            for item in self._bars.values():
+                item.setOpacity(STALE_OPACITY)
 
     def fit(self) -> None:
         """Show the whole iteration and every lane."""
@@ -319,7 +359,11 @@ class GanttWidget(QWidget):
         lane = self.layout_.lane_at(y)
         if lane is None or abs(self.layout_.y[lane] - y) > BAR_HEIGHT / 2 + 0.05:
             return None
-        return self.event_at(lane, x_ms, tol_ms)
+        for lane in self.layout_.lanes_at(y):  # a folded rank draws several on one row
+            i = self.event_at(lane, x_ms, tol_ms)
+            if i is not None:
+                return i
+        return None
 
     def describe(self, i: int, rich: bool = True) -> str:
         """Name, category, lane, shapes, start and duration of event ``i``."""
@@ -418,6 +462,20 @@ class GanttWidget(QWidget):
         i = self.event_at_point(p.x(), p.y(), self._tolerance_ms())
         self._set_hovered(-1 if i is None else i)
 
+    def _rank_menu(self, rank, where) -> None:
+        """Fold or unfold ranks (Perfetto's collapsible process tracks)."""
+        menu = QMenu(self)
+        if rank is not None:
+            folded = rank in self.collapsed
+            menu.addAction(f"{'Expand' if folded else 'Collapse'} rank {rank}",
+                           lambda: self.toggle_rank(rank))
+            menu.addAction(f"Collapse all but rank {rank}", lambda: self.set_collapsed(
+                set(self.timeline.ranks) - {rank}))
+        menu.addAction("Expand all ranks", lambda: self.set_collapsed(set()))
+        menu.addAction("Collapse all ranks", lambda: self.set_collapsed(set(self.timeline.ranks)))
+        menu.popup(where)
+        self._menu = menu  # kept for tests and so it is not collected while open
+
     def _set_hovered(self, i: int) -> None:
         if i == self._hovered:
             return
@@ -432,6 +490,11 @@ class GanttWidget(QWidget):
         QToolTip.showText(QCursor.pos(), self.describe(i), self.plot)
 
     def _on_mouse_clicked(self, ev) -> None:
+        if self.timeline is not None and ev.button() == Qt.RightButton \
+                and len(self.timeline.ranks) > 1:
+            p = self.vb.mapSceneToView(ev.scenePos())
+            self._rank_menu(self.layout_.rank_at(p.y()), ev.screenPos().toPoint())
+            return
         if self.timeline is None or ev.button() != Qt.LeftButton:
             return
         if ev.double():

@@ -42,34 +42,56 @@ class LaneLayout:
     height: float
 
     @classmethod
-    def of(cls, timeline: Timeline) -> "LaneLayout":
+    def of(cls, timeline: Timeline, collapsed=frozenset()) -> "LaneLayout":
+        """``collapsed`` ranks take one row: their device streams drawn together (their
+        CPU threads hidden, ``y`` NaN), labelled ``rank N (collapsed)``."""
         lanes = timeline.lanes
-        order = sorted(range(len(lanes)),
-                       key=lambda i: (lanes[i].rank, _KIND_ORDER.get(lanes[i].kind, 3), i))
+        order_all = sorted(range(len(lanes)),
+                           key=lambda i: (lanes[i].rank, _KIND_ORDER.get(lanes[i].kind, 3), i))
         multi = len({l.rank for l in lanes}) > 1
-        y = np.zeros(len(lanes), np.float64)
-        labels, groups = [], []
+        y = np.full(len(lanes), np.nan)
+        order, labels, groups = [], [], []
         pos, prev_rank, top = 0.0, None, 0.0
-        for i in order:
-            rank = lanes[i].rank
-            if prev_rank is not None and rank != prev_rank:
+        by_rank: dict[int, list[int]] = {}
+        for i in order_all:
+            by_rank.setdefault(lanes[i].rank, []).append(i)
+        for rank, mine in by_rank.items():
+            if prev_rank is not None:
                 groups.append((prev_rank, top, pos))
                 pos += RANK_GAP
                 top = pos
             prev_rank = rank
-            y[i] = pos + 0.5
-            title = lane_title(lanes[i])
-            labels.append(f"rank {rank} · {title}" if multi else title)
-            pos += 1.0
+            if rank in collapsed:
+                shown = [i for i in mine if lanes[i].kind == "stream"] or mine
+                y[shown] = pos + 0.5
+                order.append(shown[0])
+                labels.append(f"rank {rank} (collapsed)")
+                pos += 1.0
+                continue
+            for i in mine:
+                y[i] = pos + 0.5
+                order.append(i)
+                title = lane_title(lanes[i])
+                labels.append(f"rank {rank} · {title}" if multi else title)
+                pos += 1.0
         if prev_rank is not None:
             groups.append((prev_rank, top, pos))
         return cls(y, order, labels, groups, pos)
 
+    def lanes_at(self, y: float) -> list[int]:
+        """Every lane drawn on the row that contains ``y`` (a collapsed rank's several)."""
+        return [int(i) for i in np.flatnonzero(np.abs(self.y - y) <= 0.5)]
+
+    def rank_at(self, y: float) -> int | None:
+        """The rank whose band contains ``y``."""
+        return next((r for r, top, bottom in self.groups if top - 0.3 <= y <= bottom + 0.3),
+                    None)
+
     def lane_at(self, y: float) -> int | None:
         """The lane whose row contains ``y`` (None in a gap or outside)."""
-        if not len(self.y):
+        if not len(self.y) or not np.isfinite(self.y).any():
             return None
-        i = int(np.argmin(np.abs(self.y - y)))
+        i = int(np.nanargmin(np.abs(self.y - y)))
         return i if abs(self.y[i] - y) <= 0.5 else None
 
 

@@ -261,3 +261,43 @@ def test_placeholder_sits_inside_the_view_before_and_after_a_timeline(gantt):
     assert not gantt._empty.isVisible()
     gantt.set_timeline(None)
     assert placeholder_in_view()
+
+
+def test_many_ranks_open_folded_but_the_slowest(gantt):
+    tl = synthetic_timeline(ranks=6, steps=12)
+    gantt.set_timeline(tl)
+    slowest = max(tl.ranks, key=tl.span_ms)
+    assert gantt.collapsed == set(tl.ranks) - {slowest}
+    lay = gantt.layout_
+    for r in gantt.collapsed:  # one row: its streams together, its CPU threads hidden
+        streams = tl.lanes_of(r, "stream")
+        assert len({float(lay.y[i]) for i in streams}) == 1
+        assert all(np.isnan(lay.y[i]) for i in tl.lanes_of(r, "cpu"))
+    drawn = sum(len(item.opts["x0"]) for item in gantt._bars.values())
+    hidden = int(np.isin(tl.lane, [i for r in gantt.collapsed for i in tl.lanes_of(r, "cpu")])
+                 .sum())
+    assert drawn == len(tl) - hidden
+    # an event on a folded rank's comm stream is still found under the mouse
+    r = min(gantt.collapsed)
+    comm = tl.lanes_of(r, "stream")[1]
+    i = int(np.flatnonzero(tl.lane == comm)[0])
+    mid = (tl.start_us[i] + tl.dur_us[i] / 2) / 1e3
+    assert gantt.event_at_point(mid, float(lay.y[comm])) == i
+    x_before = gantt.x_range()
+    gantt.set_collapsed(set())  # Expand all ranks keeps the view's time range
+    assert not np.isnan(gantt.layout_.y).any() and gantt.x_range() == pytest.approx(x_before)
+    gantt.toggle_rank(r)
+    assert gantt.collapsed == {r}
+
+
+def test_the_rank_menu_folds_and_unfolds(gantt):
+    tl = synthetic_timeline(ranks=2, steps=6)
+    gantt.set_timeline(tl)
+    assert gantt.collapsed == set()  # two ranks: both open
+    gantt._rank_menu(1, gantt.mapToGlobal(gantt.rect().center()))
+    actions = {a.text(): a for a in gantt._menu.actions()}
+    assert set(actions) == {"Collapse rank 1", "Collapse all but rank 1", "Expand all ranks",
+                            "Collapse all ranks"}
+    actions["Collapse rank 1"].trigger()
+    assert gantt.collapsed == {1}
+    gantt._menu.close()
