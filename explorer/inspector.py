@@ -10,7 +10,8 @@ import copy
 import math
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFormLayout, QFrame, QLabel, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (QFormLayout, QFrame, QHBoxLayout, QLabel, QPushButton,
+                               QScrollArea, QVBoxLayout, QWidget)
 
 from predictors.devices.platforms import PLATFORM_PRESETS
 from predictors.registry import BLOCK_KINDS, validate_params
@@ -51,6 +52,7 @@ class Inspector(QWidget):
         doc.sigReset.connect(lambda: self.set_node(None))
         doc.sigTrainingChanged.connect(self._on_settings_changed)
         doc.sigPlatformChanged.connect(self._on_settings_changed)
+        doc.sigParallelismChanged.connect(self._on_settings_changed)
         doc.sigChanged.connect(self._show_issues)
         self.set_node(None)
 
@@ -151,6 +153,22 @@ class Inspector(QWidget):
             commit = self._commit_platform if field.name in ("preset", "threads") \
                 else self._commit_training
             field.sigCommitted.connect(lambda f=field, c=commit: c(f))
+        # the embedding sharding: "auto", or a plan applied from the Sharding dock
+        self.sharding_label = QLabel()
+        self.sharding_label.setWordWrap(True)
+        self.sharding_reset = QPushButton("Reset to auto")
+        self.sharding_reset.setToolTip("Let the predictor place the tables (greedy by "
+                                       "predicted kernel time)")
+        self.sharding_reset.clicked.connect(self._reset_sharding)
+        box = QWidget()
+        row = QHBoxLayout(box)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.sharding_label, 1)
+        row.addWidget(self.sharding_reset)
+        label = QLabel("sharding")
+        label.setToolTip("parallelism.embedding_sharding: which GPU holds each embedding "
+                         "table (Run ▸ Rank Shardings compares plans)")
+        form.addRow(label, box)
         self._load_settings()
 
     def _load_settings(self) -> None:
@@ -171,6 +189,13 @@ class Inspector(QWidget):
         self.fields["preset"].widget.setEnabled(preset is not None)
         self.fields["threads"].set_value(platform.get("threads", 1))
         self.fields["threads"].widget.setEnabled(preset == "local-cpu")
+        sharding = self.document.parallelism().get("embedding_sharding", "auto")
+        if isinstance(sharding, dict):
+            ranks = len(set(sharding.values()))
+            self.sharding_label.setText(f"a plan: {len(sharding)} table(s) on {ranks} rank(s)")
+        else:
+            self.sharding_label.setText("auto (greedy by predicted kernel time)")
+        self.sharding_reset.setEnabled(isinstance(sharding, dict))
 
     # -- committing -------------------------------------------------------------------------
 
@@ -222,6 +247,11 @@ class Inspector(QWidget):
         field.set_error(None)
         training[field.name] = value
         self.editor.set_training(training)
+
+    def _reset_sharding(self) -> None:
+        parallelism = self.document.parallelism()
+        parallelism["embedding_sharding"] = "auto"
+        self.editor.set_parallelism(parallelism, "Reset sharding to auto")
 
     def _commit_platform(self, field: ParamField) -> None:
         platform = self.document.platform()

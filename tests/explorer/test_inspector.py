@@ -201,3 +201,18 @@ def test_tables_editor_fits_a_narrow_dock(qtbot, inspector):
     for col in range(3):  # rows, dim, pooling: each number fits its column
         assert header.sectionSize(col) >= table.sizeHintForColumn(col), col
     assert header.model().headerData(2, Qt.Horizontal, Qt.ToolTipRole).startswith("pooling")
+
+
+def test_the_sharding_plan_shows_and_resets_to_auto(qtbot, editor):
+    from explorer.inspector import Inspector
+    inspector = Inspector(editor)
+    qtbot.addWidget(inspector)
+    assert inspector.sharding_label.text().startswith("auto")
+    assert not inspector.sharding_reset.isEnabled()
+    editor.set_parallelism({"embedding_sharding": {"tables/0": 0, "tables/1": 0}},
+                           "Apply sharding plan 'x'")
+    assert inspector.sharding_label.text() == "a plan: 2 table(s) on 1 rank(s)"
+    inspector.sharding_reset.click()
+    assert editor.document.parallelism() == {"embedding_sharding": "auto"}
+    editor.undo_stack.undo()
+    assert isinstance(editor.document.parallelism()["embedding_sharding"], dict)
