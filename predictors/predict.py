@@ -125,7 +125,7 @@ def torch_errors_as_scenario_errors():
             from None
 
 
-def _stepper(progress, cancelled):
+def progress_stepper(progress, cancelled):
     """``step(fraction, stage)``: report progress, and raise :class:`Cancelled` when asked."""
     def step(fraction: float, stage: str) -> None:
         if cancelled is not None and cancelled():
@@ -179,7 +179,7 @@ def predict(scenario: dict, *, profile=None, overheads=None,
     from .simulate import simulate_rank
 
     t0 = time.perf_counter()
-    step = _stepper(progress, cancelled)
+    step = progress_stepper(progress, cancelled)
     step(0.0, "validating")
     doc, platform, profile = prepare(scenario, profile)
     title = doc["name"] or "prediction"

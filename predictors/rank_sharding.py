@@ -61,12 +61,13 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
     A scenario without embedding tables, or on one rank, is a
     :class:`~predictors.scenario.ScenarioError`: there is nothing to shard."""
     from .parallel import RankGraphs
-    from .predict import _stepper, prepare, rank_figures, torch_errors_as_scenario_errors
+    from .predict import (prepare, progress_stepper, rank_figures,
+                          torch_errors_as_scenario_errors)
     from .scenario import Issue, ScenarioError
     from .sharding import PlanError, check_memory, plan_from_scenario
 
     t0 = time.perf_counter()
-    step = _stepper(progress, cancelled)
+    step = progress_stepper(progress, cancelled)
     step(0.0, "validating")
     doc, platform, profile = prepare(scenario, profile)
     graphs = RankGraphs(doc, platform, profile, overheads, cancelled)

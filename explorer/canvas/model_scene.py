@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QGraphicsScene, QGraphicsView
 from ..document.editor import DocumentEditor
 from .interactions import ConnectInteraction
 from .items import BlockItem, EdgeItem, PortItem
+from .view import CanvasView
 
 __all__ = ["ModelScene", "ModelView", "BLOCK_MIME_TYPE"]
 
@@ -240,130 +241,29 @@ class ModelScene(QGraphicsScene):
         super().keyPressEvent(event)
 
 
-class ModelView(QGraphicsView):
-    """The canvas widget: wheel zoom, middle- or space-drag pan, F fits all, block drops."""
+class ModelView(CanvasView):
+    """The model canvas widget: a grid, block drops from the palette (zoom, pan and fit
+    from :class:`~explorer.canvas.view.CanvasView`)."""
+
+    drop_mime = BLOCK_MIME_TYPE
 
     def __init__(self, scene: ModelScene, parent=None):
         super().__init__(scene, parent)
-        self.setRenderHints(QPainter.Antialiasing | QPainter.TextAntialiasing)
-        self.setDragMode(QGraphicsView.RubberBandDrag)
-        self.setTransformationAnchor(QGraphicsView.AnchorUnderMouse)
         self.setViewportUpdateMode(QGraphicsView.BoundingRectViewportUpdate)
-        self.setAcceptDrops(True)
         # Panning is by middle- or space-drag, as in node editors; scroll bars only add clutter.
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self.setFrameShape(QGraphicsView.NoFrame)
-        self.setFocusPolicy(Qt.StrongFocus)
-        self._pan_from: QPointF | None = None
-        self._space = False
 
     def model_scene(self) -> ModelScene:
         return self.scene()
-
-    # -- zoom and pan -----------------------------------------------------------------------
-
-    def zoom(self, factor: float) -> None:
-        current = self.transform().m11()
-        factor = max(0.1 / current, min(4.0 / current, factor))  # keep blocks usable
-        self.scale(factor, factor)
-
-    def fit_all(self) -> None:
-        rect = self.scene().itemsBoundingRect()
-        if rect.isEmpty():
-            self.resetTransform()
-            self.centerOn(0, 0)
-            return
-        self.fitInView(rect.adjusted(-40, -40, 40, 40), Qt.KeepAspectRatio)
-        if self.transform().m11() > 1.25:  # a lone block should not fill the window
-            self.resetTransform()
-            self.scale(1.25, 1.25)
-            self.centerOn(rect.center())
 
     def view_center(self) -> QPointF:
         """The scene point at the centre of the viewport: where double-clicked blocks go."""
         return self.mapToScene(self.viewport().rect().center())
 
-    def wheelEvent(self, event):
-        delta = event.angleDelta().y()
-        if delta:
-            self.zoom(1.0015 ** delta)
-            event.accept()
-        else:
-            super().wheelEvent(event)
-
-    def mousePressEvent(self, event):
-        if event.button() == Qt.MiddleButton or (self._space and
-                                                 event.button() == Qt.LeftButton):
-            self._pan_from = event.position()
-            self.viewport().setCursor(Qt.ClosedHandCursor)
-            event.accept()
-            return
-        super().mousePressEvent(event)
-
-    def mouseMoveEvent(self, event):
-        if self._pan_from is not None:
-            delta = event.position() - self._pan_from
-            self._pan_from = event.position()
-            self.horizontalScrollBar().setValue(self.horizontalScrollBar().value() - delta.x())
-            self.verticalScrollBar().setValue(self.verticalScrollBar().value() - delta.y())
-            event.accept()
-            return
-        super().mouseMoveEvent(event)
-
-    def mouseReleaseEvent(self, event):
-        if self._pan_from is not None:
-            self._pan_from = None
-            self.viewport().setCursor(Qt.OpenHandCursor if self._space else Qt.ArrowCursor)
-            event.accept()
-            return
-        super().mouseReleaseEvent(event)
-
-    def keyPressEvent(self, event):
-        if event.key() == Qt.Key_F and not event.modifiers():
-            self.fit_all()
-            event.accept()
-            return
-        if event.key() == Qt.Key_Space and not event.isAutoRepeat():
-            self._space = True
-            self.viewport().setCursor(Qt.OpenHandCursor)
-            event.accept()
-            return
-        super().keyPressEvent(event)
-
-    def keyReleaseEvent(self, event):
-        if event.key() == Qt.Key_Space and not event.isAutoRepeat():
-            self._space = False
-            self.viewport().unsetCursor()
-            event.accept()
-            return
-        super().keyReleaseEvent(event)
-
-    # -- drops from the palette -------------------------------------------------------------
-
-    # Only block kinds can be dropped here; the scene's items take no drops of their own.
-    def dragEnterEvent(self, event):
-        if event.mimeData().hasFormat(BLOCK_MIME_TYPE):
-            event.acceptProposedAction()
-        else:
-            event.ignore()
-
-    def dragMoveEvent(self, event):
-        if event.mimeData().hasFormat(BLOCK_MIME_TYPE):
-            event.acceptProposedAction()
-        else:
-            event.ignore()
-
-    def dropEvent(self, event):
-        if not event.mimeData().hasFormat(BLOCK_MIME_TYPE):
-            event.ignore()
-            return
-        kind = bytes(event.mimeData().data(BLOCK_MIME_TYPE)).decode("utf-8")
-        pos = self.mapToScene(event.position().toPoint())
-        if self.scene().editor.add_block(kind, (pos.x(), pos.y())) is not None:
-            event.acceptProposedAction()
-        else:
-            event.ignore()
+    def dropped(self, text: str, pos: QPointF) -> bool:
+        return self.scene().editor.add_block(text, (pos.x(), pos.y())) is not None
 
     def drawBackground(self, painter: QPainter, rect: QRectF) -> None:
         painter.fillRect(rect, BACKGROUND)

@@ -3,14 +3,15 @@ selected device's or link's settings, and a one-line summary of what the predict
 from __future__ import annotations
 
 from PySide6.QtCore import QMimeData, QPointF, Qt, QTimer
-from PySide6.QtGui import QDrag, QPainter
-from PySide6.QtWidgets import (QComboBox, QGraphicsView, QHBoxLayout, QLabel, QPushButton,
-                               QSpinBox, QVBoxLayout, QWidget)
+from PySide6.QtGui import QDrag
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QPushButton, QSpinBox,
+                               QVBoxLayout, QWidget)
 
 from predictors.devices.platforms import (GPU_MODELS, LINK_KINDS, PLATFORM_PRESETS,
                                           resolve_platform)
 from predictors.scenario import ScenarioError, validate_platform
 
+from ..canvas.view import CanvasView
 from .scene import DEVICE_KINDS, DEVICE_MIME, PlatformScene, link_text
 
 __all__ = ["PlatformPage", "PlatformView", "DeviceButton"]
@@ -45,85 +46,18 @@ class DeviceButton(QPushButton):
         super().mouseMoveEvent(event)
 
 
-class PlatformView(QGraphicsView):
-    """The canvas: wheel zoom, rubber-band selection, F fits, device drops."""
+class PlatformView(CanvasView):
+    """The platform canvas: device drops from the palette (zoom, pan and fit from
+    :class:`~explorer.canvas.view.CanvasView`)."""
 
-    def __init__(self, scene: PlatformScene, parent=None):
-        super().__init__(scene, parent)
-        self.setRenderHint(QPainter.Antialiasing)
-        self.setDragMode(QGraphicsView.RubberBandDrag)
-        self.setAcceptDrops(True)
-        self.setTransformationAnchor(QGraphicsView.AnchorUnderMouse)
+    drop_mime = DEVICE_MIME
+    max_fit_scale = 1.0
 
-    def fit_all(self) -> None:
-        rect = self.scene().itemsBoundingRect().adjusted(-40, -40, 40, 40)
-        if rect.isValid():
-            self.fitInView(rect, Qt.KeepAspectRatio)
-            if self.transform().m11() > 1.2:  # a few devices: not blown up
-                self.resetTransform()
-                self.centerOn(rect.center())
-
-    def wheelEvent(self, event):
-        factor = 1.15 if event.angleDelta().y() > 0 else 1 / 1.15
-        scale = self.transform().m11() * factor
-        if 0.05 <= scale <= 4.0:
-            self.scale(factor, factor)
-
-    def mousePressEvent(self, event):
-        if event.button() == Qt.MiddleButton:  # pan, as on the model canvas
-            self._pan = event.position()
-            self.setCursor(Qt.ClosedHandCursor)
-            event.accept()
-            return
-        super().mousePressEvent(event)
-
-    def mouseMoveEvent(self, event):
-        if getattr(self, "_pan", None) is not None:
-            delta = event.position() - self._pan
-            self._pan = event.position()
-            self.horizontalScrollBar().setValue(self.horizontalScrollBar().value()
-                                                - int(delta.x()))
-            self.verticalScrollBar().setValue(self.verticalScrollBar().value()
-                                              - int(delta.y()))
-            event.accept()
-            return
-        super().mouseMoveEvent(event)
-
-    def mouseReleaseEvent(self, event):
-        if event.button() == Qt.MiddleButton and getattr(self, "_pan", None) is not None:
-            self._pan = None
-            self.unsetCursor()
-            event.accept()
-            return
-        super().mouseReleaseEvent(event)
-
-    def keyPressEvent(self, event):
-        if event.key() == Qt.Key_F:
-            self.fit_all()
-            return
-        super().keyPressEvent(event)
-
-    def dragEnterEvent(self, event):
-        if event.mimeData().hasFormat(DEVICE_MIME):
-            event.acceptProposedAction()
-        else:
-            super().dragEnterEvent(event)
-
-    def dragMoveEvent(self, event):
-        if event.mimeData().hasFormat(DEVICE_MIME):
-            event.acceptProposedAction()
-        else:
-            super().dragMoveEvent(event)
-
-    def dropEvent(self, event):
-        if event.mimeData().hasFormat(DEVICE_MIME):
-            kind = bytes(event.mimeData().data(DEVICE_MIME)).decode()
-            if kind in DEVICE_KINDS:
-                pos = self.mapToScene(event.position().toPoint())
-                self.scene().add_device(kind, QPointF(pos))
-                event.acceptProposedAction()
-                return
-        super().dropEvent(event)
+    def dropped(self, text: str, pos: QPointF) -> bool:
+        if text not in DEVICE_KINDS:
+            return False
+        self.scene().add_device(text, QPointF(pos))
+        return True
 
 
 class PlatformPage(QWidget):
