@@ -21,12 +21,20 @@ from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLab
 from predictors.predict import Cancelled
 from predictors.profiles import ProfileError
 from predictors.scenario import ScenarioError
+from predictors.sharding import format_bytes
 
 from .background import BackgroundRunner
 from .widgets import ErrorBar
 
-__all__ = ["ResultsView", "ResultsController"]
+__all__ = ["ResultsView", "ResultsController", "memory_text"]
 
+
+
+def memory_text(peak_bytes: int | None, fits: bool | None) -> str:
+    """A table cell for a peak: ``9.1 GB``, ``69.5 GB ✗ too big``, or a dash."""
+    if not peak_bytes:
+        return "–"
+    return format_bytes(peak_bytes) + ("  ✗ too big" if fits is False else "")
 
 class ResultsView(QWidget):
     """Results of one what-if run: a table (one row per result) beside a chart.

@@ -8,6 +8,8 @@ from PySide6.QtGui import QColor, QPixmap, QIcon
 from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QTableWidgetItem, QVBoxLayout,
                                QWidget)
 
+from predictors.sharding import format_bytes
+
 from .widgets import read_only_table
 from .timeline.colors import CATEGORY_COLORS, CATEGORY_LABELS
 
@@ -32,6 +34,7 @@ VALUE_STYLE = "font-size: 17px; font-weight: 600; border: none; color: {};"
 CAPTION_STYLE = "border: none; color: {};"
 # (value, caption) colours: fresh, and greyed out while a newer prediction is on its way.
 FIGURE_COLORS = {False: ("#1f2d3d", "#667"), True: ("#b4bac2", "#b8bcc2")}
+OVER_COLOR = "#c0392b"   # a step that does not fit its device's memory
 
 
 class _Figure(QFrame):
@@ -51,20 +54,34 @@ class _Figure(QFrame):
         box.setSpacing(0)
         box.addWidget(self.value)
         box.addWidget(self.caption)
-        self.stale = None
-        self.set_stale(False)
+        self.stale = False
+        self.alert = False   # the value in red: a figure that means trouble
+        self.tip = ""
+        self._restyle()
 
     def set_stale(self, stale: bool) -> None:
         """Grey the number out; the style sheets' colours win over a disabled palette, so
         the colours themselves change."""
-        stale = bool(stale)
-        if stale == self.stale:
-            return
-        self.stale = stale
-        value, caption = FIGURE_COLORS[stale]
+        self.stale = bool(stale)
+        self._restyle()
+
+    def set_alert(self, alert: bool) -> None:
+        self.alert = bool(alert)
+        self._restyle()
+
+    def set_tip(self, tip: str) -> None:
+        """The tooltip of a fresh figure (a stale one says why it is grey instead)."""
+        self.tip = tip
+        self._restyle()
+
+    def _restyle(self) -> None:
+        value, caption = FIGURE_COLORS[self.stale]
+        if self.alert and not self.stale:
+            value = OVER_COLOR
         self.value.setStyleSheet(VALUE_STYLE.format(value))
         self.caption.setStyleSheet(CAPTION_STYLE.format(caption))
-        self.setToolTip("Out of date: a new prediction is on its way" if stale else "")
+        self.setToolTip("Out of date: a new prediction is on its way" if self.stale
+                        else self.tip)
 
 
 class SummaryPanel(QWidget):
@@ -78,6 +95,7 @@ class SummaryPanel(QWidget):
         self.iteration = _Figure("iteration (slowest rank)")
         self.active = _Figure("device active")
         self.comm = _Figure("exposed comm")
+        self.memory = _Figure("peak memory")
         self.ops = _Figure("ops")
         self.where = _Figure("platform")
         figures = QHBoxLayout()
@@ -102,6 +120,8 @@ class SummaryPanel(QWidget):
         self.prediction = None
         for f in self.figures():
             f.value.setText("–")
+            f.set_tip("")
+            f.set_alert(False)
         self.notes.setText("No prediction yet.")
         self.table.setRowCount(0)
         self.set_stale(False)
@@ -120,9 +140,9 @@ class SummaryPanel(QWidget):
         return bool(self.property("stale"))
 
     def figures(self) -> tuple:
-        """The headline figures: iteration, device active, exposed communication, ops,
-        platform."""
-        return (self.iteration, self.active, self.comm, self.ops, self.where)
+        """The headline figures: iteration, device active, exposed communication, peak
+        memory, ops, platform."""
+        return (self.iteration, self.active, self.comm, self.memory, self.ops, self.where)
 
     def set_prediction(self, prediction) -> None:
         """Show ``prediction`` (a :class:`predictors.predict.Prediction`)."""
@@ -134,17 +154,19 @@ class SummaryPanel(QWidget):
         slowest = max(prediction.per_rank or [{}], key=lambda r: r.get("iteration_ms", 0.0))
         comm = slowest.get("exposed_comm_ms")
         self.comm.value.setText("–" if ranks < 2 or comm is None else f"{comm:.3f} ms")
-        self.comm.setToolTip("Communication on the slowest rank that no kernel overlaps "
+        self.comm.set_tip("Communication on the slowest rank that no kernel overlaps "
                              "(waiting for peers included)" if ranks > 1
                              else "One rank: no collectives")
+        self._show_memory(prediction.per_rank or [])
         self.ops.value.setText(f"{prediction.num_ops:,}")
         self.ops.caption.setText(f"ops · {len(prediction.timeline):,} events")
         self.where.value.setText(html.escape(str(prediction.platform)))
         self.where.caption.setText(f"{prediction.device} · {ranks} rank{'s' * (ranks != 1)}")
-        notes = list(prediction.notes or [])
+        notes = [f"<span style='color:{OVER_COLOR}'>• {html.escape(n)}</span>"
+                 if n.startswith("does not fit") else f"• {html.escape(n)}"
+                 for n in prediction.notes or []]
         foot = f"predicted in {prediction.elapsed_s:.2f} s"
-        self.notes.setText("<br>".join([f"• {html.escape(n)}" for n in notes] + [
-            f"<span style='color:#889'>{foot}</span>"]))
+        self.notes.setText("<br>".join(notes + [f"<span style='color:#889'>{foot}</span>"]))
         rows = prediction.top_ops or []
         self.table.setRowCount(len(rows))
         it = prediction.iteration_ms or 0.0
@@ -161,3 +183,35 @@ class SummaryPanel(QWidget):
                     item.setIcon(_swatch(CATEGORY_COLORS.get(cat, CATEGORY_COLORS["other"])))
                 self.table.setItem(r, c, item)
         self.set_stale(False)
+
+    def _show_memory(self, per_rank: list[dict]) -> None:
+        """The highest rank's peak, its share of the device, and the breakdown as a tip."""
+        ranks = [r for r in per_rank if "peak_memory_bytes" in r]
+        if not ranks:
+            self.memory.value.setText("–")
+            self.memory.caption.setText("peak memory")
+            self.memory.set_tip("")
+            self.memory.set_alert(False)
+            return
+        top = max(ranks, key=lambda r: r["peak_memory_bytes"])
+        figures = top["memory"]
+        self.memory.value.setText(format_bytes(top["peak_memory_bytes"]))
+        device = figures.get("device_bytes")
+        caption = "peak memory" + (f" · rank {top['rank']}" if len(ranks) > 1 else "")
+        if device:
+            share = 100 * top["peak_memory_bytes"] / device
+            caption += (f" · {share:.0f} % of {format_bytes(device)}" if figures["fits"]
+                        else f" · does not fit {format_bytes(device)}")
+        self.memory.caption.setText(caption)
+        self.memory.set_alert(bool(device) and not figures["fits"])
+        lines = [f"Peak at {figures['peak_op']}"]
+        parts = {**figures["resident_bytes"], **figures["at_peak_bytes"]}
+        labels = {"activations": "activations and temporaries",
+                  "gradients": "gradients so far"}
+        for name, nbytes in sorted(parts.items(), key=lambda kv: -kv[1]):
+            if nbytes:
+                lines.append(f"  {labels.get(name, name)}: {format_bytes(nbytes)}")
+        lines.append("Tensor memory as torch.cuda.max_memory_allocated counts it; not "
+                     "counted: the CUDA context, cuBLAS workspaces, NCCL buffers, and "
+                     "blocks the allocator caches.")
+        self.memory.set_tip("\n".join(lines))

@@ -20,6 +20,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from .gc_pause import collection_paused
+from .memory import GPU_BLOCK, StorageLedger, step_memory
 from .workload import Workload
 
 __all__ = ["OpRecorder", "capture_training_step", "capture_scenario", "gpu_fused_ops",
@@ -33,9 +34,10 @@ def _dtype_name(t: torch.Tensor) -> str:
 class OpRecorder(TorchDispatchMode):
     """Records aten ops into a ``networkx.DiGraph`` (nodes numbered in issue order)."""
 
-    def __init__(self):
+    def __init__(self, memory_block: int = 1):
         super().__init__()
         self.graph = nx.DiGraph()
+        self.ledger = StorageLedger(memory_block)
         self.phase = "forward"
         self.block: list[str] = []
         # id(tensor) -> (weak reference, value).  Strong references would change what
@@ -93,6 +95,13 @@ class OpRecorder(TorchDispatchMode):
             scalars=[a for a in tree_flatten((args, kwargs))[0]
                      if isinstance(a, (int, float, bool)) and not isinstance(a, torch.Tensor)],
             lookup=self._lookup_of(ins))
+        self.ledger.read(ins)
+        name, grad_fn = self.graph.nodes[idx]["name"], self.graph.nodes[idx]["grad_fn"]
+        self.ledger.wrote(
+            idx, outs, out_nnz, indices_shared="embedding" in name,
+            # the copy that _as_in_a_real_run renames to a wrapper
+            same_as=ins[:1] if (name == "aten::clone" and grad_fn.endswith("AccumulateGrad")
+                                and ins and ins[0].is_sparse) else None)
         for t in ins:
             src = self._get(self._producer, t)
             if src is not None and src != idx:
@@ -245,7 +254,7 @@ def capture_training_step(workload: Workload, *, gpu: bool = False) -> nx.DiGrap
     # On a GPU, SGD updates all dense parameters with one ``_foreach_add_``.
     optimizer = workload.optimizer(foreach=True if gpu else None)
     optimizer.zero_grad(set_to_none=True)
-    recorder = OpRecorder()
+    recorder = OpRecorder(GPU_BLOCK if gpu else 1)
     for nid, tables in batch["sparse"].items():
         for j, (bag_input, spec) in enumerate(zip(tables, workload.specs[nid]["tables"])):
             if bag_input is not None:  # None: another rank's table
@@ -253,6 +262,7 @@ def capture_training_step(workload: Workload, *, gpu: bool = False) -> nx.DiGrap
                 recorder.lookups[id(indices)] = (weakref.ref(indices),
                                                  dict(spec, table=f"{nid}/{j}"))
     handles = _attach_block_hooks(module, recorder)
+    recorder.ledger.read(_held_parameters(module))   # unused ones take memory too
     buckets = None
     if module.shard is not None and module.shard.ranks > 1:
         # data-parallel: every dense parameter's gradient is all-reduced, as DDP does
@@ -261,6 +271,7 @@ def capture_training_step(workload: Workload, *, gpu: bool = False) -> nx.DiGrap
         buckets = GradientBuckets([p for p in module.parameters() if id(p) not in sparse],
                                   module.shard.ranks)
         buckets.attach()
+        recorder.ledger.read(buckets.flat)
     try:
         with collection_paused(), (gpu_fused_ops() if gpu else nullcontext()), recorder:
             with recorder.in_phase("forward"):
@@ -271,12 +282,26 @@ def capture_training_step(workload: Workload, *, gpu: bool = False) -> nx.DiGrap
                 loss.backward()
             with recorder.in_phase("optimizer"):
                 optimizer.step()
+            del loss   # a real loop drops it too; it must not count as kept memory
     finally:
         for h in handles:
             h.remove()
         if buckets is not None:
             buckets.detach()
     graph = recorder.graph
+    ledger = recorder.ledger
+    params = list(module.parameters())
+    graph.graph["memory"] = step_memory(
+        ledger, graph.number_of_nodes(),
+        {"parameters": ledger.storage_keys(params),
+         "inputs": ledger.storage_keys(tree_flatten(batch)[0]),
+         "communication buffers": ledger.storage_keys(buckets.flat if buckets else [])},
+        ledger.storage_keys([p.grad for p in params if p.grad is not None]))
+    ledger.close()
+    if graph.number_of_nodes():
+        peak = graph.nodes[graph.graph["memory"].peak_node]
+        where = ", ".join(x for x in (peak["phase"], peak["block"]) if x)
+        graph.graph["memory"].peak_op = f"{peak['name']} ({where})"
     if buckets is not None:
         # DDP's epilogue (the copies back from the buckets) runs in a callback of the
         # autograd engine, on its thread, after the last node
@@ -288,6 +313,17 @@ def capture_training_step(workload: Workload, *, gpu: bool = False) -> nx.DiGrap
     graph.graph.update(device=str(workload.device), batch_size=workload.batch_size,
                        dtype=str(workload.dtype).removeprefix("torch."))
     return graph
+
+
+def _held_parameters(module) -> list[torch.Tensor]:
+    """The parameters a rank keeps in memory: all but other ranks' embedding tables."""
+    shard = module.shard
+    foreign = set()
+    if shard is not None:
+        foreign = {id(bag.weight) for nid, kind in module.kinds.items()
+                   if kind == "embedding_tables"
+                   for j, bag in enumerate(module.blocks[nid].bags) if not shard.has(nid, j)}
+    return [p for p in module.parameters() if id(p) not in foreign]
 
 
 _CAPTURES: "OrderedDict[str, nx.DiGraph]" = OrderedDict()

@@ -58,7 +58,8 @@ def _cmd_predict(args) -> int:
         comm = (f", exposed comm {r['exposed_comm_ms']:.3f} ms" if r.get("exposed_comm_ms")
                 else "")
         print(f"  rank {r['rank']:<3} device active {r['device_active_ms']:10.3f} ms "
-              f"({100 * r['device_active_ms'] / max(r['iteration_ms'], 1e-12):.0f}%){comm}")
+              f"({100 * r['device_active_ms'] / max(r['iteration_ms'], 1e-12):.0f}%){comm}"
+              f"{_memory_text(r)}")
     print(f"  ops captured   {result.num_ops:10d}")
     print("  top ops by device time:")
     for op in result.top_ops:
@@ -67,6 +68,20 @@ def _cmd_predict(args) -> int:
     for note in result.notes:
         print(f"  note: {note}")
     return 0
+
+
+def _memory_text(rank: dict) -> str:
+    """``, peak memory 1.2 GB (3 %)`` for a rank's figures; empty without them."""
+    from .sharding import format_bytes
+
+    if "peak_memory_bytes" not in rank:
+        return ""
+    text = f", peak memory {format_bytes(rank['peak_memory_bytes'])}"
+    device = rank["memory"].get("device_bytes")
+    if device:
+        text += f" ({100 * rank['peak_memory_bytes'] / device:.0f} % of "
+        text += f"{format_bytes(device)})"
+    return text
 
 
 def _cmd_rank_sharding(args) -> int:
@@ -89,7 +104,9 @@ def _cmd_rank_sharding(args) -> int:
     for i, p in enumerate(ranking.plans, 1):
         print(f"  {i}. {p.plan.name:<26} {p.iteration_ms:9.3f} ms  "
               f"{100 * (p.iteration_ms / best - 1):+5.1f} %   tables per rank "
-              f"{format_bytes(min(p.rank_bytes))} - {format_bytes(max(p.rank_bytes))}")
+              f"{format_bytes(min(p.rank_bytes))} - {format_bytes(max(p.rank_bytes))}, "
+              f"peak memory {format_bytes(p.peak_memory_bytes)}"
+              f"{'' if p.fits else ' (does not fit)'}")
     for name, why in ranking.refused:
         print(f"  refused: {name}: {why}")
     for note in ranking.notes:
@@ -99,6 +116,7 @@ def _cmd_rank_sharding(args) -> int:
 
 def _cmd_sweep(args) -> int:
     from .scenario import load_scenario
+    from .sharding import format_bytes
     from .sweep import parse_values, sweep
 
     doc = load_scenario(args.scenario)
@@ -119,8 +137,11 @@ def _cmd_sweep(args) -> int:
         if row.error:
             print(f"  {str(row.value):>16}   cannot run: {row.error}")
         else:
+            memory = ("" if row.peak_memory_bytes is None
+                      else f"  peak {format_bytes(row.peak_memory_bytes)}"
+                      + (" (does not fit)" if row.fits is False else ""))
             print(f"  {str(row.value):>16} {row.iteration_ms:10.3f} ms  "
-                  f"{row.records_per_s:14,.0f} samples/s  {row.ranks} rank(s){mark}")
+                  f"{row.records_per_s:14,.0f} samples/s  {row.ranks} rank(s){memory}{mark}")
     return 0
 
 
@@ -160,7 +181,7 @@ def _cmd_measure(args) -> int:
     if args.threads:
         doc["platform"] = {"preset": "local-cpu", "threads": args.threads}
     result = measure(doc, device=args.device, iters=args.iters, warmup=args.warmup,
-                     trace=args.trace)
+                     trace=args.trace, memory=args.memory)
     if args.json:
         print(json.dumps(result))
     else:
@@ -168,6 +189,9 @@ def _cmd_measure(args) -> int:
               f"median {result['iteration_ms']:.3f} ms, p10-p90 {result['p10_ms']:.3f}-"
               f"{result['p90_ms']:.3f} ms (spread {result['spread_pct']:.1f}%) over "
               f"{result['iterations']} iterations")
+        if args.memory:
+            from .sharding import format_bytes
+            print(f"peak allocated memory: {format_bytes(result['peak_memory_bytes'])}")
     return 0
 
 
@@ -433,6 +457,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="CPU threads (default: the scenario's)")
     m.add_argument("--trace", metavar="OUT.json[.gz]",
                    help="also record one step with torch.profiler (Kineto JSON)")
+    m.add_argument("--memory", action="store_true",
+                   help="also measure one step's peak of allocated tensor memory")
     m.add_argument("--json", action="store_true")
     m.set_defaults(func=_cmd_measure)
     c = sub.add_parser("calibrate", help="measure this device and write a profile")

@@ -15,7 +15,7 @@ __all__ = ["measure"]
 
 def measure(doc: dict, device: str = "cpu", iters: int = 20, warmup: int = 5,
             trace: str | os.PathLike | None = None, seed: int = 0,
-            fast_init: bool = False, trace_steps: int = 1) -> dict:
+            fast_init: bool = False, trace_steps: int = 1, memory: bool = False) -> dict:
     """Time ``iters`` training steps of a validated scenario on ``device``.
 
     ``warmup`` untimed steps come first: besides one-time set-up, glibc only raises its
@@ -25,7 +25,9 @@ def measure(doc: dict, device: str = "cpu", iters: int = 20, warmup: int = 5,
     The scenario's platform ``threads`` sets torch's intra-op threads on the CPU.  With
     ``trace``, ``trace_steps`` more steps are recorded with torch.profiler (Kineto JSON,
     gzipped when the name ends in ``.gz``; one ``ProfilerStep#k`` span per step).
-    Returns the median, the spread and every sample (ms).
+    Returns the median, the spread and every sample (ms); with ``memory``, also the
+    step's peak of allocated tensor memory (``peak_memory_bytes``, see
+    :func:`peak_memory`).
     """
     platform = resolve_platform(doc["platform"])
     old_threads = torch.get_num_threads()
@@ -45,6 +47,7 @@ def measure(doc: dict, device: str = "cpu", iters: int = 20, warmup: int = 5,
             training_step(workload.module, batch, optimizer)
             sync()
             samples.append((time.perf_counter() - t0) * 1e3)
+        peak = peak_memory(workload, batch, optimizer, device) if memory else None
         if trace:
             _record_trace(workload, batch, optimizer, os.fspath(trace), device, sync,
                           trace_steps)
@@ -57,7 +60,50 @@ def measure(doc: dict, device: str = "cpu", iters: int = 20, warmup: int = 5,
             "iterations": iters, "iteration_ms": median, "min_ms": samples[0],
             "p10_ms": q(0.1), "p90_ms": q(0.9),
             "spread_pct": 100.0 * (q(0.9) - q(0.1)) / median, "samples_ms": samples,
-            "torch": torch.__version__}
+            "torch": torch.__version__,
+            **({"peak_memory_bytes": peak} if memory else {})}
+
+
+def peak_memory(workload, batch, optimizer, device: str) -> int:
+    """The high-water mark of allocated tensor bytes over one steady-state step,
+    parameters and inputs included: ``max_memory_allocated`` on CUDA; on the CPU, the
+    tensors alive at the step's start plus the peak of what the step allocates, as
+    torch.profiler's memory events count it (the CPU allocator has no peak counter)."""
+    optimizer.zero_grad(set_to_none=True)   # the last step's gradients: freed first
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        training_step(workload.module, batch, optimizer)
+        torch.cuda.synchronize()
+        return int(torch.cuda.max_memory_allocated())
+    import json
+    import tempfile
+
+    from torch.profiler import ProfilerActivity, profile
+    from torch.utils._pytree import tree_flatten
+
+    from .memory import tensor_bytes
+
+    state = [v for s in optimizer.state.values() for v in s.values()
+             if isinstance(v, torch.Tensor)]
+    resident = tensor_bytes([*workload.module.parameters(), *state,
+                             *(t for t in tree_flatten(batch)[0]
+                               if isinstance(t, torch.Tensor))])
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        training_step(workload.module, batch, optimizer)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "memory.json")
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            events = json.load(f)["traceEvents"]
+    # The allocator's counter carries what earlier profiling sessions left behind: the
+    # step's own allocations are measured from the value before its first event.
+    marks = [e["args"] for e in events if e.get("name") == "[memory]"]
+    if not marks:
+        return resident
+    start = marks[0]["Total Allocated"] - marks[0]["Bytes"]
+    allocated = [m["Total Allocated"] - start for m in marks]
+    return resident + max(0, max(allocated))
 
 
 def _record_trace(workload, batch, optimizer, path: str, device: str, sync=lambda: None,

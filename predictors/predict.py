@@ -44,20 +44,28 @@ class Prediction:
         return out
 
 
-def rank_figures(timeline: Timeline) -> list[dict]:
-    """Per rank: iteration (its span), device active and idle, exposed communication, ms."""
+def rank_figures(timeline: Timeline, memories=(), device_bytes: float = 0.0) -> list[dict]:
+    """Per rank: iteration (its span), device active and idle, exposed communication, ms;
+    with ``memories`` (each rank's :class:`~predictors.memory.StepMemory`), its peak
+    memory and whether that fits ``device_bytes``."""
+    from .memory import rank_memory
+
     out = []
-    for rank in timeline.ranks:
+    memories = list(memories)
+    for i, rank in enumerate(timeline.ranks):
         iteration = timeline.span_ms(rank)
         active = timeline.device_active_ms(rank)
         out.append({"rank": rank, "iteration_ms": iteration, "device_active_ms": active,
                     "device_idle_ms": max(0.0, iteration - active),
-                    "exposed_comm_ms": timeline.exposed_comm_ms(rank)})
+                    "exposed_comm_ms": timeline.exposed_comm_ms(rank),
+                    **rank_memory(memories[i] if i < len(memories) else None,
+                                  device_bytes)})
     return out
 
 
 def _predict_ranks(doc, platform, profile, overheads, step, cancelled, notes):
-    """Every rank of a multi-GPU platform: ``(timeline, ops, device, sharding)``."""
+    """Every rank of a multi-GPU platform: ``(timeline, ops, device, sharding,
+    memories)``."""
     from .parallel import RankGraphs, auto_plan
     from .scenario import Issue, ScenarioError
     from .sharding import PlanError, check_memory, plan_from_scenario
@@ -78,11 +86,24 @@ def _predict_ranks(doc, platform, profile, overheads, step, cancelled, notes):
     notes.append(graphs.batch_note() + (f"; tables sharded table-wise ({plan.name})"
                                         if graphs.tables else "; data parallel"))
     notes.extend(plan.notes + graphs.notes)
-    num_ops = sum(len(graphs.costed(plan.local(r)).ops) for r in range(ranks))
+    costed = [graphs.costed(plan.local(r)) for r in range(ranks)]
+    num_ops = sum(len(c.ops) for c in costed)
     sharding = None
     if graphs.tables:
         sharding = dict(plan.to_json(), rank_bytes=plan.rank_bytes(graphs.tables))
-    return timeline, num_ops, graphs.costed(plan.local(0)).device.name, sharding
+    return timeline, num_ops, costed[0].device.name, sharding, [c.memory for c in costed]
+
+
+def device_memory(platform) -> float:
+    """One device's memory in bytes on ``platform`` (0: unknown, or the host's CPU)."""
+    from .devices.specs import device_spec
+
+    if platform.device == "cpu":
+        return 0.0
+    try:
+        return device_spec(platform.device, platform.threads).memory_bytes
+    except KeyError:
+        return 0.0
 
 
 def check_fits(doc: dict, platform) -> None:
@@ -176,6 +197,7 @@ def predict(scenario: dict, *, profile=None, overheads=None,
     """
     from .capture import capture_scenario
     from .devices.costs import cost_op_graph
+    from .memory import memory_note
     from .simulate import simulate_rank
 
     t0 = time.perf_counter()
@@ -188,7 +210,7 @@ def predict(scenario: dict, *, profile=None, overheads=None,
     sharding = None
     with torch_errors_as_scenario_errors():
         if platform.ranks > 1:
-            timeline, num_ops, device_name, sharding = _predict_ranks(
+            timeline, num_ops, device_name, sharding, memories = _predict_ranks(
                 doc, platform, profile, overheads, step, cancelled, notes)
         else:
             step(0.1, "capturing the training step")
@@ -198,8 +220,12 @@ def predict(scenario: dict, *, profile=None, overheads=None,
             step(0.8, "simulating")
             timeline = simulate_rank(costed, title=title, cancelled=cancelled)
             num_ops, device_name = graph.number_of_nodes(), costed.device.name
+            memories = [costed.memory]
     step(0.95, "analyzing")
-    per_rank = rank_figures(timeline)
+    per_rank = rank_figures(timeline, memories, device_memory(platform))
+    note = memory_note(per_rank, platform.device)
+    if note:
+        notes.insert(0, note)
     iteration_ms = max(r["iteration_ms"] for r in per_rank)
     if (profile is not None and platform.device != "cpu"
             and profile.device.name != platform.device):

@@ -27,9 +27,19 @@ class PlanResult:
     rank_bytes: list[float]
     timeline: Timeline
 
+    @property
+    def fits(self) -> bool:
+        """Every rank's peak memory fits its device (or the memory is unknown)."""
+        return all(r.get("memory", {}).get("fits", True) for r in self.per_rank)
+
+    @property
+    def peak_memory_bytes(self) -> int:
+        return max((r.get("peak_memory_bytes", 0) for r in self.per_rank), default=0)
+
     def to_json(self) -> dict:
         return {"plan": self.plan.name, "how": self.plan.how,
-                "iteration_ms": self.iteration_ms, "per_rank": self.per_rank,
+                "iteration_ms": self.iteration_ms, "fits": self.fits,
+                "peak_memory_bytes": self.peak_memory_bytes, "per_rank": self.per_rank,
                 "rank_bytes": self.rank_bytes,
                 "assignment": self.plan.to_json()["assignment"]}
 
@@ -57,7 +67,9 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
                    progress: Callable[[float, str], None] | None = None,
                    cancelled: Callable[[], bool] | None = None) -> ShardingRanking:
     """Predict every candidate plan of ``scenario`` (arguments as
-    :func:`predictors.predict.predict`) and return them best first (``top`` of them).
+    :func:`predictors.predict.predict`) and return them best first (``top`` of them):
+    plans whose every rank fits its device's memory at its peak, fastest first, then
+    those that do not.
     A scenario without embedding tables, or on one rank, is a
     :class:`~predictors.scenario.ScenarioError`: there is nothing to shard."""
     from .parallel import RankGraphs
@@ -98,15 +110,24 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
                  f"plan {i + 1} of {len(plans)}: rank {rank + 1} of {graphs.ranks}")
         with torch_errors_as_scenario_errors():
             timeline = graphs.simulate(plan, f"{title} — {plan.name}", cancelled, captured)
-        per_rank = rank_figures(timeline)
+        per_rank = rank_figures(timeline, [graphs.costed(plan.local(r)).memory
+                                           for r in range(graphs.ranks)],
+                                graphs.memory_bytes())
         results.append(PlanResult(plan, max(r["iteration_ms"] for r in per_rank), per_rank,
                                   plan.rank_bytes(graphs.tables), timeline))
-    results.sort(key=lambda r: r.iteration_ms)
+    results.sort(key=lambda r: (not r.fits, r.iteration_ms))
     if top is not None:
         results = results[:top]
     notes = [f"{graphs.batch_note()} on {platform.name}; {len(graphs.tables)} tables "
              "sharded table-wise", f"{graphs.captured} distinct rank graphs captured"]
     notes.extend(graphs.notes)
+    over = [r.plan.name for r in results if not r.fits]
+    if over:
+        from .memory import memory_note
+        notes.insert(0, f"{len(over)} plan(s) exceed a device's memory at the peak and are "
+                        f"ranked last; {over[0]}: "
+                        + memory_note(next(r for r in results if not r.fits).per_rank,
+                                      platform.device))
     ranking = ShardingRanking(doc["name"], platform.name, graphs.ranks, results, refused,
                               notes)
     ranking.elapsed_s = time.perf_counter() - t0

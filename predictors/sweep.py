@@ -34,6 +34,8 @@ class SweepRow:
     device_active_ms: float | None = None
     exposed_comm_ms: float | None = None
     ranks: int = 0
+    peak_memory_bytes: int | None = None   # the highest rank's
+    fits: bool | None = None               # None: the device's memory is unknown
     error: str = ""
     prediction: object = None  # the Prediction (not in JSON)
 
@@ -42,6 +44,7 @@ class SweepRow:
                 "records_per_s": self.records_per_s,
                 "device_active_ms": self.device_active_ms,
                 "exposed_comm_ms": self.exposed_comm_ms, "ranks": self.ranks,
+                "peak_memory_bytes": self.peak_memory_bytes, "fits": self.fits,
                 "error": self.error}
 
 
@@ -53,8 +56,8 @@ class SweepResult:
     elapsed_s: float = 0.0
 
     def best(self) -> SweepRow | None:
-        """The value with the highest throughput."""
-        ok = [r for r in self.rows if r.records_per_s]
+        """The value with the highest throughput among those that fit in memory."""
+        ok = [r for r in self.rows if r.records_per_s and r.fits is not False]
         return max(ok, key=lambda r: r.records_per_s) if ok else None
 
     def to_json(self) -> dict:
@@ -134,6 +137,10 @@ def sweep(scenario: dict, param: str, values: list, *, profile=None, overheads=N
             row.device_active_ms = slowest["device_active_ms"]
             row.exposed_comm_ms = slowest.get("exposed_comm_ms", 0.0)
             row.ranks = len(pred.per_rank)
+            peaks = [r["peak_memory_bytes"] for r in pred.per_rank if "peak_memory_bytes" in r]
+            row.peak_memory_bytes = max(peaks) if peaks else None
+            fits = [r["memory"]["fits"] for r in pred.per_rank if "fits" in r.get("memory", {})]
+            row.fits = all(fits) if fits else None
             row.prediction = pred
         result.rows.append(row)
     result.elapsed_s = time.perf_counter() - t0

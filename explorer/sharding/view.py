@@ -14,17 +14,20 @@ from PySide6.QtWidgets import QWidget
 
 from predictors.sharding import format_bytes
 
-from ..run_dock import ResultsView
+from ..run_dock import ResultsView, memory_text
 from ..timeline.colors import CATEGORY_COLORS
 
 __all__ = ["ShardingView", "COLUMNS", "compute_ms"]
 
 COLUMNS = ("#", "Plan", "Iteration (ms)", "vs best", "Slowest", "Tables per rank",
-           "Exposed comm (ms)")
+           "Peak memory", "Exposed comm (ms)")
 COLUMN_TIPS = ("Rank of the plan, best first", "The planner that made it (hover a row for how)",
                "Predicted iteration time of the slowest rank",
                "How much slower than the best plan", "The rank that finishes last",
                "The least and the most embedding-table bytes any rank holds",
+               "Allocated device memory at the step's peak, on the rank that needs most "
+               "(tables, dense weights, gradients, activations); plans that do not fit "
+               "rank last",
                "Communication of the slowest rank that no kernel overlaps (waiting included)")
 EMPTY_TEXT = ("Run ▸ Rank Shardings predicts every candidate placement of the embedding "
               "tables on the platform's GPUs, with all ranks and their collectives, and "
@@ -75,6 +78,7 @@ class ShardingView(ResultsView):
                          "best" if i == 0 else f"+{100 * (res.iteration_ms / best - 1):.1f} %",
                          str(slowest["rank"]), f"{format_bytes(min(res.rank_bytes))} – "
                          f"{format_bytes(max(res.rank_bytes))}",
+                         memory_text(res.peak_memory_bytes or None, res.fits),
                          f"{slowest.get('exposed_comm_ms', 0.0):.3f}"])
             tips.append(f"{res.plan.name}: {res.plan.how}" if res.plan.how else res.plan.name)
         footer = "; ".join(f"Not possible: {n} ({w})" for n, w in ranking.refused)

@@ -16,18 +16,20 @@ from PySide6.QtWidgets import QComboBox, QLineEdit, QWidget
 
 from predictors.sweep import SWEEPABLE
 
-from ..run_dock import ResultsView
+from ..run_dock import ResultsView, memory_text
 
 __all__ = ["SweepView", "COLUMNS"]
 
 COLUMNS = ("#", "Value", "Iteration (ms)", "Samples/s", "vs best", "Device active",
-           "Exposed comm (ms)", "Ranks")
+           "Exposed comm (ms)", "Peak memory", "Ranks")
 COLUMN_TIPS = ("Order of the values", "The value of the swept setting",
                "Predicted iteration time of the slowest rank",
                "Throughput: the global batch over the iteration",
                "Throughput against the best value's",
                "Busy share of the slowest rank's device streams",
                "Communication of the slowest rank that no kernel overlaps",
+               "Allocated device memory at the step's peak, on the rank that needs most; a "
+               "value that does not fit is not picked as the best",
                "Ranks the platform runs")
 EMPTY_TEXT = ("Run ▸ Sweep predicts the scenario once per value of one setting (batch size, "
               "platform or dtype) and compares the iterations and throughput here. Pick the "
@@ -87,15 +89,18 @@ class SweepView(ResultsView):
         rows, tips = [], []
         for i, r in enumerate(result.rows):
             if r.error:
-                rows.append([str(i + 1), str(r.value), "–", "–", "cannot run", "–", "–", "–"])
+                rows.append([str(i + 1), str(r.value), "–", "–", "cannot run", "–", "–", "–",
+                             "–"])
                 tips.append(r.error)
                 continue
             share = r.device_active_ms / r.iteration_ms if r.iteration_ms else 0.0
             rows.append([str(i + 1), str(r.value), f"{r.iteration_ms:.3f}",
                          f"{r.records_per_s:,.0f}",
                          "best" if r is best else f"{100 * (r.records_per_s / top - 1):+.1f} %",
-                         f"{100 * share:.0f} %", f"{r.exposed_comm_ms:.3f}", str(r.ranks)])
-            tips.append(f"{result.param} = {r.value}")
+                         f"{100 * share:.0f} %", f"{r.exposed_comm_ms:.3f}",
+                         memory_text(r.peak_memory_bytes, r.fits), str(r.ranks)])
+            tips.append(f"{result.param} = {r.value}" + (
+                "; does not fit the device's memory" if r.fits is False else ""))
         errors = [f"{r.value}: {r.error}" for r in result.rows if r.error]
         self.show_rows(result, result.rows, rows, tips,
                        ("Cannot run: " + "; ".join(errors)) if errors else "",

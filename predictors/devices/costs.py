@@ -5,6 +5,7 @@ from dataclasses import dataclass, replace
 
 import networkx as nx
 
+from ..memory import StepMemory
 from ..profiles import DeviceProfile, OpOverheads, OverheadTable
 from .overheads import default_overheads
 from .platforms import Platform
@@ -40,6 +41,7 @@ class CostedGraph:
     device: DeviceSpec
     overheads: OverheadTable
     platform: Platform
+    memory: StepMemory | None = None   # the step's device memory (from the capture)
 
 
 def shape_detail(node: dict) -> str:
@@ -103,4 +105,4 @@ def cost_op_graph(graph: nx.DiGraph, platform: Platform,
                             (node.get("lookup") or {}).get("table", "")))
         if cost.category != "view":
             previous, previous_bytes = node["name"], cost.bytes
-    return CostedGraph(ops, device, overheads, platform)
+    return CostedGraph(ops, device, overheads, platform, graph.graph.get("memory"))

@@ -35,6 +35,8 @@ def test_ranks_plans_and_applies_one(make_window, qtbot, dgx_scenario, tmp_path)
     assert rows >= 2 and view.table.columnCount() == len(COLUMNS)
     ms = [float(view.table.item(r, 2).text()) for r in range(rows)]
     assert ms == sorted(ms) and view.table.item(0, 3).text() == "best"
+    peak = view.table.item(0, COLUMNS.index("Peak memory")).text()
+    assert peak.endswith("MB") and "too big" not in peak
     assert view.selected() is view.ranking.plans[0] and len(view._items) == 3
     view.grab().save(str(tmp_path / "sharding.png"))
     assert (tmp_path / "sharding.png").stat().st_size > 5_000

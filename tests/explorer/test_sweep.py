@@ -22,6 +22,9 @@ def test_sweeps_batch_sizes_and_applies_one(make_window, qtbot, tmp_path):
     assert view.table.rowCount() == 3 and view.table.columnCount() == len(COLUMNS)
     samples = [float(view.table.item(r, 3).text().replace(",", "")) for r in range(3)]
     assert samples == sorted(samples)  # CPU-bound small DLRM: more samples per step
+    peaks = [view.table.item(r, COLUMNS.index("Peak memory")).text() for r in range(3)]
+    assert all(p.endswith("MB") for p in peaks), peaks   # grows with the batch
+    assert float(peaks[0].split()[0]) < float(peaks[2].split()[0])
     assert view.selected() is view.shown.best() and view._items  # the chart is drawn
     view.grab().save(str(tmp_path / "sweep.png"))
     view.table.selectRow(1)
@@ -116,3 +119,10 @@ def test_edit_delete_on_the_platform_tab_deletes_devices(make_window):
     w.delete_action.trigger()
     assert len(w.editor.document.node_ids()) == blocks
     assert "cpu" not in {n["id"] for n in w.editor.document.platform()["nodes"]}
+
+
+def test_memory_cells_say_when_a_value_does_not_fit():
+    from explorer.run_dock import memory_text
+    assert memory_text(None, None) == "–"
+    assert memory_text(9_100_000_000, True) == "9.1 GB"
+    assert memory_text(69_500_000_000, False) == "69.5 GB  ✗ too big"
