@@ -12,13 +12,13 @@ from pathlib import Path
 import numpy as np
 from PySide6.QtCore import QBuffer, QIODevice, QMarginsF, QPointF, QRectF, QSize, QSizeF, Qt
 from PySide6.QtGui import (QColor, QFont, QFontMetricsF, QGuiApplication, QImage, QPageLayout,
-                           QPageSize, QPainter, QPdfWriter, QPen)
+                           QPageSize, QPainter, QPdfWriter, QPen, QPolygonF)
 
 from predictors.fileio import atomic_write_bytes
 from predictors.timeline import CATEGORIES, Timeline
 
-from .timeline.colors import CATEGORY_COLORS, CATEGORY_LABELS
-from .timeline.layout import LaneLayout, nice_step
+from .timeline.colors import CATEGORY_COLORS, CATEGORY_LABELS, COUNTER_COLOR
+from .timeline.layout import LaneLayout, counter_range, counter_steps, nice_step
 
 __all__ = ["export_timeline_image", "render_timeline", "picture_size", "EXPORT_FORMATS"]
 
@@ -141,11 +141,13 @@ def render_timeline(painter: QPainter, size: QSize, timeline: Timeline, *,
                          f"{t:.{decimals}f}")
     painter.drawText(QRectF(left, bottom + 22, pw, 18), Qt.AlignHCenter | Qt.AlignTop, "time (ms)")
 
-    # Bars, clipped to the plot area; sub-pixel bars merged into one-pixel columns.
-    if not len(timeline):
-        return
     painter.save()
     painter.setClipRect(QRectF(left, top, pw, bottom - top))
+    _draw_counters(painter, timeline, lay, t1, lambda t: px(t), lambda y: top + y * row_px)
+    # Bars, clipped to the plot area; sub-pixel bars merged into one-pixel columns.
+    if not len(timeline):
+        painter.restore()
+        return
     painter.setPen(Qt.NoPen)
     s = timeline.start_us / 1e3
     e = s + timeline.dur_us / 1e3
@@ -171,6 +173,28 @@ def render_timeline(painter: QPainter, size: QSize, timeline: Timeline, *,
         if rects:
             painter.drawRects(rects)
     painter.restore()
+
+
+def _draw_counters(painter: QPainter, timeline: Timeline, lay: LaneLayout, end_ms: float,
+                   px, py) -> None:
+    """Counters (allocated memory) as filled step curves, one scale for all ranks."""
+    shown = {k: c for k, c in timeline.counters.items()
+             if np.isfinite(lay.y[k]) and len(c[0])}
+    low, high = counter_range(timeline, shown)
+    color = QColor(COUNTER_COLOR)
+    fill = QColor(color)
+    fill.setAlpha(60)
+    for k, (times, values) in shown.items():
+        xs, ys = counter_steps(times / 1e3, values, end_ms, float(lay.y[k]), low, high)
+        base = py(float(lay.y[k]) + 0.4)
+        points = [QPointF(px(x), py(y)) for x, y in zip(xs, ys)]
+        polygon = QPolygonF([QPointF(points[0].x(), base), *points,
+                             QPointF(points[-1].x(), base)])
+        painter.setPen(Qt.NoPen)
+        painter.setBrush(fill)
+        painter.drawPolygon(polygon)
+        painter.setPen(QPen(color, 1.2))
+        painter.drawPolyline(QPolygonF(points))
 
 
 def export_timeline_image(timeline: Timeline, path: str | os.PathLike, *,

@@ -24,6 +24,7 @@ from .timeline import Timeline, TimelineBuilder
 __all__ = ["simulate_rank", "simulate_ranks", "CollectiveTimer", "CollectiveMismatch"]
 
 _US = 1e6
+MEMORY_COUNTER = "memory allocated"
 
 class CollectiveMismatch(Exception):
     """The ranks' graphs issue different collectives: a bug in how they were built."""
@@ -52,6 +53,7 @@ def _walk(costed: CostedGraph, rank: int, tl: TimelineBuilder,
         cpu_t = oh.step_s
     stream_free = comm_free = 0.0
     done: dict[int, float] = {}  # op index -> time its result is ready
+    issued: list[float] = []     # per op: when its thread calls it (its memory is taken)
     kernels = 0
     for n, op in enumerate(costed.ops):
         if cancelled is not None and n % 2000 == 0 and cancelled():
@@ -59,6 +61,7 @@ def _walk(costed: CostedGraph, rank: int, tl: TimelineBuilder,
         o = op.overheads
         gap = o.t1 + (oh.autograd_t1 if op.thread == "autograd" else 0.0)
         start = cpu_t + gap
+        issued.append(start)
         lane = cpu_lanes[op.thread]
         ready = max((done.get(d, 0.0) for d in op.deps), default=0.0)
         if op.category == "communication":
@@ -102,6 +105,12 @@ def _walk(costed: CostedGraph, rank: int, tl: TimelineBuilder,
                    f"{op.detail} | {op.model}")
             done[op.index] = end
         cpu_t = end
+    memory = costed.memory
+    if memory is not None and len(memory.curve) == len(issued):
+        # allocations happen when the CPU calls the op (the caching allocator is
+        # host-side), not when its kernel runs
+        tl.counter(rank, MEMORY_COUNTER, [0.0] + [t * _US for t in issued],
+                   [memory.resident_total] + memory.curve.tolist())
     return kernels
 
 

@@ -23,10 +23,11 @@ CATEGORIES = ("gemm", "embedding", "elementwise", "reduction", "communication", 
 
 @dataclass(frozen=True)
 class Lane:
-    """A row of the Gantt: a CPU thread, a device stream or a link of one rank."""
+    """A row of the Gantt: a CPU thread, a device stream or a link of one rank, or a
+    counter (allocated memory) drawn as a curve."""
 
     rank: int
-    kind: str  # "cpu" | "stream" | "link"
+    kind: str  # "cpu" | "stream" | "link" | "counter"
     name: str
 
     @property
@@ -65,12 +66,15 @@ class Timeline:
     title: str = ""
     meta: dict = field(default_factory=dict)
     steps: list[Span] = field(default_factory=list)
+    # counter lane -> (times us, values): a step function, each value held until the next
+    counters: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
     @classmethod
     def from_arrays(cls, start_us, dur_us, lane, category, name_id, detail_id,
                     lanes: list[Lane], names: list[str], details: list[str] | None = None,
                     title: str = "", meta: dict | None = None,
-                    steps: list[Span] | None = None) -> "Timeline":
+                    steps: list[Span] | None = None,
+                    counters: dict | None = None) -> "Timeline":
         """A Timeline from whole columns at once (importers fill them vectorized)."""
         n = len(start_us)
         return cls(np.asarray(start_us, np.float64), np.asarray(dur_us, np.float64),
@@ -79,7 +83,7 @@ class Timeline:
                    np.zeros(n, np.int32) if detail_id is None else np.asarray(detail_id,
                                                                               np.int32),
                    list(lanes), list(names), list(details) if details else [""], title,
-                   dict(meta or {}), list(steps or []))
+                   dict(meta or {}), list(steps or []), dict(counters or {}))
 
     def __len__(self) -> int:
         return int(self.start_us.shape[0])
@@ -148,6 +152,12 @@ class Timeline:
     def lanes_of(self, rank: int, kind: str) -> list[int]:
         return [i for i, l in enumerate(self.lanes) if l.rank == rank and l.kind == kind]
 
+    def counter_at(self, lane: int, t_us: float) -> float | None:
+        """A counter's value at ``t_us`` (None before its first point)."""
+        times, values = self.counters[lane]
+        k = int(np.searchsorted(times, t_us, side="right")) - 1
+        return float(values[k]) if k >= 0 else None
+
     def device_active_ms(self, rank: int) -> float:
         """Busy time of the rank's device streams (CPU lanes where there are no streams)."""
         lanes = self.lanes_of(rank, "stream") or self.lanes_of(rank, "cpu")
@@ -202,7 +212,8 @@ class Timeline:
                         self.name_id, self.detail_id, self.lanes, self.names, self.details,
                         self.title, dict(self.meta),
                         [Span(s.rank, s.name, s.start_us + dt_us, s.dur_us)
-                         for s in self.steps])
+                         for s in self.steps],
+                        {k: (t + dt_us, v) for k, (t, v) in self.counters.items()})
 
     def with_lanes(self, keep: list[int]) -> "Timeline":
         """Only the events of lanes ``keep`` (in that order); lanes are renumbered."""
@@ -212,7 +223,8 @@ class Timeline:
         return Timeline(self.start_us[sel], self.dur_us[sel], remap[self.lane[sel]],
                         self.category[sel], self.name_id[sel], self.detail_id[sel],
                         [self.lanes[i] for i in keep], self.names, self.details, self.title,
-                        dict(self.meta), list(self.steps))
+                        dict(self.meta), list(self.steps),
+                        {int(remap[k]): c for k, c in self.counters.items() if remap[k] >= 0})
 
     def lane_order(self, lane: int) -> np.ndarray:
         """Indices of the events of ``lane`` sorted by start (for hover lookups)."""
@@ -253,6 +265,11 @@ class Timeline:
                 "tid": int(self.lane[j]), "ts": round(float(self.start_us[j]), 3),
                 "dur": round(float(self.dur_us[j]), 3),
                 "args": {"shapes": self.details[self.detail_id[j]]}})
+        for k, (times, values) in self.counters.items():
+            lane = self.lanes[k]   # Perfetto draws "C" events as a counter track
+            events.extend({"ph": "C", "name": lane.name, "pid": lane.rank,
+                           "ts": round(float(t), 3), "args": {"bytes": int(v)}}
+                          for t, v in zip(times, values))
         return {"traceEvents": events, "displayTimeUnit": "ms",
                 "otherData": {"title": self.title, **{k: v for k, v in self.meta.items()
                                                        if isinstance(v, (str, int, float))}}}
@@ -277,6 +294,7 @@ class TimelineBuilder:
         self.details: list[str] = [""]
         self._detail_index: dict[str, int] = {"": 0}
         self._cols: list[list] = [[], [], [], [], [], []]
+        self.counters: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def lane(self, rank: int, kind: str, name: str) -> int:
         key = (rank, kind, name)
@@ -301,10 +319,21 @@ class TimelineBuilder:
         c[4].append(self._intern(self.names, self._name_index, name))
         c[5].append(self._intern(self.details, self._detail_index, detail))
 
+    def counter(self, rank: int, name: str, t_us, values) -> int:
+        """A counter lane of ``rank``: ``values`` from each time in ``t_us`` on (sorted);
+        runs of equal values keep their first point."""
+        t = np.asarray(t_us, np.float64)
+        v = np.asarray(values, np.float64)
+        keep = np.ones(len(v), bool)
+        keep[1:] = v[1:] != v[:-1]
+        lane = self.lane(rank, "counter", name)
+        self.counters[lane] = (t[keep], v[keep])
+        return lane
+
     def build(self, **meta) -> Timeline:
         c = self._cols
         return Timeline(np.asarray(c[0], np.float64), np.asarray(c[1], np.float64),
                         np.asarray(c[2], np.int32), np.asarray(c[3], np.int16),
                         np.asarray(c[4], np.int32), np.asarray(c[5], np.int32),
                         list(self.lanes), list(self.names), list(self.details),
-                        self.title, dict(meta))
+                        self.title, dict(meta), [], dict(self.counters))

@@ -5,7 +5,8 @@ from PySide6.QtGui import QColor
 
 from predictors.timeline import CATEGORIES
 
-__all__ = ["CATEGORY_COLORS", "CATEGORY_LABELS", "category_color", "STALE_COLOR"]
+__all__ = ["CATEGORY_COLORS", "CATEGORY_LABELS", "category_color", "STALE_COLOR",
+           "COUNTER_COLOR"]
 
 # Fixed per category (never derived from the order of appearance) so that a colour means the
 # same thing in every timeline, screenshot and slide.  Hues loosely follow Perfetto/Nsight.
@@ -31,6 +32,8 @@ CATEGORY_LABELS: dict[str, str] = {
 }
 
 STALE_COLOR = "#c8c8c8"
+# Counters (allocated memory) are curves, not ops: a neutral slate no category uses.
+COUNTER_COLOR = "#3d4a5c"
 
 assert set(CATEGORY_COLORS) == set(CATEGORIES), "every category needs a colour"
 

@@ -17,8 +17,8 @@ from PySide6.QtWidgets import (QGraphicsRectItem, QLabel, QMenu, QToolTip, QVBox
 
 from predictors.timeline import CATEGORIES, Timeline
 
-from .colors import CATEGORY_COLORS, CATEGORY_LABELS
-from .layout import LaneLayout, lane_title
+from .colors import CATEGORY_COLORS, CATEGORY_LABELS, COUNTER_COLOR
+from .layout import LaneLayout, counter_range, counter_steps, lane_title
 from .range_selection import TimeRangeSelection, TimeRangeViewBox, format_duration
 
 __all__ = ["GanttWidget", "EventIndex", "format_us"]
@@ -109,7 +109,8 @@ class GanttWidget(QWidget):
         self.layout_: LaneLayout | None = None
         self._index: EventIndex | None = None
         self._bars: dict[str, pg.BarGraphItem] = {}
-        self._bands: list = []
+        self._bands: list = []      # drawn items that are not bars: rank bands, counters
+        self._counter_items: list = []
         self._stale = False
         self._mouse_x: float | None = None
         self._hovered = -1
@@ -198,6 +199,7 @@ class GanttWidget(QWidget):
             pi.removeItem(item)
         self._bars.clear()
         self._bands.clear()
+        self._counter_items = []
         self.timeline, self._index = timeline, None
         self._hovered = self.selected = -1
         self.range_selection.clear()
@@ -242,6 +244,7 @@ class GanttWidget(QWidget):
             pi.removeItem(item)
         self._bars.clear()
         self._bands.clear()
+        self._counter_items = []
         lay = self.layout_ = LaneLayout.of(timeline, frozenset(self.collapsed))
         start_ms = timeline.start_us / 1e3
         # Sub-pixel events would vanish at full zoom-out; BarGraphItem draws them at >= 0 width.
@@ -273,6 +276,7 @@ class GanttWidget(QWidget):
             item.setZValue({"idle": 0, "cpu_overhead": 2}.get(cat, 1))
             pi.addItem(item)
             self._bars[cat] = item
+        self._draw_counters(lay, t1)
         ticks = [(float(lay.y[i]), label) for i, label in zip(lay.order, lay.labels)]
         left = pi.getAxis("left")
         if len(lay.groups) > 1:
@@ -296,8 +300,42 @@ class GanttWidget(QWidget):
         self.vb.setLimits(xMin=t0 - 0.5 * span, xMax=t1 + 0.5 * span,
                           minXRange=1e-6, yMin=-0.5, yMax=lay.height + 0.5)
         if self._stale:
-            for item in self._bars.values():
+            for item in self._faded():
                 item.setOpacity(STALE_OPACITY)
+
+    def _draw_counters(self, lay: LaneLayout, end_ms: float) -> None:
+        """Each shown counter (allocated memory) as a filled step curve in its row, on one
+        scale for all ranks (:func:`counter_range`), so that their peaks compare."""
+        tl = self.timeline
+        shown = {k: c for k, c in tl.counters.items() if np.isfinite(lay.y[k]) and len(c[0])}
+        low, high = counter_range(tl, shown)
+        for k, (times, values) in shown.items():
+            xs, ys = counter_steps(times / 1e3, values, end_ms, float(lay.y[k]), low, high)
+            color = QColor(COUNTER_COLOR)
+            fill = QColor(color)
+            fill.setAlpha(60)
+            item = pg.PlotDataItem(xs, ys, pen=pg.mkPen(color, width=1.2),
+                                   fillLevel=float(lay.y[k]) + 0.4, brush=fill)
+            pi = self.plot.getPlotItem()
+            pi.addItem(item)
+            self._bands.append(item)
+            self._counter_items.append(item)
+
+    def _faded(self) -> list:
+        """What greys out while stale: the bars and the counter curves."""
+        return list(self._bars.values()) + self._counter_items
+
+    def counter_text(self, lane: int, t_ms: float) -> str:
+        """``rank 0 · memory allocated at 1.200 ms: 46.5 MB (peak 46.5 MB)``."""
+        from predictors.sharding import format_bytes
+
+        tl = self.timeline
+        value = tl.counter_at(lane, t_ms * 1e3)
+        name = tl.lanes[lane]
+        peak = float(tl.counters[lane][1].max())
+        now = "–" if value is None else format_bytes(value)
+        return (f"rank {name.rank} · {name.name} at {t_ms:.3f} ms: {now} "
+                f"(peak {format_bytes(peak)})")
 
     def fit(self) -> None:
         """Show the whole iteration and every lane."""
@@ -316,7 +354,7 @@ class GanttWidget(QWidget):
     def set_stale(self, stale: bool) -> None:
         """Grey the bars while a newer prediction is on its way."""
         self._stale = bool(stale)
-        for item in self._bars.values():
+        for item in self._faded():
             item.setOpacity(STALE_OPACITY if stale else 1.0)
         pi = self.plot.getPlotItem()
         if stale and self.timeline is not None:
@@ -461,6 +499,9 @@ class GanttWidget(QWidget):
         self._mouse_x = p.x()
         i = self.event_at_point(p.x(), p.y(), self._tolerance_ms())
         self._set_hovered(-1 if i is None else i)
+        lane = self.layout_.lane_at(p.y()) if i is None and self.layout_ else None
+        if lane is not None and lane in self.timeline.counters:
+            QToolTip.showText(QCursor.pos(), self.counter_text(lane, p.x()), self.plot)
 
     def _rank_menu(self, rank, where) -> None:
         """Fold or unfold ranks (Perfetto's collapsible process tracks)."""

@@ -5,11 +5,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from predictors.sharding import format_bytes
 from predictors.timeline import Lane, Timeline
 
-__all__ = ["LaneLayout", "lane_title", "nice_step"]
+__all__ = ["LaneLayout", "lane_title", "nice_step", "counter_steps", "counter_range"]
 
-_KIND_ORDER = {"cpu": 0, "stream": 1, "link": 2}
+_KIND_ORDER = {"cpu": 0, "stream": 1, "link": 2, "counter": 3}
+COUNTER_FILL = 0.8   # a counter's curve spans this share of its row, 0 at the bottom
 RANK_GAP = 0.6  # vertical gap between two ranks' groups, in rows
 
 
@@ -72,6 +74,9 @@ class LaneLayout:
                 y[i] = pos + 0.5
                 order.append(i)
                 title = lane_title(lanes[i])
+                if i in timeline.counters and len(timeline.counters[i][1]):
+                    lo, hi = counter_range(timeline, [i])
+                    title += f" {format_bytes(lo)} – {format_bytes(hi)}"
                 labels.append(f"rank {rank} · {title}" if multi else title)
                 pos += 1.0
         if prev_rank is not None:
@@ -105,3 +110,28 @@ def nice_step(span: float, target_ticks: int = 8) -> float:
         if raw <= m * mag:
             return float(m * mag)
     return float(10 * mag)
+
+
+def counter_range(timeline: Timeline, lanes) -> tuple[float, float]:
+    """The lowest and highest value over the counters ``lanes``: one scale for all ranks,
+    from the lowest value up, so that the step's own allocations show above the weights
+    that stay resident all along."""
+    values = [timeline.counters[k][1] for k in lanes if len(timeline.counters[k][1])]
+    if not values:
+        return 0.0, 0.0
+    return float(min(v.min() for v in values)), float(max(v.max() for v in values))
+
+
+def counter_steps(times_ms: np.ndarray, values: np.ndarray, end_ms: float, row_y: float,
+                  low: float, high: float) -> tuple[np.ndarray, np.ndarray]:
+    """The vertices of a counter's step curve in its row (``row_y`` its centre, y growing
+    downwards): each value held until the next time, the last until ``end_ms``; ``low``
+    a tenth of the way up the curve's band (``COUNTER_FILL`` of the row) and ``high`` at
+    its top."""
+    if not len(times_ms):
+        return np.zeros(0), np.zeros(0)
+    xs = np.repeat(np.append(times_ms, max(end_ms, float(times_ms[-1]))), 2)[1:-1]
+    share = (np.repeat(values, 2) - low) / (high - low) if high > low else np.ones(
+        2 * len(values))
+    heights = (0.1 + 0.9 * share) * COUNTER_FILL
+    return xs, row_y + COUNTER_FILL / 2 - heights

@@ -85,3 +85,16 @@ def test_exported_file_readable_by_others(qapp, tmp_path, timeline, ext):
     assert mode & 0o044 == 0o044, oct(mode)
     assert mode == 0o644, oct(mode)
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"t{ext}"]
+
+
+def test_memory_counters_are_in_the_picture(qapp, tmp_path):
+    from explorer.timeline.colors import COUNTER_COLOR
+    from predictors.timeline import TimelineBuilder
+
+    b = TimelineBuilder("mem")
+    b.add(b.lane(0, "cpu", "main"), 0.0, 1000.0, "cpu_op", "aten::mm")
+    b.counter(0, "memory allocated", [0.0, 300.0], [1e6, 3e6])
+    image = QImage(str(export_timeline_image(b.build(), tmp_path / "m.png")))
+    colours = {image.pixelColor(x, y).name() for x in range(0, image.width(), 2)
+               for y in range(0, image.height(), 2)}
+    assert COUNTER_COLOR in colours

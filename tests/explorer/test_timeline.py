@@ -301,3 +301,25 @@ def test_the_rank_menu_folds_and_unfolds(gantt):
     actions["Collapse rank 1"].trigger()
     assert gantt.collapsed == {1}
     gantt._menu.close()
+
+
+def test_memory_counters_draw_as_curves_with_a_hover_value(gantt):
+    b = TimelineBuilder("mem")
+    main = b.lane(0, "cpu", "main")
+    b.add(main, 0.0, 1000.0, "cpu_op", "aten::mm")
+    b.add(b.lane(0, "stream", "stream 0"), 10.0, 900.0, "gemm", "sgemm")
+    lane = b.counter(0, "memory allocated", [0.0, 200.0, 600.0], [4e6, 9e6, 5e6])
+    gantt.set_timeline(b.build())
+    lay = gantt.layout_
+    assert lay.order[-1] == lane and lay.labels[-1] == "memory allocated 4.0 MB – 9.0 MB"
+    assert len(gantt._counter_items) == 1
+    xs, ys = gantt._counter_items[0].getData()
+    assert xs[0] == 0.0 and xs[-1] == 1.0   # held to the end of the step (ms)
+    row = lay.y[lane]
+    assert ys.min() == pytest.approx(row - 0.4) and ys.max() < row + 0.4   # peak on top
+    assert gantt.counter_text(lane, 0.3) == (
+        "rank 0 · memory allocated at 0.300 ms: 9.0 MB (peak 9.0 MB)")
+    gantt.set_stale(True)
+    assert gantt._counter_items[0].opacity() < 0.5
+    gantt.set_collapsed({0})   # a folded rank shows its streams only
+    assert gantt._counter_items == []

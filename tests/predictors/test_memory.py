@@ -114,3 +114,18 @@ def test_predicted_peak_matches_max_memory_allocated_on_cuda():
     memory = captured_memory(doc, gpu=True)
     real = measure(doc, device="cuda", iters=1, warmup=2, memory=True)["peak_memory_bytes"]
     assert memory.peak == pytest.approx(real, rel=0.05)
+
+
+def test_the_timeline_carries_each_ranks_memory_over_time():
+    doc = load_scenario(SCENARIOS / "small_dlrm.json")
+    doc["platform"] = {"preset": "pcie-4x-a100"}
+    result = predict(doc)
+    tl = result.timeline
+    lanes = [k for k, lane in enumerate(tl.lanes) if lane.kind == "counter"]
+    assert sorted(tl.lanes[k].rank for k in lanes) == [0, 1, 2, 3]
+    for k in lanes:
+        times, values = tl.counters[k]
+        rank = result.per_rank[tl.lanes[k].rank]
+        assert values.max() == rank["peak_memory_bytes"]
+        assert values[0] == sum(rank["memory"]["resident_bytes"].values())
+        assert np.all(np.diff(times) >= 0) and times[-1] <= tl.end_us

@@ -45,3 +45,32 @@ def test_million_events_stay_compact():
                                     tl.name_id, tl.detail_id))
     assert nbytes < 40 * n
     assert np.isclose(tl.busy_ms([lane]), n / 1e3)
+
+
+def with_counter():
+    b = TimelineBuilder("t")
+    cpu = b.lane(0, "cpu", "main")
+    b.add(cpu, 0, 50, "cpu_op", "a")
+    lane = b.counter(0, "memory allocated", [0, 10, 20, 30], [100, 100, 300, 200])
+    return b.build(), lane
+
+
+def test_a_counter_is_a_step_function_that_travels_with_its_lane():
+    tl, lane = with_counter()
+    assert tl.lanes[lane].kind == "counter"
+    times, values = tl.counters[lane]
+    assert list(times) == [0, 20, 30] and list(values) == [100, 300, 200]   # runs merged
+    assert tl.counter_at(lane, 25) == 300 and tl.counter_at(lane, 99) == 200
+    assert tl.counter_at(lane, -1) is None
+    assert tl.shifted(5).counter_at(lane, 26) == 300
+    kept = tl.with_lanes([lane])
+    assert list(kept.counters) == [0] and kept.counter_at(0, 20) == 300
+    assert tl.with_lanes([0]).counters == {}
+    assert tl.device_active_ms(0) == 0.05   # counters are not work
+
+
+def test_counters_become_perfetto_counter_events():
+    tl, lane = with_counter()
+    events = [e for e in tl.to_chrome_trace()["traceEvents"] if e["ph"] == "C"]
+    assert [(e["ts"], e["args"]["bytes"]) for e in events] == [(0, 100), (20, 300), (30, 200)]
+    assert {e["name"] for e in events} == {"memory allocated"} and events[0]["pid"] == 0
