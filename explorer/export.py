@@ -18,7 +18,7 @@ from predictors.fileio import atomic_write_bytes
 from predictors.timeline import CATEGORIES, Timeline
 
 from .timeline.colors import CATEGORY_COLORS, CATEGORY_LABELS, COUNTER_COLOR
-from .timeline.layout import LaneLayout, counter_range, counter_steps, nice_step
+from .timeline.layout import LaneLayout, counter_curves, nice_step
 
 __all__ = ["export_timeline_image", "render_timeline", "picture_size", "EXPORT_FORMATS"]
 
@@ -177,19 +177,14 @@ def render_timeline(painter: QPainter, size: QSize, timeline: Timeline, *,
 
 def _draw_counters(painter: QPainter, timeline: Timeline, lay: LaneLayout, end_ms: float,
                    px, py) -> None:
-    """Counters (allocated memory) as filled step curves, one scale for all ranks."""
-    shown = {k: c for k, c in timeline.counters.items()
-             if np.isfinite(lay.y[k]) and len(c[0])}
-    low, high = counter_range(timeline, shown)
+    """Counters (allocated memory) as filled step curves, each over its own range."""
     color = QColor(COUNTER_COLOR)
     fill = QColor(color)
     fill.setAlpha(60)
-    for k, (times, values) in shown.items():
-        xs, ys = counter_steps(times / 1e3, values, end_ms, float(lay.y[k]), low, high)
-        base = py(float(lay.y[k]) + 0.4)
+    for _lane, xs, ys, base in counter_curves(timeline, lay, end_ms):
         points = [QPointF(px(x), py(y)) for x, y in zip(xs, ys)]
-        polygon = QPolygonF([QPointF(points[0].x(), base), *points,
-                             QPointF(points[-1].x(), base)])
+        polygon = QPolygonF([QPointF(points[0].x(), py(base)), *points,
+                             QPointF(points[-1].x(), py(base))])
         painter.setPen(Qt.NoPen)
         painter.setBrush(fill)
         painter.drawPolygon(polygon)

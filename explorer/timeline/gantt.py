@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (QGraphicsRectItem, QLabel, QMenu, QToolTip, QVBox
 from predictors.timeline import CATEGORIES, Timeline
 
 from .colors import CATEGORY_COLORS, CATEGORY_LABELS, COUNTER_COLOR
-from .layout import LaneLayout, counter_range, counter_steps, lane_title
+from .layout import LaneLayout, counter_curves, lane_title
 from .range_selection import TimeRangeSelection, TimeRangeViewBox, format_duration
 
 __all__ = ["GanttWidget", "EventIndex", "format_us"]
@@ -304,20 +304,16 @@ class GanttWidget(QWidget):
                 item.setOpacity(STALE_OPACITY)
 
     def _draw_counters(self, lay: LaneLayout, end_ms: float) -> None:
-        """Each shown counter (allocated memory) as a filled step curve in its row, on one
-        scale for all ranks (:func:`counter_range`), so that their peaks compare."""
-        tl = self.timeline
-        shown = {k: c for k, c in tl.counters.items() if np.isfinite(lay.y[k]) and len(c[0])}
-        low, high = counter_range(tl, shown)
-        for k, (times, values) in shown.items():
-            xs, ys = counter_steps(times / 1e3, values, end_ms, float(lay.y[k]), low, high)
-            color = QColor(COUNTER_COLOR)
-            fill = QColor(color)
-            fill.setAlpha(60)
-            item = pg.PlotDataItem(xs, ys, pen=pg.mkPen(color, width=1.2),
-                                   fillLevel=float(lay.y[k]) + 0.4, brush=fill)
-            pi = self.plot.getPlotItem()
-            pi.addItem(item)
+        """Each shown counter (allocated memory) as a filled step curve in its row, from
+        its lowest value to its highest (:func:`counter_range`; the row's label says
+        which)."""
+        color = QColor(COUNTER_COLOR)
+        fill = QColor(color)
+        fill.setAlpha(60)
+        for _lane, xs, ys, base in counter_curves(self.timeline, lay, end_ms):
+            item = pg.PlotDataItem(xs, ys, pen=pg.mkPen(color, width=1.2), fillLevel=base,
+                                   brush=fill)
+            self.plot.getPlotItem().addItem(item)
             self._bands.append(item)
             self._counter_items.append(item)
 

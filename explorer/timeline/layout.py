@@ -8,7 +8,8 @@ import numpy as np
 from predictors.sharding import format_bytes
 from predictors.timeline import Lane, Timeline
 
-__all__ = ["LaneLayout", "lane_title", "nice_step", "counter_steps", "counter_range"]
+__all__ = ["LaneLayout", "lane_title", "nice_step", "counter_steps", "counter_range",
+           "counter_curves"]
 
 _KIND_ORDER = {"cpu": 0, "stream": 1, "link": 2, "counter": 3}
 COUNTER_FILL = 0.8   # a counter's curve spans this share of its row, 0 at the bottom
@@ -75,7 +76,7 @@ class LaneLayout:
                 order.append(i)
                 title = lane_title(lanes[i])
                 if i in timeline.counters and len(timeline.counters[i][1]):
-                    lo, hi = counter_range(timeline, [i])
+                    lo, hi = counter_range(timeline, i)
                     title += f" {format_bytes(lo)} – {format_bytes(hi)}"
                 labels.append(f"rank {rank} · {title}" if multi else title)
                 pos += 1.0
@@ -112,14 +113,14 @@ def nice_step(span: float, target_ticks: int = 8) -> float:
     return float(10 * mag)
 
 
-def counter_range(timeline: Timeline, lanes) -> tuple[float, float]:
-    """The lowest and highest value over the counters ``lanes``: one scale for all ranks,
-    from the lowest value up, so that the step's own allocations show above the weights
-    that stay resident all along."""
-    values = [timeline.counters[k][1] for k in lanes if len(timeline.counters[k][1])]
-    if not values:
+def counter_range(timeline: Timeline, lane: int) -> tuple[float, float]:
+    """A counter's lowest and highest value.  Each curve spans its own range, as
+    Perfetto's counter tracks do: the ranks of a sharded job hold very different tables,
+    and on a shared scale the step's own allocations would vanish under them."""
+    values = timeline.counters[lane][1]
+    if not len(values):
         return 0.0, 0.0
-    return float(min(v.min() for v in values)), float(max(v.max() for v in values))
+    return float(values.min()), float(values.max())
 
 
 def counter_steps(times_ms: np.ndarray, values: np.ndarray, end_ms: float, row_y: float,
@@ -135,3 +136,14 @@ def counter_steps(times_ms: np.ndarray, values: np.ndarray, end_ms: float, row_y
         2 * len(values))
     heights = (0.1 + 0.9 * share) * COUNTER_FILL
     return xs, row_y + COUNTER_FILL / 2 - heights
+
+
+def counter_curves(timeline: Timeline, lay: "LaneLayout", end_ms: float):
+    """``(lane, xs, ys, base)`` for every counter shown in ``lay`` (a folded rank's are
+    not): its step curve over its own range, and the y of its row's bottom."""
+    for k, (times, values) in timeline.counters.items():
+        if not np.isfinite(lay.y[k]) or not len(times):
+            continue
+        low, high = counter_range(timeline, k)
+        xs, ys = counter_steps(times / 1e3, values, end_ms, float(lay.y[k]), low, high)
+        yield k, xs, ys, float(lay.y[k]) + COUNTER_FILL / 2
