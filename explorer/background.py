@@ -1,6 +1,7 @@
 """Long work off the GUI thread: progress, cancel, and the newest run wins.
 
-A :class:`BackgroundRunner` runs ``call(progress=..., cancelled=...)`` in a ``QThread``.
+A :class:`BackgroundRunner` runs ``call(progress=..., cancelled=...)`` in a ``QThread``
+(predictions, rankings, sweeps, trace loading).
 Starting a run abandons the one in progress (its result is dropped when it lands), so a
 user who asks again never sees an older answer.  Expected errors (bad input) come back as
 their message; anything else as its type and message, with the traceback on stderr.
@@ -25,14 +26,14 @@ _STILL_RUNNING: set = set()
 class _Worker(QThread):
     sigProgress = Signal(int, float, str)
     sigDone = Signal(int, object)
-    sigError = Signal(int, str)
+    sigError = Signal(int, str, object)
     sigAborted = Signal(int)
 
     def __init__(self, run_id: int, call: Callable, runner: "BackgroundRunner", parent=None):
         super().__init__(parent)
         self.run_id, self.call = run_id, call
         self.cancelled_types, self.expected = runner.cancelled_types, runner.expected_errors
-        self.failure = runner.failure_prefix
+        self.describe = runner.describe
         self.cancel_event = threading.Event()
 
     def run(self) -> None:  # the worker thread
@@ -43,11 +44,10 @@ class _Worker(QThread):
                 cancelled=self.cancel_event.is_set)
         except self.cancelled_types:
             self.sigAborted.emit(rid)
-        except self.expected as exc:
-            self.sigError.emit(rid, str(exc))
         except Exception as exc:  # a bug must not take the app down; say what happened
-            traceback.print_exc()
-            self.sigError.emit(rid, f"{self.failure}: {type(exc).__name__}: {exc}")
+            if not isinstance(exc, self.expected):
+                traceback.print_exc()
+            self.sigError.emit(rid, self.describe(exc), exc)
         else:
             if self.cancel_event.is_set():
                 self.sigAborted.emit(rid)
@@ -62,8 +62,12 @@ class BackgroundRunner(QObject):
     -------
     sigProgress(float, str)   fraction and stage
     sigFinished(object)       the call's result
-    sigFailed(str)            one line saying what went wrong
+    sigFailed(str)            one line saying what went wrong (``last_error`` holds the
+                              exception)
     sigCancelled()
+
+    ``describe(exc)`` makes that line; by default an expected error's message, anything
+    else ``failure_prefix: Type: message``.
     """
 
     sigProgress = Signal(float, str)
@@ -72,11 +76,14 @@ class BackgroundRunner(QObject):
     sigCancelled = Signal()
 
     def __init__(self, cancelled_types: tuple, expected_errors: tuple, failure_prefix: str,
-                 parent: QObject | None = None, pause_gc: bool = True):
+                 parent: QObject | None = None, pause_gc: bool = True,
+                 describe: Callable[[BaseException], str] | None = None):
         super().__init__(parent)
         self.pause_gc = pause_gc  # work with torch: see run()
         self.cancelled_types, self.expected_errors = cancelled_types, expected_errors
         self.failure_prefix = failure_prefix
+        self.describe = describe or self._describe
+        self.last_error: BaseException | None = None
         self._run_id = 0
         self._current: _Worker | None = None
         self._threads: set[_Worker] = set()
@@ -134,6 +141,11 @@ class BackgroundRunner(QObject):
                     resume_collection()
         return ok
 
+    def _describe(self, exc: BaseException) -> str:
+        if isinstance(exc, self.expected_errors):
+            return str(exc)
+        return f"{self.failure_prefix}: {type(exc).__name__}: {exc}"
+
     def _abandon(self) -> None:
         if self._current is not None:
             self._current.cancel_event.set()
@@ -149,11 +161,13 @@ class BackgroundRunner(QObject):
     def _on_done(self, rid, result):
         if self._mine(rid):
             self._current = None
+            self.last_error = None
             self.sigFinished.emit(result)
 
-    def _on_error(self, rid, message):
+    def _on_error(self, rid, message, exc):
         if self._mine(rid):
             self._current = None
+            self.last_error = exc
             self.sigFailed.emit(message)
 
     def _on_aborted(self, rid):

@@ -58,7 +58,7 @@ def make_window(qtbot, tmp_path):
     yield make
     for w in windows:
         w.close()
-        assert not any(t.isRunning() for t in list(w.controller._threads))
+        assert not any(t.isRunning() for t in list(w.controller.runner._threads))
         assert not w.profiles.runner.is_running()
         assert not w.profiles.panel.loader.is_running()
         assert not any(t.isRunning() for t in list(w.sharding.runner._threads))

@@ -87,13 +87,13 @@ def test_run_finishes_off_the_gui_thread_and_leaves_no_threads(qtbot, no_leftove
     c.sigProgress.connect(lambda f, s: progress.append((f, s)))
     with qtbot.waitSignal(c.sigFinished, timeout=5000) as done:
         c.start()
-        workers = list(c._threads)
+        workers = list(c.runner._threads)
     assert isinstance(done.args[0], Prediction)
     assert fake.threads[0] is not threading.main_thread()
     assert progress and progress[0] == (0.0, "step 0")
     assert not c.is_running()
     assert c.shutdown()
-    assert not c._threads
+    assert not c.runner._threads
     assert workers and not any(w.isRunning() for w in workers)
 
 
@@ -130,7 +130,7 @@ def test_cancel_stops_a_slow_prediction(qtbot, no_leftover_threads):
     c.sigFinished.connect(finished.append)
     with qtbot.waitSignal(c.sigProgress, timeout=5000):
         c.start()
-        workers = list(c._threads)
+        workers = list(c.runner._threads)
     with qtbot.waitSignal(c.sigCancelled, timeout=1000):
         assert c.cancel()
     t0 = time.monotonic()
@@ -206,6 +206,6 @@ def test_automatic_gc_is_paused_until_the_worker_thread_has_stopped(qtbot):
     with qtbot.waitSignal(c.sigFinished, timeout=5000):
         c.start()
         assert not gc.isenabled()  # from the start, on the GUI thread
-    qtbot.waitUntil(lambda: not c._threads, timeout=5000)
+    qtbot.waitUntil(lambda: not c.runner._threads, timeout=5000)
     assert seen == [False] and gc.isenabled()
     assert c.shutdown()
