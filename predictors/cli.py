@@ -458,7 +458,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--trace", metavar="OUT.json[.gz]",
                    help="also record one step with torch.profiler (Kineto JSON)")
     m.add_argument("--memory", action="store_true",
-                   help="also measure one step's peak of allocated tensor memory")
+                   help="also measure one step's peak of allocated tensor memory (and "
+                        "record memory events in --trace)")
     m.add_argument("--json", action="store_true")
     m.set_defaults(func=_cmd_measure)
     c = sub.add_parser("calibrate", help="measure this device and write a profile")

@@ -24,7 +24,8 @@ def measure(doc: dict, device: str = "cpu", iters: int = 20, warmup: int = 5,
 
     The scenario's platform ``threads`` sets torch's intra-op threads on the CPU.  With
     ``trace``, ``trace_steps`` more steps are recorded with torch.profiler (Kineto JSON,
-    gzipped when the name ends in ``.gz``; one ``ProfilerStep#k`` span per step).
+    gzipped when the name ends in ``.gz``; one ``ProfilerStep#k`` span per step; with
+    ``memory``, its ``[memory]`` events too).
     Returns the median, the spread and every sample (ms); with ``memory``, also the
     step's peak of allocated tensor memory (``peak_memory_bytes``, see
     :func:`peak_memory`).
@@ -50,7 +51,7 @@ def measure(doc: dict, device: str = "cpu", iters: int = 20, warmup: int = 5,
         peak = peak_memory(workload, batch, optimizer, device) if memory else None
         if trace:
             _record_trace(workload, batch, optimizer, os.fspath(trace), device, sync,
-                          trace_steps)
+                          trace_steps, memory)
     finally:
         torch.set_num_threads(old_threads)
     samples.sort()
@@ -107,13 +108,13 @@ def peak_memory(workload, batch, optimizer, device: str) -> int:
 
 
 def _record_trace(workload, batch, optimizer, path: str, device: str, sync=lambda: None,
-                  steps: int = 1) -> None:
+                  steps: int = 1, memory: bool = False) -> None:
     from torch.profiler import ProfilerActivity, profile, record_function
 
     activities = [ProfilerActivity.CPU]
     if device.startswith("cuda"):
         activities.append(ProfilerActivity.CUDA)
-    with profile(activities=activities, record_shapes=True) as prof:
+    with profile(activities=activities, record_shapes=True, profile_memory=memory) as prof:
         for k in range(max(1, steps)):
             # Mark the steps ourselves: without a schedule, prof.step() writes no span.
             with record_function(f"ProfilerStep#{k}"):

@@ -83,7 +83,9 @@ def _key_order(item):
 
 
 def format_bytes(n: float) -> str:
-    """``812 MB``, ``25.1 GB``: decimal units, as memory sizes are quoted."""
+    """``812 MB``, ``25.1 GB``, ``-4.0 MB``: decimal units, as memory sizes are quoted."""
+    if n < 0:
+        return "-" + format_bytes(-n)
     for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if n >= scale:
             return f"{n / scale:,.1f} {unit}"

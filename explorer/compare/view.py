@@ -166,9 +166,10 @@ class CompareView(QWidget):
         elif rec_tl is not None and len(rec_tl):
             rec_tl = rec_tl.shifted(-rec_tl.begin_us)
         if rec_tl is not None:
-            # Threads and streams only: annotation rows have no counterpart in a prediction.
+            # Threads, streams and memory: annotation rows have no counterpart in a
+            # prediction.
             rec_tl = rec_tl.with_lanes([i for i, l in enumerate(rec_tl.lanes)
-                                        if l.kind in ("cpu", "stream")])
+                                        if l.kind in ("cpu", "stream", "counter")])
         self.predicted.set_timeline(pred_tl)
         self.recorded.set_timeline(rec_tl)
         # Linked views line up in pixels only when their time axes start at the same x.

@@ -27,6 +27,8 @@ def lane_title(lane: Lane) -> str:
         return name if "stream" in low else f"stream {name}"
     if lane.kind == "link":
         return name if low.startswith("link") else f"link {name}"
+    if lane.kind == "counter":   # the range follows: keep the label short
+        return name.replace("memory allocated", "memory")
     return name
 
 

@@ -100,6 +100,9 @@ class KinetoTrace:
     thread_names: dict = field(default_factory=dict)
     flow_starts: dict = field(default_factory=dict)  # flow id -> (thread index, ts)
     bytes_read: int = 0
+    # profile_memory's "[memory]" events: device -> (ts, allocated bytes, absolute?), the
+    # device ("cpu", -1) or ("gpu", index); see :func:`_memory_counters`
+    memory: dict = field(default_factory=dict)
 
     def __len__(self) -> int:
         return int(self.ts.shape[0])
@@ -270,6 +273,7 @@ class _Columns:
         self.flow_f: dict = {}
         self.pieces: list[dict] = []  # columns of each piece (the msgspec path)
         self.flows: list[tuple] = []  # (id, pid, tid, ts, is_start) arrays per piece
+        self.memory: list[tuple] = []  # (ts, device type, device id, bytes, total or NaN)
         self.n = 0
 
     def count(self) -> int:
@@ -395,6 +399,11 @@ def _fold(events, c: _Columns, name: str) -> None:
                         str(args.get("name", ""))
                 elif mname == "process_labels" and isinstance(args, dict):
                     c.process_labels[_as_int(e.get("pid"), 0)] = str(args.get("labels", ""))
+            elif ph == "i" and e.get("name") == "[memory]":
+                args = e.get("args")
+                if isinstance(args, dict):
+                    _add_memory(c, e["ts"], args.get("Device Type"), args.get("Device Id"),
+                                args.get("Bytes"), args.get("Total Allocated"))
             elif ph == "s" or ph == "f":
                 if e.get("cat") in flows:
                     fid = _as_int(e.get("id"))
@@ -433,6 +442,10 @@ if msgspec is not None:
         out_n: Any = msgspec.field(default=None, name="Out msg nelems")
         dtype: Any = None
         nbytes: Any = msgspec.field(default=None, name="bytes")
+        mem_bytes: Any = msgspec.field(default=None, name="Bytes")
+        mem_total: Any = msgspec.field(default=None, name="Total Allocated")
+        dev_type: Any = msgspec.field(default=None, name="Device Type")
+        dev_id: Any = msgspec.field(default=None, name="Device Id")
         name: Any = None
         labels: Any = None
 
@@ -523,6 +536,9 @@ def _fold_columns(events: list, c: _Columns, name: str) -> None:
         for e in events:
             if e.ph == "M":
                 _fold_other(e, c)
+            elif e.ph == "i" and e.name == "[memory]" and e.args is not None:
+                a = e.args
+                _add_memory(c, e.ts, a.dev_type, a.dev_id, a.mem_bytes, a.mem_total)
     if not xs:
         return
     kind_of = _KIND_OF_CAT
@@ -608,6 +624,36 @@ def _fold_columns(events: list, c: _Columns, name: str) -> None:
     c.pieces.append({"ts": ts, "dur": dur, "kind": kind, "thread": thread,
                      "name_id": name_id, "detail_id": detail_id, "ext": ext, "corr": corr,
                      "rf": rf})
+
+
+def _add_memory(c: _Columns, ts, dev_type, dev_id, nbytes, total) -> None:
+    """One ``[memory]`` event; malformed ones are skipped (memory is a side show)."""
+    try:
+        c.memory.append((float(ts), _as_int(dev_type, 0), _as_int(dev_id, -1),
+                         float(nbytes or 0.0),
+                         float(total) if total is not None else float("nan")))
+    except (TypeError, ValueError):
+        pass
+
+
+def _memory_counters(rows: list[tuple], base: float) -> dict:
+    """Allocated bytes over time per device.  Newer traces give the allocator's
+    ``Total Allocated`` (absolute on CUDA); older ones only each event's ``Bytes``, summed
+    here from zero at the trace's start.  Device type 0 is the CPU, 1 CUDA.  The CPU's
+    total counts only what was allocated while the profiler ran: never absolute."""
+    if not rows:
+        return {}
+    arr = np.array(rows, np.float64)
+    arr = arr[np.argsort(arr[:, 0], kind="stable")]
+    out = {}
+    for dtype, did in sorted({(int(t), int(d)) for t, d in arr[:, 1:3]}):
+        sel = arr[(arr[:, 1] == dtype) & (arr[:, 2] == did)]
+        total = sel[:, 4]
+        absolute = bool(np.isfinite(total).all()) and dtype != 0
+        values = total if absolute else np.cumsum(sel[:, 3])
+        key = ("cpu", -1) if dtype == 0 else ("gpu", max(did, 0))
+        out[key] = (sel[:, 0] - base, values, absolute)
+    return out
 
 
 def _fold_other(e, c: _Columns) -> None:
@@ -726,7 +772,7 @@ def parse_kineto_bytes(data: bytes, path: str = "trace.json", rank: int | None =
         corr=corr, rf=c.column("rf", np.int64),
         threads=list(c.threads), thread_is_device=is_dev, names=c.names,
         details=c.details, thread_names=tnames, flow_starts=flow_starts,
-        bytes_read=len(data))
+        bytes_read=len(data), memory=_memory_counters(c.memory, base))
     _link_flows(trace, c.flow_f, base)
     r = rank if rank is not None else _rank_from(meta if isinstance(meta, dict) else {}, path)
     trace.rank = -1 if r is None else r

@@ -140,6 +140,7 @@ def build_timeline(traces: Sequence[KinetoTrace], ops: Sequence[CpuOps] | None =
     detail_index: dict[str, int] = {"": 0}
     cols = {k: [] for k in ("start", "dur", "lane", "cat", "name", "detail")}
     steps: list[Span] = []
+    counters: dict[int, tuple] = {}
 
     for tr, op in zip(traces, ops):
         r = tr.rank
@@ -227,6 +228,15 @@ def build_timeline(traces: Sequence[KinetoTrace], ops: Sequence[CpuOps] | None =
             py = sel_t & (kind == Kind.PYTHON)
             if py.any():
                 ev_lane[py] = lane(("p", t), "annotation", f"{tname} · python")
+        for (dev, index), (t_mem, v_mem, absolute) in tr.memory.items():
+            # the device's memory pairs with the predicted counter of the same name
+            own = (dev == "gpu") == rank_has_device
+            # relative: the change since the trace began (older traces, and the CPU's)
+            label = ("memory allocated" if own else "host memory allocated") + (
+                "" if absolute else " (relative)")
+            if dev == "gpu" and len({k[1] for k in tr.memory if k[0] == "gpu"}) > 1:
+                label += f" (GPU {index})"
+            counters[lane(("m", dev, index), "counter", label)] = (t_mem + shift, v_mem)
         cols["start"].append(tr.ts + shift)
         cols["dur"].append(tr.dur)
         cols["lane"].append(ev_lane)
@@ -242,7 +252,8 @@ def build_timeline(traces: Sequence[KinetoTrace], ops: Sequence[CpuOps] | None =
                               cat_all("lane", np.int32), cat_all("cat", np.int16),
                               cat_all("name", np.int32), cat_all("detail", np.int32),
                               lanes, names, details, title=title, meta=meta,
-                              steps=sorted(steps, key=lambda s: (s.rank, s.start_us)))
+                              steps=sorted(steps, key=lambda s: (s.rank, s.start_us)),
+                              counters=counters)
     return tl, base
 
 

@@ -123,3 +123,29 @@ def test_main_window_import_drop_and_export(qtbot, tmp_path, cpu_prediction):
     assert "bad.json" in w.compare.view.error.text()
     w.confirm_discard = lambda: True
     w.close()
+
+
+def test_recorded_memory_sits_under_the_predicted_memory(qtbot, cpu_prediction, tmp_path):
+    from predictors.measure import measure
+
+    doc = load_scenario(ROOT / "resources" / "scenarios" / "small_dlrm.json")
+    doc["platform"] = {"preset": "local-cpu", "threads": 1}
+    trace = tmp_path / "mem.json.gz"
+    measure(doc, iters=1, warmup=1, trace=trace, memory=True)
+    view = CompareView()
+    qtbot.addWidget(view)
+    view.resize(1200, 700)
+    view.show()
+    view.set_prediction(cpu_prediction)
+    view.set_recording(load_recording([trace]))
+    for gantt in (view.predicted, view.recorded):
+        assert len(gantt._counter_items) == 1
+        assert gantt.layout_.labels[-1].startswith("memory")
+    predicted = cpu_prediction.timeline
+    recorded = view.recorded.timeline
+    (p_lane, (_, p_values)), = predicted.counters.items()
+    (r_lane, (_, r_values)), = recorded.counters.items()
+    # the CPU's recorded counter is relative; the step's swing is what both show
+    assert recorded.lanes[r_lane].name == "memory allocated (relative)"
+    swing = lambda v: v.max() - v.min()
+    assert swing(r_values) == pytest.approx(swing(p_values), rel=0.1)

@@ -311,7 +311,7 @@ def test_memory_counters_draw_as_curves_with_a_hover_value(gantt):
     lane = b.counter(0, "memory allocated", [0.0, 200.0, 600.0], [4e6, 9e6, 5e6])
     gantt.set_timeline(b.build())
     lay = gantt.layout_
-    assert lay.order[-1] == lane and lay.labels[-1] == "memory allocated 4.0 MB – 9.0 MB"
+    assert lay.order[-1] == lane and lay.labels[-1] == "memory 4.0 MB – 9.0 MB"
     assert len(gantt._counter_items) == 1
     xs, ys = gantt._counter_items[0].getData()
     assert xs[0] == 0.0 and xs[-1] == 1.0   # held to the end of the step (ms)

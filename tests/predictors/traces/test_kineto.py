@@ -12,9 +12,11 @@ from predictors.timeline import CATEGORIES
 from predictors.traces import TraceError, load_recording, read_kineto
 from predictors.traces import kineto as kineto_mod
 from predictors.traces.kineto import Kind, parse_kineto_bytes
+from paths import SHARED_DATA
 from synth import new_format, old_format, write
 
 DATA = Path(__file__).parent / "data"
+TRACES = SHARED_DATA / "traces"
 
 
 def cat_ms(tl, name):
@@ -262,3 +264,49 @@ def test_context_wide_syncs_get_their_own_lane_name(tmp_path):
     rec = load_recording([write(tmp_path / "sync.json", doc)])
     names = {lane.name for lane in rec.timeline.lanes}
     assert "context (all streams)" in names and "stream 4294967295" not in names
+
+
+def memory_events(total: bool) -> list[dict]:
+    """profile_memory's instant events: 1 MB then 3 MB more on GPU 0, one free; a CPU
+    block in between."""
+    rows = [(150.0, 1, 0, 1_000_000, 101_000_000), (160.0, 0, -1, 4096, 4096),
+            (170.0, 1, 0, 3_000_000, 104_000_000), (400.0, 1, 0, -1_000_000, 103_000_000)]
+    out = []
+    for ts, dtype, did, nbytes, tot in rows:
+        args = {"Device Type": dtype, "Device Id": did, "Bytes": nbytes}
+        if total:
+            args["Total Allocated"] = tot
+        out.append({"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]",
+                    "pid": 10, "tid": 11, "ts": ts, "args": args})
+    return out
+
+
+@pytest.mark.parametrize("total", [True, False])
+@pytest.mark.parametrize("fast", [True, False])
+def test_memory_events_become_allocated_bytes_per_device(tmp_path, monkeypatch, total, fast):
+    if not fast:   # the plain-JSON reader, as without msgspec
+        monkeypatch.setattr(kineto_mod, "msgspec", None)
+    doc = new_format()
+    doc["traceEvents"] += memory_events(total)
+    tr = parse_kineto_bytes(json.dumps(doc).encode(), "mem.json")
+    t_gpu, gpu, absolute = tr.memory[("gpu", 0)]
+    assert list(t_gpu + tr.base_us) == [150.0, 170.0, 400.0]
+    # newer traces: the allocator's own total; 2021's: the sizes summed from zero
+    assert list(gpu) == ([101e6, 104e6, 103e6] if total else [1e6, 4e6, 3e6])
+    assert absolute is total
+    assert list(tr.memory[("cpu", -1)][1]) == [4096] and not tr.memory[("cpu", -1)][2]
+    tl = load_recording([write(tmp_path / "mem.json", doc)]).timeline
+    counters = {tl.lanes[k].name: v for k, (_, v) in tl.counters.items()}
+    gpu_name = "memory allocated" + ("" if total else " (relative)")
+    assert set(counters) == {gpu_name, "host memory allocated (relative)"}
+    assert counters[gpu_name].max() == (104e6 if total else 4e6)
+
+
+def test_the_2021_resnet_trace_has_its_memory_curves():
+    path = next((TRACES / "kineto-resnet50-v100-2021").glob("*.json.gz"), None)
+    if path is None:
+        pytest.skip("../shared/data/traces is not here")
+    tr = read_kineto(path)
+    times, gpu, absolute = tr.memory[("gpu", 0)]
+    assert len(times) == 8220 and not absolute and np.all(np.diff(times) >= 0)
+    assert 2.5e9 < gpu.max() < 3e9   # activations of a ResNet-50 step on top of the weights
