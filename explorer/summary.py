@@ -200,7 +200,8 @@ class SummaryPanel(QWidget):
         caption = "peak memory" + (f" · rank {top['rank']}" if len(ranks) > 1 else "")
         if device:
             share = 100 * top["peak_memory_bytes"] / device
-            caption += (f" · {share:.0f} % of {format_bytes(device)}" if figures["fits"]
+            share_text = f"{share:.1f}" if share < 10 else f"{share:.0f}"
+            caption += (f" · {share_text} % of {format_bytes(device)}" if figures["fits"]
                         else f" · does not fit {format_bytes(device)}")
         self.memory.caption.setText(caption)
         self.memory.set_alert(bool(device) and not figures["fits"])
