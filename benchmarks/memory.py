@@ -1,6 +1,7 @@
 """Predicted peak memory of a training step against the real one, on this machine.
 
-    .venv/bin/python benchmarks/memory.py [--n 12] [--seed 11] [--device cpu|cuda] [--json OUT]
+    .venv/bin/python benchmarks/memory.py [--n 12] [--seed 11] [--device cpu|cuda]
+                                          [--optimizer sgd|adam|adamw] [--json OUT]
 
 Each random scenario (the issue-3 ranges: DLRMs and transformer LMs, plus the bundled
 small DLRM) is captured on the meta device, as ``predict`` does, and its predicted peak
@@ -27,7 +28,7 @@ import torch  # noqa: E402
 from predictors.calibrate.samples import random_scenarios  # noqa: E402
 from predictors.capture import capture_training_step  # noqa: E402
 from predictors.measure import peak_memory  # noqa: E402
-from predictors.scenario import load_scenario  # noqa: E402
+from predictors.scenario import OPTIMIZERS, load_scenario  # noqa: E402
 from predictors.workload import build_workload, training_step  # noqa: E402
 
 
@@ -49,11 +50,14 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=12, help="random scenarios (default 12)")
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--optimizer", default="sgd", choices=OPTIMIZERS)
     ap.add_argument("--json", metavar="OUT.json", help="also write the rows as JSON")
     args = ap.parse_args()
     torch.set_num_threads(1)
     docs = [load_scenario(ROOT / "resources" / "scenarios" / "small_dlrm.json")]
     docs += random_scenarios(args.n, args.seed)
+    for doc in docs:
+        doc["training"]["optimizer"] = args.optimizer
     rows = []
     print(f"{'scenario':<44} {'measured MB':>11} {'predicted MB':>12} {'error':>7}  "
           f"{'params MB':>9} {'activations MB':>14}  {'peak op':<30}")
@@ -75,7 +79,8 @@ def main() -> int:
               f"{node['name']} ({node['phase']})")
     errors = [max(abs(r["error_pct"]), 1e-3) for r in rows]
     geomean = math.exp(sum(math.log(e) for e in errors) / len(errors))
-    print(f"\n{len(rows)} scenarios on {args.device}: geomean |error| {geomean:.2f} %, "
+    print(f"\n{len(rows)} scenarios on {args.device}, {args.optimizer}: geomean |error| "
+          f"{geomean:.2f} %, "
           f"worst {max(errors):.2f} %, torch {torch.__version__}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))

@@ -34,10 +34,11 @@ def _dtype_name(t: torch.Tensor) -> str:
 class OpRecorder(TorchDispatchMode):
     """Records aten ops into a ``networkx.DiGraph`` (nodes numbered in issue order)."""
 
-    def __init__(self, memory_block: int = 1):
+    def __init__(self, memory_block: int = 1, device=None):
         super().__init__()
         self.graph = nx.DiGraph()
-        self.ledger = StorageLedger(memory_block)
+        self.device = None if device is None else torch.device(device).type
+        self.ledger = StorageLedger(memory_block, self.device)
         self.phase = "forward"
         self.block: list[str] = []
         # id(tensor) -> (weak reference, value).  Strong references would change what
@@ -94,7 +95,7 @@ class OpRecorder(TorchDispatchMode):
             output_shapes=out_shapes, output_dtypes=out_dtypes, output_nnz=out_nnz,
             scalars=[a for a in tree_flatten((args, kwargs))[0]
                      if isinstance(a, (int, float, bool)) and not isinstance(a, torch.Tensor)],
-            lookup=self._lookup_of(ins))
+            lookup=self._lookup_of(ins), host=self._on_host(ins, outs))
         self.ledger.read(ins)
         name, grad_fn = self.graph.nodes[idx]["name"], self.graph.nodes[idx]["grad_fn"]
         self.ledger.wrote(
@@ -110,6 +111,13 @@ class OpRecorder(TorchDispatchMode):
         for t in written:  # an in-place collective (all-reduce) produces its inputs anew
             self._producer[id(t)] = (weakref.ref(t), idx)
         return out
+
+    def _on_host(self, ins, outs) -> bool:
+        """Every tensor of the op is a CPU tensor while the step is on another device (an
+        optimizer's step counter): the host runs it, no kernel is launched."""
+        tensors = ins + outs
+        return bool(tensors) and self.device not in (None, "cpu") and all(
+            t.device.type == "cpu" for t in tensors)
 
     def _lookup_of(self, ins) -> dict | None:
         """The table an op reads: through its indices, or through a sparse gradient
@@ -132,6 +140,13 @@ class OpRecorder(TorchDispatchMode):
             yield
         finally:
             self.phase = old
+
+
+class _Unrecorded(TorchDispatchMode):
+    """Runs ops as a recording does, keeping nothing."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
 
 
 def _attach_block_hooks(module, recorder: OpRecorder):
@@ -253,8 +268,14 @@ def capture_training_step(workload: Workload, *, gpu: bool = False) -> nx.DiGrap
     batch = workload.make_batch()
     # On a GPU, SGD updates all dense parameters with one ``_foreach_add_``.
     optimizer = workload.optimizer(foreach=True if gpu else None)
+    if workload.doc["training"].get("optimizer", "sgd") != "sgd":
+        # Adam makes its state in its first step: record a steady-state step, the second.
+        # (Under a dispatch mode, as recording runs: meta has no sparse coalesce.)
+        with collection_paused(), (gpu_fused_ops() if gpu else nullcontext()), _Unrecorded():
+            module(batch).backward()
+            optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    recorder = OpRecorder(GPU_BLOCK if gpu else 1)
+    recorder = OpRecorder(GPU_BLOCK if gpu else 1, device=workload.device)
     for nid, tables in batch["sparse"].items():
         for j, (bag_input, spec) in enumerate(zip(tables, workload.specs[nid]["tables"])):
             if bag_input is not None:  # None: another rank's table
@@ -294,6 +315,8 @@ def capture_training_step(workload: Workload, *, gpu: bool = False) -> nx.DiGrap
     graph.graph["memory"] = step_memory(
         ledger, graph.number_of_nodes(),
         {"parameters": ledger.storage_keys(params),
+         "optimizer state": ledger.storage_keys(
+             v for st in optimizer.state.values() for v in st.values()),
          "inputs": ledger.storage_keys(tree_flatten(batch)[0]),
          "communication buffers": ledger.storage_keys(buckets.flat if buckets else [])},
         ledger.storage_keys([p.grad for p in params if p.grad is not None]))

@@ -45,8 +45,10 @@ def _sparse_bytes(t: torch.Tensor, nnz: int, indices: bool = True) -> int:
 class StorageLedger:
     """Allocations and frees of the storages one captured step touches."""
 
-    def __init__(self, block: int = 1):
+    def __init__(self, block: int = 1, device: str | None = None):
         self.block = block
+        self.device = device   # tensors elsewhere (an optimizer's CPU step count) are not
+                               # the device's memory
         self.clock = 0                    # the op being recorded (its node index)
         self.resident: dict[int, int] = {}     # storage key -> bytes, made before the step
         self._live: dict[int, tuple] = {}      # storage key -> (weak ref, allocation id)
@@ -67,9 +69,14 @@ class StorageLedger:
         entry = self._live.get(key)
         return key in self.resident or (entry is not None and entry[0]() is not None)
 
+    def _here(self, t: torch.Tensor) -> bool:
+        return self.device is None or t.device.type == self.device
+
     def read(self, tensors) -> None:
         """Storages read by an op that no op of the step made: resident."""
         for t in tensors:
+            if not self._here(t):
+                continue
             for s in self._storages(t):
                 key = s._cdata
                 if not self._known(key):
@@ -86,6 +93,8 @@ class StorageLedger:
         embedding backward reshapes its indices), so only their values are new."""
         self.clock = node + 1
         for i, (t, nnz) in enumerate(zip(tensors, sparse_nnz)):
+            if not self._here(t):
+                continue
             storages = [s for s in self._storages(t) if not self._known(s._cdata)]
             if not storages:
                 continue   # in place, a view, or a sparse wrapper of known tensors
@@ -132,7 +141,7 @@ class StorageLedger:
         self._live.clear()
 
     def storage_keys(self, tensors) -> set[int]:
-        return {s._cdata for t in tensors if isinstance(t, torch.Tensor)
+        return {s._cdata for t in tensors if isinstance(t, torch.Tensor) and self._here(t)
                 for s in self._storages(t)}
 
 

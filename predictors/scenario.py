@@ -27,7 +27,7 @@ __all__ = ["FORMAT", "VERSION", "ScenarioError", "Issue", "load_scenario", "read
 FORMAT = "ml-dse/scenario"
 VERSION = 1
 DTYPES = ("float32", "bfloat16", "float16")
-OPTIMIZERS = ("sgd",)
+OPTIMIZERS = ("sgd", "adam", "adamw")
 PLATFORM_NODE_KINDS = ("cpu", "gpu", "node", "nvswitch", "nic", "pcie_switch")
 
 # MIGRATIONS[v] upgrades a version-v document to version v + 1.  Version 1 is the first;

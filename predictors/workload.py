@@ -338,12 +338,55 @@ class Workload:
                                                dev, gen)
         return batch
 
-    def optimizer(self, foreach: bool | None = None) -> torch.optim.Optimizer:
-        """Plain SGD over all parameters (sparse rows for the embedding bags).
-        ``foreach``: torch's choice by default (the multi-tensor update where every
-        parameter is on a CUDA device, one ``add_`` per parameter elsewhere or when a
-        gradient is sparse); True makes a meta capture record what a GPU runs."""
-        return torch.optim.SGD(self.module.parameters(), lr=self.lr, foreach=foreach)
+    def optimizer(self, foreach: bool | None = None):
+        """The scenario's optimizer: ``sgd``, plain SGD over all parameters (sparse rows
+        for the embedding bags); ``adam``/``adamw``, torch's Adam/AdamW over the dense
+        parameters while the embedding bags keep their sparse SGD update (torch's sparse
+        Adam coalesces, which needs the data).  ``foreach``: torch's choice by default
+        (the multi-tensor update where every parameter is on a CUDA device, one op per
+        parameter elsewhere or when a gradient is sparse); True makes a meta capture
+        record what a GPU runs."""
+        params = list(self.module.parameters())
+        kind = self.doc["training"].get("optimizer", "sgd")
+        if kind == "sgd":
+            return torch.optim.SGD(params, lr=self.lr, foreach=foreach)
+        sparse_ids = {id(p) for p in sparse_parameters(self.module)}
+        dense = [p for p in params if id(p) not in sparse_ids]
+        sparse = [p for p in params if id(p) in sparse_ids]
+        adam = torch.optim.Adam if kind == "adam" else torch.optim.AdamW
+        parts = [adam(dense, lr=self.lr, foreach=foreach)] if dense else []
+        if sparse:
+            parts.append(torch.optim.SGD(sparse, lr=self.lr, foreach=foreach))
+        return parts[0] if len(parts) == 1 else OptimizerGroup(parts)
+
+
+def sparse_parameters(module: nn.Module) -> list[nn.Parameter]:
+    """The embedding bags' weights: their gradients are sparse."""
+    return [bag.weight for nid, kind in module.kinds.items() if kind == "embedding_tables"
+            for bag in module.blocks[nid].bags]
+
+
+class OptimizerGroup:
+    """Several optimizers stepped as one (dense Adam beside the tables' sparse SGD)."""
+
+    def __init__(self, parts: list[torch.optim.Optimizer]):
+        self.parts = parts
+
+    @property
+    def param_groups(self) -> list[dict]:
+        return [g for p in self.parts for g in p.param_groups]
+
+    @property
+    def state(self) -> dict:
+        return {k: v for p in self.parts for k, v in p.state.items()}
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for p in self.parts:
+            p.zero_grad(set_to_none=set_to_none)
+
+    def step(self) -> None:
+        for p in self.parts:
+            p.step()
 
 
 def _randn(shape, dtype, device, gen):

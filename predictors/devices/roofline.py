@@ -258,6 +258,8 @@ def kernel_cost(node: dict, device: DeviceSpec) -> KernelCost:
     op, category = _base(name), classify(name)
     if category == "view":
         return KernelCost("view", 0.0, 0.0, 0.0, "none")
+    if node.get("host"):   # CPU tensors of a GPU step (Adam's step count): no kernel
+        return KernelCost("view", 0.0, 0.0, 0.0, "host op, no kernel")
     if category == "communication":  # timed by the collective model when ranks meet
         return KernelCost(category, 0.0, collective_bytes(node), 0.0, "collective model")
     dtype = (node["input_dtypes"] or node["output_dtypes"] or ["float32"])[0]

@@ -19,6 +19,10 @@ def profiled_compute_ops(doc: dict, captured: set[str]) -> list[str]:
     workload = build_workload(doc, device="cpu")
     batch = workload.make_batch(seed=0)
     optimizer = workload.optimizer()
+    if doc["training"].get("optimizer", "sgd") != "sgd":   # a steady step, as captured
+        optimizer.zero_grad(set_to_none=True)
+        workload.module(batch).backward()
+        optimizer.step()
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         optimizer.zero_grad(set_to_none=True)
         loss = workload.module(batch)

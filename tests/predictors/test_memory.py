@@ -129,3 +129,30 @@ def test_the_timeline_carries_each_ranks_memory_over_time():
         assert values.max() == rank["peak_memory_bytes"]
         assert values[0] == sum(rank["memory"]["resident_bytes"].values())
         assert np.all(np.diff(times) >= 0) and times[-1] <= tl.end_us
+
+
+def test_adamw_keeps_two_moments_per_dense_weight_and_records_a_steady_step():
+    doc = small(random_transformer(np.random.default_rng(5)), batch=4)
+    doc["training"]["optimizer"] = "adamw"
+    graph = capture_training_step(build_workload(doc), gpu=True)
+    memory = graph.graph["memory"]
+    assert memory.resident["optimizer state"] == 2 * memory.resident["parameters"]
+    names = [graph.nodes[i]["name"] for i in graph.nodes]
+    assert "aten::zeros_like" not in names   # the state is made by the first step only
+    assert "aten::_foreach_lerp_" in names   # torch's multi-tensor Adam on a GPU
+    # the CPU step counters: host work, no kernel, no device memory
+    host = [graph.nodes[i] for i in graph.nodes if graph.nodes[i].get("host")]
+    assert host and all(n["phase"] == "optimizer" for n in host)
+    result = predict(doc | {"platform": {"preset": "h100-1"}})
+    assert result.per_rank[0]["memory"]["resident_bytes"]["optimizer state"] > 0
+
+
+def test_adam_on_a_dlrm_updates_the_tables_with_sparse_sgd():
+    doc = small(load_scenario(SCENARIOS / "small_dlrm.json"))
+    doc["training"]["optimizer"] = "adam"
+    workload = build_workload(doc)
+    memory = captured_memory(doc)
+    tables = next(n for n in doc["model"]["nodes"] if n["kind"] == "embedding_tables")
+    table_bytes = sum(t["rows"] * t["dim"] * 4 for t in tables["params"]["tables"])
+    dense = sum(p.numel() * 4 for p in workload.module.parameters()) - table_bytes
+    assert memory.resident["optimizer state"] == 2 * dense   # no moments for the tables

@@ -211,3 +211,13 @@ def test_custom_gpu_model_may_be_the_name_the_gpu_reports():
 
     plat = {"nodes": [{"kind": "gpu", "id": "g", "params": {"model": "nvidia-h100-80gb-hbm3"}}]}
     assert resolve_platform(sc.validate_platform(plat)).device == "NVIDIA H100 80GB HBM3"
+
+
+def test_optimizers_are_sgd_adam_and_adamw(doc):
+    for name in ("sgd", "adam", "adamw"):
+        doc["training"]["optimizer"] = name
+        assert validate_scenario(doc)["training"]["optimizer"] == name
+    doc["training"]["optimizer"] = "adagrad"
+    with pytest.raises(ScenarioError) as err:
+        validate_scenario(doc)
+    assert "training.optimizer" in str(err.value) and "'adamw'" in str(err.value)
