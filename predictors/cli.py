@@ -436,9 +436,11 @@ def build_parser() -> argparse.ArgumentParser:
     rs.add_argument("--platform", help="override the scenario's platform preset")
     rs.add_argument("--json", action="store_true", help="print one JSON object")
     rs.set_defaults(func=_cmd_rank_sharding)
+    from .sweep import SWEEPABLE   # light: no torch
+
     sw = sub.add_parser("sweep", help="predict the scenario for each value of one setting")
     sw.add_argument("scenario", help="scenario JSON file")
-    sw.add_argument("--param", required=True, choices=["batch_size", "platform", "dtype"],
+    sw.add_argument("--param", required=True, choices=list(SWEEPABLE),
                     help="the setting to sweep")
     sw.add_argument("--values", required=True,
                     help="comma-separated values, e.g. 256,512,1024 or a100-1,dgx-a100")

@@ -1,7 +1,8 @@
 """Sweep one setting of a scenario: the predicted step for each value, side by side.
 
 What a capacity planner asks next after one prediction: how does throughput move with the
-batch size, on which platform is it fastest, what does bf16 buy?  Each value is a full
+batch size, on which platform is it fastest, what does bf16 buy, what do Adam's moments
+cost in time and memory?  Each value is a full
 prediction (all ranks and collectives on multi-GPU platforms); a value that cannot run
 (tables that do not fit, a wiring error) is reported in its row instead of stopping the
 sweep.  Captured graphs are reused where the values share them (:func:`predictors.
@@ -21,6 +22,7 @@ SWEEPABLE = {
     "batch_size": ("training", "batch_size", int, "global batch size"),
     "platform": ("platform", "preset", str, "platform preset"),
     "dtype": ("training", "dtype", str, "training dtype"),
+    "optimizer": ("training", "optimizer", str, "optimizer"),
 }
 
 

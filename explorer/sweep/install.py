@@ -4,6 +4,7 @@ as one undo step."""
 from __future__ import annotations
 
 from predictors.devices.platforms import PLATFORM_PRESETS, resolve_platform
+from predictors.scenario import DTYPES, OPTIMIZERS
 from predictors.sweep import SWEEPABLE, parse_values
 
 from ..run_dock import ResultsController
@@ -19,7 +20,7 @@ def _sweep(snapshot, param, values, **kwargs):
 
 def default_values(doc: dict, param: str) -> list:
     """Values worth a first look: a quarter to four times the batch, the platforms of the
-    scenario's kind (GPU or CPU), every dtype."""
+    scenario's kind (GPU or CPU), every dtype, every optimizer."""
     if param == "batch_size":
         try:
             b = max(1, int(doc["training"]["batch_size"]))
@@ -32,7 +33,9 @@ def default_values(doc: dict, param: str) -> list:
         except (KeyError, TypeError, ValueError):
             cpu = False
         return [name for name, p in PLATFORM_PRESETS.items() if (p.device == "cpu") == cpu]
-    return ["float32", "bfloat16", "float16"]
+    if param == "optimizer":
+        return list(OPTIMIZERS)
+    return list(DTYPES)
 
 
 class SweepController(ResultsController):
@@ -47,7 +50,7 @@ class SweepController(ResultsController):
     title = "Sweep"
     object_name = "sweepDock"
     action = ("S&weep", "Ctrl+Shift+W", "Predict the scenario for each value of one "
-              "setting: batch size, platform or dtype (Sweep dock)")
+              "setting: batch size, platform, dtype or optimizer (Sweep dock)")
     failure = "Could not sweep"
 
     def __init__(self, window, sweep_fn=None):

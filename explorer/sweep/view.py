@@ -32,9 +32,10 @@ COLUMN_TIPS = ("Order of the values", "The value of the swept setting",
                "value that does not fit is not picked as the best",
                "Ranks the platform runs")
 EMPTY_TEXT = ("Run ▸ Sweep predicts the scenario once per value of one setting (batch size, "
-              "platform or dtype) and compares the iterations and throughput here. Pick the "
-              "setting and the values, then Sweep.")
-LABELS = {"batch_size": "batch size", "platform": "platform", "dtype": "dtype"}
+              "platform, dtype or optimizer) and compares the iterations, throughput and "
+              "peak memory here. Pick the setting and the values, then Sweep.")
+LABELS = {"batch_size": "batch size", "platform": "platform", "dtype": "dtype",
+          "optimizer": "optimizer"}
 ACCENT = "#4e79a7"
 
 

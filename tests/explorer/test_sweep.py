@@ -121,6 +121,14 @@ def test_edit_delete_on_the_platform_tab_deletes_devices(make_window):
     assert "cpu" not in {n["id"] for n in w.editor.document.platform()["nodes"]}
 
 
+def test_the_optimizer_can_be_swept_from_the_dock(make_window):
+    w = make_window()
+    view = w.sweep.view
+    view.param_box.setCurrentIndex(view.param_box.findData("optimizer"))
+    assert view.values_edit.text() == "sgd, adam, adamw"
+    assert default_values({}, "dtype") == ["float32", "bfloat16", "float16"]
+
+
 def test_memory_cells_say_when_a_value_does_not_fit():
     from explorer.run_dock import memory_text
     assert memory_text(None, None) == "–"

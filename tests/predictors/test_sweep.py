@@ -66,3 +66,14 @@ def test_sweep_cli(tmp_path):
                           "--values", "abc"], capture_output=True, text=True, cwd=ROOT,
                          timeout=120)
     assert bad.returncode == 2 and "'abc'" in bad.stderr
+
+
+def test_sweeping_the_optimizer_shows_adams_time_and_memory():
+    doc = load_scenario(SCENARIOS / "bert_base.json")
+    doc["training"]["batch_size"] = 4
+    result = sweep(doc, "optimizer", ["sgd", "adamw"])
+    sgd, adamw = result.rows
+    assert not sgd.error and not adamw.error
+    assert adamw.iteration_ms > sgd.iteration_ms   # the moments' update
+    params = sgd.prediction.per_rank[0]["memory"]["resident_bytes"]["parameters"]
+    assert adamw.peak_memory_bytes - sgd.peak_memory_bytes >= 2 * params * 0.99
