@@ -96,17 +96,15 @@ class OpRecorder(TorchDispatchMode):
             scalars=[a for a in tree_flatten((args, kwargs))[0]
                      if isinstance(a, (int, float, bool)) and not isinstance(a, torch.Tensor)],
             lookup=self._lookup_of(ins), host=self._on_host(ins, outs))
-        self.ledger.read(ins)
-        name, grad_fn = self.graph.nodes[idx]["name"], self.graph.nodes[idx]["grad_fn"]
-        self.ledger.wrote(
-            idx, outs, out_nnz, indices_shared="embedding" in name,
-            # the copy that _as_in_a_real_run renames to a wrapper
-            same_as=ins[:1] if (name == "aten::clone" and grad_fn.endswith("AccumulateGrad")
-                                and ins and ins[0].is_sparse) else None)
         for t in ins:
             src = self._get(self._producer, t)
             if src is not None and src != idx:
                 self.graph.add_edge(src, idx)
+        # a real run takes the in-place path: no new memory, the input lives on
+        renamed = _as_in_a_real_run(self.graph, idx)
+        self.ledger.read(ins)
+        self.ledger.wrote(idx, outs, out_nnz, same_as=ins[:1] if renamed else None,
+                          indices_shared="embedding" in self.graph.nodes[idx]["name"])
         written = ins if func._schema.is_mutable and ns == "mldse" else outs
         for t in written:  # an in-place collective (all-reduce) produces its inputs anew
             self._producer[id(t)] = (weakref.ref(t), idx)
@@ -304,6 +302,9 @@ def capture_training_step(workload: Workload, *, gpu: bool = False) -> nx.DiGrap
             with recorder.in_phase("optimizer"):
                 optimizer.step()
             del loss   # a real loop drops it too; it must not count as kept memory
+    except BaseException:
+        recorder.ledger.close()   # no callbacks into a ledger nobody will read
+        raise
     finally:
         for h in handles:
             h.remove()
@@ -332,7 +333,6 @@ def capture_training_step(workload: Workload, *, gpu: bool = False) -> nx.DiGrap
         for i in range(max(engine, default=len(graph)) + 1, len(graph)):
             if graph.nodes[i]["phase"] == "backward":
                 graph.nodes[i]["thread"] = "autograd"
-    _as_in_a_real_run(graph)
     graph.graph.update(device=str(workload.device), batch_size=workload.batch_size,
                        dtype=str(workload.dtype).removeprefix("torch."))
     return graph
@@ -383,8 +383,9 @@ def _is_view(name: str) -> bool:
     return classify(name) == "view"
 
 
-def _as_in_a_real_run(graph: nx.DiGraph) -> None:
-    """Undo what recording itself changes.
+def _as_in_a_real_run(graph: nx.DiGraph, i: int) -> bool:
+    """Undo what recording itself changes, for op ``i`` as it is recorded (its inputs'
+    producers known, and already renamed); True when it was renamed.
 
     While any dispatch mode is active, ATen's ``isTensorSubclassLike`` answers True, so
     autograd and composite ops take their out-of-place paths.  A real run takes the
@@ -395,26 +396,30 @@ def _as_in_a_real_run(graph: nx.DiGraph) -> None:
     - ``IndexBackward0``: ``index_put`` -> ``_index_put_impl_`` (in place);
     - ``AccumulateGrad`` of a sparse gradient: ``clone`` -> ``_sparse_coo_tensor_unsafe``,
       which wraps the indices and values without copying them.
+
+    Each real-run form writes into (or wraps) the first input.
     """
     nodes = graph.nodes
-    for i in graph.nodes:
-        n = nodes[i]
-        name, ins = n["name"], n["input_shapes"]
-        preds = [nodes[p] for p in graph.predecessors(i)]
-        if name == "aten::add" and len(ins) == 2:
-            # The engine adds in place unless the old buffer is a view it cannot steal.
-            if (n["phase"] == "backward" and ins[0] == ins[1] and preds
-                    and n["grad_fn"] != "AddBackward0"
-                    and not _is_view(preds[0]["name"])):
-                n["name"] = "aten::add_"
-            elif (n["phase"] != "backward" and len(ins[1]) == 1 and preds
-                  and preds[0]["name"] == "aten::_unsafe_view"):
-                n["name"] = "aten::add_"
-        elif name == "aten::index_put" and n["grad_fn"] == "IndexBackward0":
-            n["name"] = "aten::_index_put_impl_"
-        elif (name == "aten::clone" and n["grad_fn"].endswith("AccumulateGrad")
-              and n["input_nnz"] and n["input_nnz"][0] is not None):
-            n["name"] = "aten::_sparse_coo_tensor_unsafe"
+    n = nodes[i]
+    name, ins = n["name"], n["input_shapes"]
+    preds = [nodes[p] for p in graph.predecessors(i)]
+    real = name
+    if name == "aten::add" and len(ins) == 2:
+        # The engine adds in place unless the old buffer is a view it cannot steal.
+        if (n["phase"] == "backward" and ins[0] == ins[1] and preds
+                and n["grad_fn"] != "AddBackward0"
+                and not _is_view(preds[0]["name"])):
+            real = "aten::add_"
+        elif (n["phase"] != "backward" and len(ins[1]) == 1 and preds
+              and preds[0]["name"] == "aten::_unsafe_view"):
+            real = "aten::add_"
+    elif name == "aten::index_put" and n["grad_fn"] == "IndexBackward0":
+        real = "aten::_index_put_impl_"
+    elif (name == "aten::clone" and n["grad_fn"].endswith("AccumulateGrad")
+          and n["input_nnz"] and n["input_nnz"][0] is not None):
+        real = "aten::_sparse_coo_tensor_unsafe"
+    n["name"] = real
+    return real != name
 
 
 def op_sequence(graph: nx.DiGraph) -> list[str]:

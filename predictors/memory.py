@@ -51,6 +51,7 @@ class StorageLedger:
                                # the device's memory
         self.clock = 0                    # the op being recorded (its node index)
         self.resident: dict[int, int] = {}     # storage key -> bytes, made before the step
+        self._resident_refs: dict[int, weakref.ref] = {}   # a dead one's key may be reused
         self._live: dict[int, tuple] = {}      # storage key -> (weak ref, allocation id)
         self.allocs: list[tuple[int, int]] = []   # (node, bytes)
         self.keys: list[list[int]] = []           # allocation id -> its storages' keys
@@ -66,8 +67,16 @@ class StorageLedger:
         return [t.untyped_storage()]
 
     def _known(self, key: int) -> bool:
+        ref = self._resident_refs.get(key)
+        if ref is not None and ref() is not None:
+            return True
         entry = self._live.get(key)
-        return key in self.resident or (entry is not None and entry[0]() is not None)
+        return entry is not None and entry[0]() is not None
+
+    def _reside(self, storage, nbytes: int) -> None:
+        key = storage._cdata
+        self.resident[key] = self.resident.get(key, 0) + nbytes
+        self._resident_refs[key] = weakref.ref(storage)
 
     def _here(self, t: torch.Tensor) -> bool:
         return self.device is None or t.device.type == self.device
@@ -78,9 +87,8 @@ class StorageLedger:
             if not self._here(t):
                 continue
             for s in self._storages(t):
-                key = s._cdata
-                if not self._known(key):
-                    self.resident[key] = _round(s.nbytes(), self.block)
+                if not self._known(s._cdata):
+                    self._reside(s, _round(s.nbytes(), self.block))
 
     def wrote(self, node: int, tensors, sparse_nnz, *, same_as=None,
               indices_shared: bool = False) -> None:
@@ -123,7 +131,7 @@ class StorageLedger:
                   if s._cdata in self._live and self._live[s._cdata][0]() is not None}
         if not allocs:   # a copy of a resident tensor: resident too, at no cost
             for s in storages:
-                self.resident[s._cdata] = 0
+                self._reside(s, 0)
             return
         alloc = min(allocs)
         for s in storages:
@@ -139,6 +147,7 @@ class StorageLedger:
     def close(self) -> None:
         """Stop watching: later frees (the graph's tensors dropped) are not the step's."""
         self._live.clear()
+        self._resident_refs.clear()
 
     def storage_keys(self, tensors) -> set[int]:
         return {s._cdata for t in tensors if isinstance(t, torch.Tensor) and self._here(t)

@@ -253,6 +253,8 @@ class Timeline:
         events = [{"ph": "M", "name": "process_name", "pid": r, "tid": 0,
                    "args": {"name": f"rank {r}"}} for r in self.ranks]
         for i, lane in enumerate(self.lanes):
+            if lane.kind == "counter":   # a counter track of its own, not a thread
+                continue
             events.append({"ph": "M", "name": "thread_name", "pid": lane.rank, "tid": i,
                            "args": {"name": lane.name}})
             events.append({"ph": "M", "name": "thread_sort_index", "pid": lane.rank,

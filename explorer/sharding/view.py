@@ -75,7 +75,8 @@ class ShardingView(ResultsView):
         for i, res in enumerate(ranking.plans):
             slowest = max(res.per_rank, key=lambda r: r["iteration_ms"])
             rows.append([str(i + 1), res.plan.name, f"{res.iteration_ms:.3f}",
-                         "best" if i == 0 else f"+{100 * (res.iteration_ms / best - 1):.1f} %",
+                         ("best" if res.fits else "best (too big)") if i == 0
+                         else f"{100 * (res.iteration_ms / best - 1):+.1f} %",
                          str(slowest["rank"]), f"{format_bytes(min(res.rank_bytes))} – "
                          f"{format_bytes(max(res.rank_bytes))}",
                          memory_text(res.peak_memory_bytes or None, res.fits),

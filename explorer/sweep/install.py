@@ -8,7 +8,7 @@ from predictors.scenario import DTYPES, OPTIMIZERS
 from predictors.sweep import SWEEPABLE, parse_values
 
 from ..run_dock import ResultsController
-from .view import SweepView
+from .view import SweepView, none_text
 
 __all__ = ["SweepController", "install_sweep", "default_values"]
 
@@ -107,7 +107,7 @@ class SweepController(ResultsController):
         self.view.set_sweep(result)
         best = result.best()
         if best is None:
-            return "No value of the sweep can run"
+            return f"No value of the sweep: {none_text(result)}"
         return (f"Swept {len(result.rows)} values in {result.elapsed_s:.1f} s: fastest "
                 f"{result.param} = {best.value}, {best.records_per_s:,.0f} samples/s")
 

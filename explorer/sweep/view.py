@@ -39,6 +39,13 @@ LABELS = {"batch_size": "batch size", "platform": "platform", "dtype": "dtype",
 ACCENT = "#4e79a7"
 
 
+def none_text(result) -> str:
+    """Why a sweep has no best value: nothing ran, or nothing that ran fits."""
+    if any(not r.error for r in result.rows):
+        return "none fits the device's memory"
+    return "none can run"
+
+
 class SweepView(ResultsView):
     """A :class:`~predictors.sweep.SweepResult` as a table and a throughput chart.
 
@@ -78,7 +85,7 @@ class SweepView(ResultsView):
         text = (f"{LABELS.get(r.param, r.param)} of {r.scenario_name or 'this scenario'}: "
                 f"{len(r.rows)} value(s)"
                 + (f", fastest {best.value} at {best.records_per_s:,.0f} samples/s."
-                   if best is not None else ", none can run."))
+                   if best is not None else f", {none_text(r)}."))
         if self.stale:
             text = "Out of date (the scenario changed): sweep again. " + text
         return text
@@ -86,7 +93,9 @@ class SweepView(ResultsView):
     def set_sweep(self, result) -> None:
         """Show a :class:`~predictors.sweep.SweepResult`."""
         best = result.best()
-        top = best.records_per_s if best is not None else 0.0
+        # the gap to the best value that fits; to the fastest that ran when none fits
+        ran = [r.records_per_s for r in result.rows if r.records_per_s]
+        top = best.records_per_s if best is not None else max(ran, default=0.0)
         rows, tips = [], []
         for i, r in enumerate(result.rows):
             if r.error:
@@ -97,7 +106,8 @@ class SweepView(ResultsView):
             share = r.device_active_ms / r.iteration_ms if r.iteration_ms else 0.0
             rows.append([str(i + 1), str(r.value), f"{r.iteration_ms:.3f}",
                          f"{r.records_per_s:,.0f}",
-                         "best" if r is best else f"{100 * (r.records_per_s / top - 1):+.1f} %",
+                         "best" if r is best else (
+                             f"{100 * (r.records_per_s / top - 1):+.1f} %" if top else "–"),
                          f"{100 * share:.0f} %", f"{r.exposed_comm_ms:.3f}",
                          memory_text(r.peak_memory_bytes, r.fits), str(r.ranks)])
             tips.append(f"{result.param} = {r.value}" + (

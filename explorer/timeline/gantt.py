@@ -498,6 +498,8 @@ class GanttWidget(QWidget):
         lane = self.layout_.lane_at(p.y()) if i is None and self.layout_ else None
         if lane is not None and lane in self.timeline.counters:
             QToolTip.showText(QCursor.pos(), self.counter_text(lane, p.x()), self.plot)
+        elif i is None:
+            QToolTip.hideText()   # off the counter row: its value no longer applies
 
     def _rank_menu(self, rank, where) -> None:
         """Fold or unfold ranks (Perfetto's collapsible process tracks)."""

@@ -66,8 +66,9 @@ class LaneLayout:
                 pos += RANK_GAP
                 top = pos
             prev_rank = rank
-            if rank in collapsed:
-                shown = [i for i in mine if lanes[i].kind == "stream"] or mine
+            if rank in collapsed:   # its streams, or its CPU threads; never its counters
+                shown = ([i for i in mine if lanes[i].kind == "stream"]
+                         or [i for i in mine if lanes[i].kind != "counter"] or mine[:1])
                 y[shown] = pos + 0.5
                 order.append(shown[0])
                 labels.append(f"rank {rank} (collapsed)")

@@ -97,6 +97,7 @@ def test_a_step_that_does_not_fit_is_red_even_after_a_stale_spell(panel, predict
     assert reddest(panel.memory.value) > 100 and "Peak at" in panel.memory.toolTip()
     panel.clear()
     assert panel.memory.value.text() == "–" and panel.memory.toolTip() == ""
+    assert panel.memory.caption.text() == "peak memory"
 
 
 def test_no_memory_figures_show_a_dash(panel, prediction):

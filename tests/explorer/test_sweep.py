@@ -134,3 +134,21 @@ def test_memory_cells_say_when_a_value_does_not_fit():
     assert memory_text(None, None) == "–"
     assert memory_text(9_100_000_000, True) == "9.1 GB"
     assert memory_text(69_500_000_000, False) == "69.5 GB  ✗ too big"
+
+
+def test_a_sweep_where_nothing_fits_says_so(qtbot):
+    from explorer.sweep.view import SweepView
+    from predictors.sweep import SweepResult, SweepRow
+
+    view = SweepView()
+    qtbot.addWidget(view)
+    rows = [SweepRow(v, iteration_ms=ms, records_per_s=v / ms * 1e3, device_active_ms=ms,
+                     exposed_comm_ms=0.0, ranks=1, peak_memory_bytes=50_000_000_000 * v // 512,
+                     fits=False) for v, ms in ((512, 100.0), (1024, 190.0))]
+    result = SweepResult("BERT", "batch_size", rows + [SweepRow(2048, error="too big")])
+    view.set_sweep(result)   # no best: must not divide by zero
+    gap = COLUMNS.index("vs best")
+    assert view.table.item(0, gap).text() == "-5.0 %"   # against the fastest that ran
+    assert view.table.item(1, gap).text() == "+0.0 %"
+    assert "too big" in view.table.item(0, COLUMNS.index("Peak memory")).text()
+    assert "none fits the device's memory" in view.header_text()

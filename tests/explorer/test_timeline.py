@@ -323,3 +323,15 @@ def test_memory_counters_draw_as_curves_with_a_hover_value(gantt):
     assert gantt._counter_items[0].opacity() < 0.5
     gantt.set_collapsed({0})   # a folded rank shows its streams only
     assert gantt._counter_items == []
+
+
+def test_a_folded_cpu_only_rank_hides_its_memory_curve(gantt):
+    b = TimelineBuilder("cpu ranks")
+    for rank in (0, 1):
+        b.add(b.lane(rank, "cpu", "main"), 0.0, 100.0, "gemm", "aten::mm")
+        b.counter(rank, "memory allocated", [0.0, 50.0], [1e6, 2e6])
+    gantt.set_timeline(b.build())
+    assert len(gantt._counter_items) == 2
+    gantt.set_collapsed({1})
+    assert len(gantt._counter_items) == 1
+    assert gantt.layout_.labels[-1] == "rank 1 (collapsed)"

@@ -74,3 +74,5 @@ def test_counters_become_perfetto_counter_events():
     events = [e for e in tl.to_chrome_trace()["traceEvents"] if e["ph"] == "C"]
     assert [(e["ts"], e["args"]["bytes"]) for e in events] == [(0, 100), (20, 300), (30, 200)]
     assert {e["name"] for e in events} == {"memory allocated"} and events[0]["pid"] == 0
+    threads = [e for e in tl.to_chrome_trace()["traceEvents"] if e["name"] == "thread_name"]
+    assert [e["args"]["name"] for e in threads] == ["main"]   # no empty thread track
