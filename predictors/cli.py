@@ -114,6 +114,39 @@ def _cmd_rank_sharding(args) -> int:
     return 0
 
 
+def _cmd_fit(args) -> int:
+    from .capacity import largest_batch
+    from .scenario import load_scenario
+    from .sharding import format_bytes
+
+    doc = load_scenario(args.scenario)
+    if args.platform:
+        doc["platform"] = {"preset": args.platform}
+    if args.optimizer:
+        doc["training"]["optimizer"] = args.optimizer
+    cap = largest_batch(doc, multiple=args.multiple,
+                        profile=None if args.profile in (None, "default") else args.profile)
+    if args.json:
+        print(json.dumps(cap.to_json()))
+        return 0
+    gb = lambda n: f"{n / 1e9:,.2f} GB"   # near the limit one decimal is too coarse
+    where = f" (rank {cap.rank})" if cap.rank else ""
+    print(f"{cap.scenario_name} on {cap.platform} ({cap.device}, "
+          f"{format_bytes(cap.device_bytes)} each)")
+    if cap.batch_size is None:
+        print(f"  not even batch {cap.over_batch:,} fits: its step needs "
+              f"{gb(cap.peak_bytes)}{where} at {cap.peak_op}")
+        return 0
+    print(f"  largest batch that fits: {cap.batch_size:,} "
+          f"(peak {gb(cap.peak_bytes)}{where} at {cap.peak_op})")
+    if cap.capped:
+        print("  (the search stops there: larger batches may fit too)")
+    else:
+        print(f"  batch {cap.over_batch:,} needs {gb(cap.over_peak_bytes)}")
+    print(f"  {cap.probes} captures; not counted: the CUDA context, workspaces, NCCL buffers")
+    return 0
+
+
 def _cmd_sweep(args) -> int:
     from .scenario import load_scenario
     from .sharding import format_bytes
@@ -436,6 +469,19 @@ def build_parser() -> argparse.ArgumentParser:
     rs.add_argument("--platform", help="override the scenario's platform preset")
     rs.add_argument("--json", action="store_true", help="print one JSON object")
     rs.set_defaults(func=_cmd_rank_sharding)
+    from .scenario import OPTIMIZERS
+
+    ft = sub.add_parser("fit", help="the largest batch whose step fits every rank's "
+                                    "device memory")
+    ft.add_argument("scenario", help="scenario JSON file")
+    ft.add_argument("--platform", help="override the scenario's platform preset")
+    ft.add_argument("--optimizer", choices=list(OPTIMIZERS),
+                    help="override the scenario's optimizer")
+    ft.add_argument("--multiple", type=_positive_int, default=1,
+                    help="only batches that are multiples of this (default 1)")
+    ft.add_argument("--profile", help="device profile name or path (as for predict)")
+    ft.add_argument("--json", action="store_true", help="print one JSON object")
+    ft.set_defaults(func=_cmd_fit)
     from .sweep import SWEEPABLE   # light: no torch
 
     sw = sub.add_parser("sweep", help="predict the scenario for each value of one setting")

@@ -4,9 +4,14 @@ as one undo step."""
 from __future__ import annotations
 
 from predictors.devices.platforms import PLATFORM_PRESETS, resolve_platform
-from predictors.scenario import DTYPES, OPTIMIZERS
+from predictors.scenario import DTYPES, OPTIMIZERS, ScenarioError
 from predictors.sweep import SWEEPABLE, parse_values
 
+from predictors.predict import Cancelled
+from predictors.profiles import ProfileError
+from predictors.sharding import format_bytes
+
+from ..background import BackgroundRunner
 from ..run_dock import ResultsController
 from .view import SweepView, none_text
 
@@ -16,6 +21,16 @@ __all__ = ["SweepController", "install_sweep", "default_values"]
 def _sweep(snapshot, param, values, **kwargs):
     from predictors.sweep import sweep
     return sweep(snapshot, param, values, **kwargs)
+
+
+def _largest_batch(snapshot, **kwargs):
+    from predictors.capacity import largest_batch
+    return largest_batch(snapshot, **kwargs)
+
+
+def batch_ladder(largest: int, steps: int = 5) -> list[int]:
+    """Batch sizes halving down from ``largest``: ``[B/16, B/8, B/4, B/2, B]``."""
+    return sorted({max(1, largest >> k) for k in range(steps)})
 
 
 def default_values(doc: dict, param: str) -> list:
@@ -53,8 +68,21 @@ class SweepController(ResultsController):
               "setting: batch size, platform, dtype or optimizer (Sweep dock)")
     failure = "Could not sweep"
 
-    def __init__(self, window, sweep_fn=None):
+    def __init__(self, window, sweep_fn=None, fit_fn=None):
         super().__init__(window, SweepView(), sweep_fn or _sweep)
+        # "Up to What Fits": the largest batch first (captures only), then the sweep
+        self.fit_fn = fit_fn or _largest_batch
+        self._fit_note = ""   # what the last search found, for the sweep's message
+        self.fit_runner = BackgroundRunner((Cancelled,), (ScenarioError, ProfileError),
+                                           "Could not find the largest batch", self)
+        fr = self.fit_runner
+        self.view.sigFitRequested.connect(self.fit)
+        self.view.sigCancelRequested.connect(fr.cancel)
+        window.cancel_action.triggered.connect(fr.cancel)
+        fr.sigProgress.connect(self.view.set_progress)
+        fr.sigFinished.connect(self._on_fit)
+        fr.sigFailed.connect(self._on_failed)
+        fr.sigCancelled.connect(self._on_cancelled)
         self._param = "batch_size"   # of the run in progress
         self._values: list = []
         self._typed: dict[str, str] = {}  # what the user typed per setting
@@ -77,6 +105,37 @@ class SweepController(ResultsController):
 
     def _fill_defaults(self, param: str) -> None:
         self.view.set_values(default_values(self.window.editor.document.snapshot(), param))
+
+    def fit(self) -> int:
+        """Find the largest batch that fits the platform's GPUs, in the background; the
+        batch sizes up to it are then swept."""
+        self.dock.show()
+        self.dock.raise_()
+        snapshot = self.window.editor.document.snapshot()
+        profile = self.window.controller.profile
+        kwargs = {"profile": profile} if profile is not None else {}
+        self.view.set_running(True, "finding the largest batch that fits…")
+        return self.fit_runner.run(lambda progress, cancelled: self.fit_fn(
+            snapshot, progress=progress, cancelled=cancelled, **kwargs))
+
+    def _on_fit(self, capacity) -> None:
+        self.view.set_running(False)
+        if capacity.batch_size is None:
+            message = (f"Not even batch {capacity.over_batch:,} fits {capacity.device}: "
+                       f"its step needs {format_bytes(capacity.peak_bytes)}")
+            self.view.show_error(message)
+            self.window.statusBar().showMessage(message, 10000)
+            return
+        self.view.set_values(batch_ladder(capacity.batch_size))
+        self._typed["batch_size"] = self.view.values_edit.text()
+        self._fit_note = (f"Largest batch that fits {capacity.device}: "
+                          f"{capacity.batch_size:,} (peak {format_bytes(capacity.peak_bytes)}"
+                          f" of {format_bytes(capacity.device_bytes)})")
+        self.window.statusBar().showMessage(self._fit_note + "; sweeping up to it", 10000)
+        self.run()
+
+    def shutdown(self) -> bool:
+        return self.fit_runner.shutdown() and super().shutdown()
 
     def shown_param(self) -> str:
         """The setting of the results on screen (not of a run in progress)."""
@@ -105,11 +164,15 @@ class SweepController(ResultsController):
 
     def show(self, result) -> str:
         self.view.set_sweep(result)
+        note, self._fit_note = self._fit_note, ""
         best = result.best()
         if best is None:
-            return f"No value of the sweep: {none_text(result)}"
-        return (f"Swept {len(result.rows)} values in {result.elapsed_s:.1f} s: fastest "
-                f"{result.param} = {best.value}, {best.records_per_s:,.0f} samples/s")
+            message = f"No value of the sweep: {none_text(result)}"
+        else:
+            message = (f"Swept {len(result.rows)} values in {result.elapsed_s:.1f} s: "
+                       f"fastest {result.param} = {best.value}, "
+                       f"{best.records_per_s:,.0f} samples/s")
+        return f"{note}. {message}" if note else message
 
     def _current(self):
         section, key, _, _ = SWEEPABLE[self.shown_param()]

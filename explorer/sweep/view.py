@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QComboBox, QLineEdit, QWidget
+from PySide6.QtWidgets import QComboBox, QLineEdit, QPushButton, QWidget
 
 from predictors.sweep import SWEEPABLE
 
@@ -52,9 +52,11 @@ class SweepView(ResultsView):
     Signals
     -------
     sigParamChanged(str)   the user picked another setting to sweep
+    sigFitRequested()      sweep batch sizes up to the largest that fits the GPUs
     """
 
     sigParamChanged = Signal(str)
+    sigFitRequested = Signal()
 
     def __init__(self, parent: QWidget | None = None):
         self.param_box = QComboBox()
@@ -64,14 +66,22 @@ class SweepView(ResultsView):
         self.values_edit = QLineEdit()
         self.values_edit.setMinimumWidth(260)
         self.values_edit.setToolTip("Values, separated by commas")
+        self.fit_button = QPushButton("Up to What Fits")
+        self.fit_button.setToolTip("Find the largest batch whose step fits every GPU's "
+                                   "memory, then sweep batch sizes up to it")
         super().__init__(COLUMNS, COLUMN_TIPS, EMPTY_TEXT,
                          ("Sweep", "Predict the scenario for each value (Run ▸ Sweep)"),
                          ("Apply Value", "Set the selected value in the scenario (undoable)"),
-                         controls=(self.param_box, self.values_edit), parent=parent)
+                         controls=(self.param_box, self.values_edit, self.fit_button),
+                         parent=parent)
+        self.fit_button.clicked.connect(self.sigFitRequested)
         self.plot.setLabel("left", "samples/s")
-        self.param_box.currentIndexChanged.connect(
-            lambda _i: self.sigParamChanged.emit(self.param()))
+        self.param_box.currentIndexChanged.connect(self._on_param_box)
         self.values_edit.returnPressed.connect(self.sigRunRequested)
+
+    def _on_param_box(self, _index: int) -> None:
+        self.fit_button.setVisible(self.param() == "batch_size")
+        self.sigParamChanged.emit(self.param())
 
     def param(self) -> str:
         return self.param_box.currentData()

@@ -63,3 +63,4 @@ def make_window(qtbot, tmp_path):
         assert not w.profiles.panel.loader.is_running()
         assert not any(t.isRunning() for t in list(w.sharding.runner._threads))
         assert not any(t.isRunning() for t in list(w.sweep.runner._threads))
+        assert not any(t.isRunning() for t in list(w.sweep.fit_runner._threads))

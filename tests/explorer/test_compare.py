@@ -29,13 +29,19 @@ def cpu_prediction():
     return predict(doc)
 
 
-def test_prediction_beside_own_cpu_recording(qtbot, cpu_prediction, tmp_path):
+def compared(qtbot, prediction, trace) -> CompareView:
+    """A shown Compare view of ``prediction`` beside the recorded ``trace``."""
     view = CompareView()
     qtbot.addWidget(view)
     view.resize(1500, 760)
     view.show()
-    view.set_prediction(cpu_prediction)
-    view.set_recording(load_recording([SAMPLE]))
+    view.set_prediction(prediction)
+    view.set_recording(load_recording([trace]))
+    return view
+
+
+def test_prediction_beside_own_cpu_recording(qtbot, cpu_prediction, tmp_path):
+    view = compared(qtbot, cpu_prediction, SAMPLE)
     c = view.comparison
     assert c is not None and c.recorded_step == "ProfilerStep#0"
     assert c.recorded_ms == pytest.approx(18.192066)
@@ -132,12 +138,7 @@ def test_recorded_memory_sits_under_the_predicted_memory(qtbot, cpu_prediction, 
     doc["platform"] = {"preset": "local-cpu", "threads": 1}
     trace = tmp_path / "mem.json.gz"
     measure(doc, iters=1, warmup=1, trace=trace, memory=True)
-    view = CompareView()
-    qtbot.addWidget(view)
-    view.resize(1200, 700)
-    view.show()
-    view.set_prediction(cpu_prediction)
-    view.set_recording(load_recording([trace]))
+    view = compared(qtbot, cpu_prediction, trace)
     for gantt in (view.predicted, view.recorded):
         assert len(gantt._counter_items) == 1
         assert gantt.layout_.labels[-1].startswith("memory")

@@ -152,3 +152,29 @@ def test_a_sweep_where_nothing_fits_says_so(qtbot):
     assert view.table.item(1, gap).text() == "+0.0 %"
     assert "too big" in view.table.item(0, COLUMNS.index("Peak memory")).text()
     assert "none fits the device's memory" in view.header_text()
+
+
+def test_up_to_what_fits_finds_the_largest_batch_then_sweeps_to_it(make_window, qtbot):
+    from predictors.capacity import largest_batch
+
+    w = make_window()   # the small DLRM on one A100-40GB
+    view = w.sweep.view
+    assert view.fit_button.isVisible()
+    with qtbot.waitSignal(w.sweep.runner.sigFinished, timeout=240_000):
+        view.fit_button.click()
+    largest = largest_batch(w.editor.document.snapshot()).batch_size
+    values = [r.value for r in view.shown.rows]
+    assert values[-1] == largest and values == sorted(values) and len(values) == 5
+    assert all(r.fits for r in view.shown.rows)
+    assert f"{largest:,}" in w.statusBar().currentMessage()
+    view.param_box.setCurrentIndex(view.param_box.findData("dtype"))
+    assert not view.fit_button.isVisible()   # only batch sizes have a limit to find
+
+
+def test_up_to_what_fits_on_the_cpu_says_why_not(make_window, qtbot):
+    w = make_window()
+    w.editor.set_platform({"preset": "local-cpu", "threads": 1})
+    with qtbot.waitSignal(w.sweep.fit_runner.sigFailed, timeout=60_000):
+        w.sweep.view.fit_button.click()
+    assert "memory is unknown" in w.sweep.view.error.text()
+    assert w.sweep.view.run_button.isEnabled()
