@@ -74,8 +74,8 @@ def largest_batch(scenario: dict, *, multiple: int = 1, profile=None,
                   progress: Callable[[float, str], None] | None = None,
                   cancelled: Callable[[], bool] | None = None) -> Capacity:
     """The largest global batch (a multiple of ``multiple``) whose step fits every rank's
-    device memory at its peak.  A platform whose device memory is unknown (the CPU) is a
-    :class:`~predictors.scenario.ScenarioError`."""
+    device memory at its peak (on the CPU: this host's physical memory).  A platform whose
+    device memory is unknown is a :class:`~predictors.scenario.ScenarioError`."""
     from .predict import (device_memory, prepare, progress_stepper,
                           torch_errors_as_scenario_errors)
     from .scenario import Issue, ScenarioError
@@ -88,8 +88,7 @@ def largest_batch(scenario: dict, *, multiple: int = 1, profile=None,
     memory = device_memory(platform)
     if memory <= 0:
         raise ScenarioError([Issue("platform", f"{platform.name}: the device's memory is "
-                                               "unknown, so no batch can be judged to fit "
-                                               "(pick a GPU platform)")])
+                                               "unknown, so no batch can be judged to fit")])
     gpu = platform.device != "cpu"
     plan = None
     with torch_errors_as_scenario_errors():

@@ -249,6 +249,7 @@ def memory_note(per_rank: list[dict], device: str) -> str | None:
     worst = max(over, key=lambda r: r["peak_memory_bytes"])
     which = "the step" if len(per_rank) == 1 else (
         f"rank {worst['rank']}" + (f" (and {len(over) - 1} more)" if len(over) > 1 else ""))
+    where = "of this host's memory" if device == "cpu" else f"of a {device}"
     return (f"does not fit: {which} needs {format_bytes(worst['peak_memory_bytes'])} at its "
             f"peak ({worst['memory']['peak_op']}), more than the "
-            f"{format_bytes(worst['memory']['device_bytes'])} of a {device}")
+            f"{format_bytes(worst['memory']['device_bytes'])} {where}")

@@ -95,11 +95,10 @@ def _predict_ranks(doc, platform, profile, overheads, step, cancelled, notes):
 
 
 def device_memory(platform) -> float:
-    """One device's memory in bytes on ``platform`` (0: unknown, or the host's CPU)."""
+    """One device's memory in bytes on ``platform`` (0: unknown): a GPU's datasheet
+    memory, or on the CPU this host's physical memory (other processes use some too)."""
     from .devices.specs import device_spec
 
-    if platform.device == "cpu":
-        return 0.0
     try:
         return device_spec(platform.device, platform.threads).memory_bytes
     except KeyError:

@@ -171,10 +171,15 @@ def test_up_to_what_fits_finds_the_largest_batch_then_sweeps_to_it(make_window, 
     assert not view.fit_button.isVisible()   # only batch sizes have a limit to find
 
 
-def test_up_to_what_fits_on_the_cpu_says_why_not(make_window, qtbot):
+def test_up_to_what_fits_says_why_not(make_window, qtbot):
+    from predictors.scenario import Issue, ScenarioError
+
+    def unknown(snapshot, **kwargs):
+        raise ScenarioError([Issue("platform", "the device's memory is unknown")])
+
     w = make_window()
-    w.editor.set_platform({"preset": "local-cpu", "threads": 1})
+    w.sweep.fit_fn = unknown
     with qtbot.waitSignal(w.sweep.fit_runner.sigFailed, timeout=60_000):
         w.sweep.view.fit_button.click()
     assert "memory is unknown" in w.sweep.view.error.text()
-    assert w.sweep.view.run_button.isEnabled()
+    assert w.sweep.view.run_button.isEnabled() and not w.sweep.runner.is_running()

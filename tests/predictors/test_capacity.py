@@ -52,9 +52,17 @@ def test_when_not_even_the_first_multiple_fits():
     assert cap.peak_bytes > cap.device_bytes
 
 
-def test_a_cpu_platform_has_no_memory_to_fill():
-    doc = load_scenario(SCENARIOS / "small_dlrm.json")
+def test_on_the_cpu_the_hosts_memory_is_the_limit(monkeypatch):
+    import os
+
+    import predictors.predict as predict_mod
+
+    doc = load_scenario(SCENARIOS / "bert_base.json")
     doc["platform"] = {"preset": "local-cpu"}
+    cap = largest_batch(doc)
+    assert cap.device_bytes == os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    assert cap.peak_bytes <= cap.device_bytes < cap.over_peak_bytes
+    monkeypatch.setattr(predict_mod, "device_memory", lambda platform: 0.0)
     with pytest.raises(ScenarioError, match="memory is unknown"):
         largest_batch(doc)
 
