@@ -1,12 +1,13 @@
 """The largest batch that fits: how far the batch can grow before a rank runs out of memory.
 
-Only captures are needed, no costing or simulation: a capture on the meta device takes
+The probes need captures only, no costing or simulation: a capture on the meta device takes
 the same time at any batch size, and its :class:`~predictors.memory.StepMemory` gives
 every rank's peak.  Memory grows about linearly with the batch, so the search aims where
 the line through two probes meets the device's memory and closes in from both sides
 (on multiples of ``multiple``): a handful of captures.  On several GPUs the embedding plan
-is the one a prediction would use at the scenario's own batch, and the batch is the
-global one (each rank's dense share is ``ceil(batch / ranks)``).
+is fixed first, as a prediction at the scenario's own batch places the tables ("auto"
+costs each table once for that), and the batch is the global one (each rank's dense share
+is ``ceil(batch / ranks)``).
 """
 from __future__ import annotations
 
@@ -45,13 +46,17 @@ class Capacity:
                 "capped": self.capped}
 
 
-def _rank_memories(doc: dict, platform, plan, gpu: bool) -> list:
+def _rank_memories(doc: dict, platform, plan, gpu: bool, cancelled=None) -> list:
     """Every rank's :class:`StepMemory` at the batch of ``doc`` (captures only; not kept
     in the capture cache, which predictions of the scenario itself are using)."""
     from .capture import capture_training_step
     from .workload import RankShard, build_workload
 
     def memory_of(shard=None):
+        from .predict import Cancelled
+
+        if cancelled is not None and cancelled():
+            raise Cancelled("capturing")
         return capture_training_step(build_workload(doc, shard=shard), gpu=gpu).graph["memory"]
 
     if platform.ranks < 2:
@@ -82,8 +87,9 @@ def largest_batch(scenario: dict, *, multiple: int = 1, profile=None,
 
     step = progress_stepper(progress, cancelled)
     step(0.0, "validating")
-    if multiple < 1:
-        raise ValueError("multiple must be at least 1")
+    if not 1 <= multiple <= MAX_BATCH:
+        raise ValueError(f"multiple must be between 1 and {MAX_BATCH:,}")
+    cap = MAX_BATCH // multiple * multiple   # the largest batch the search tries
     doc, platform, profile = prepare(scenario, profile)
     memory = device_memory(platform)
     if memory <= 0:
@@ -112,8 +118,15 @@ def largest_batch(scenario: dict, *, multiple: int = 1, profile=None,
             step(min(0.95, 0.1 + 0.04 * len(probes)), f"capturing at batch {batch:,}")
             trial = copy.deepcopy(doc)
             trial["training"]["batch_size"] = batch
-            with torch_errors_as_scenario_errors():
-                mems = _rank_memories(trial, platform, plan, gpu)
+            try:
+                with torch_errors_as_scenario_errors():
+                    mems = _rank_memories(trial, platform, plan, gpu, cancelled)
+            except ScenarioError as exc:
+                if batch == multiple:   # the model itself cannot be built
+                    raise
+                # a size torch cannot hold (an index overflow) fits no device either
+                probes[batch] = (2 ** 63 - 1, 0, f"none: {exc}")
+                return probes[batch]
             rank = max(range(len(mems)), key=lambda r: mems[r].peak)
             probes[batch] = (int(mems[rank].peak), rank, mems[rank].peak_op)
         return probes[batch]
@@ -134,15 +147,15 @@ def largest_batch(scenario: dict, *, multiple: int = 1, profile=None,
     # A step's memory grows about linearly with the batch: aim at where the line through
     # two probes reaches the memory, then close in on the boundary (regula falsi, on
     # multiples), a handful of captures instead of a bisection's dozens.
-    high = min(MAX_BATCH, 1024 * multiple)
-    while fits(high):
+    high = min(cap, 1024 * multiple)
+    while high > low and fits(high):
         low = high
-        if high >= MAX_BATCH:
-            peak, rank, op = peak_at(low)
-            return Capacity(doc["name"], platform.name, platform.device, memory, low,
-                            peak, rank, op, None, None, len(probes), capped=True)
         aim = crossing(multiple, low) * 1.02
-        high = min(MAX_BATCH, max(2 * low, int(aim) // multiple * multiple))
+        high = min(cap, max(2 * low, int(aim) // multiple * multiple))
+    if high <= low:   # fits at the largest batch tried
+        peak, rank, op = peak_at(low)
+        return Capacity(doc["name"], platform.name, platform.device, memory, low, peak,
+                        rank, op, None, None, len(probes), capped=True)
     while high - low > multiple:   # fits(low), not fits(high)
         guess = int(crossing(low, high)) // multiple * multiple
         guess = min(max(guess, low + multiple), high - multiple)

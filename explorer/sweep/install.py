@@ -73,6 +73,7 @@ class SweepController(ResultsController):
         # "Up to What Fits": the largest batch first (captures only), then the sweep
         self.fit_fn = fit_fn or _largest_batch
         self._fit_note = ""   # what the last search found, for the sweep's message
+        self._fit_key: str | None = None   # the scenario the search is for
         self.fit_runner = BackgroundRunner((Cancelled,), (ScenarioError, ProfileError),
                                            "Could not find the largest batch", self)
         fr = self.fit_runner
@@ -111,15 +112,27 @@ class SweepController(ResultsController):
         batch sizes up to it are then swept."""
         self.dock.show()
         self.dock.raise_()
+        self.runner.cancel()   # one run at a time in this dock
         snapshot = self.window.editor.document.snapshot()
+        self._fit_key = self.key(for_run=True)
         profile = self.window.controller.profile
         kwargs = {"profile": profile} if profile is not None else {}
         self.view.set_running(True, "finding the largest batch that fits…")
         return self.fit_runner.run(lambda progress, cancelled: self.fit_fn(
             snapshot, progress=progress, cancelled=cancelled, **kwargs))
 
+    def run(self) -> int | None:
+        self.fit_runner.cancel()   # a sweep asked for now replaces a search in progress
+        return self._sweep_values()
+
     def _on_fit(self, capacity) -> None:
         self.view.set_running(False)
+        if self.key(for_run=True) != self._fit_key or self.view.param() != "batch_size":
+            # edited (or another setting picked) meanwhile: the limit is for another step
+            self.window.statusBar().showMessage(
+                "The scenario changed while the largest batch was searched: search again",
+                8000)
+            return
         if capacity.batch_size is None:
             message = (f"Not even batch {capacity.over_batch:,} fits {capacity.device}: "
                        f"its step needs {format_bytes(capacity.peak_bytes)}")
@@ -132,16 +145,30 @@ class SweepController(ResultsController):
                           f"{capacity.batch_size:,} (peak {format_bytes(capacity.peak_bytes)}"
                           f" of {format_bytes(capacity.device_bytes)})")
         self.window.statusBar().showMessage(self._fit_note + "; sweeping up to it", 10000)
-        self.run()
+        self._sweep_values()
+
+    def _on_failed(self, message: str) -> None:
+        self._fit_note = ""
+        super()._on_failed(message)
+
+    def _on_cancelled(self) -> None:
+        self._fit_note = ""
+        super()._on_cancelled()
+
+    def _on_reset(self) -> None:
+        self.fit_runner.cancel()
+        super()._on_reset()
 
     def shutdown(self) -> bool:
-        return self.fit_runner.shutdown() and super().shutdown()
+        # both, whatever the first answers: a worker left unreferenced aborts the app
+        fit_stopped = self.fit_runner.shutdown(5000)
+        return super().shutdown() and fit_stopped
 
     def shown_param(self) -> str:
         """The setting of the results on screen (not of a run in progress)."""
         return self.view.shown.param if self.view.shown is not None else self._param
 
-    def run(self) -> int | None:
+    def _sweep_values(self) -> int | None:
         """Sweep the values in the dock; a value list that does not parse is shown, not
         run."""
         try:

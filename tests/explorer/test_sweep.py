@@ -183,3 +183,42 @@ def test_up_to_what_fits_says_why_not(make_window, qtbot):
         w.sweep.view.fit_button.click()
     assert "memory is unknown" in w.sweep.view.error.text()
     assert w.sweep.view.run_button.isEnabled() and not w.sweep.runner.is_running()
+
+
+def test_an_edit_during_the_search_drops_its_answer(make_window, qtbot):
+    import threading
+
+    from predictors.capacity import Capacity
+
+    go = threading.Event()
+
+    def slow_fit(snapshot, **kwargs):
+        go.wait(30)
+        return Capacity("s", "a100-1", "A100", 40e9, 4096, 39e9, 0, "aten::mm", 4097,
+                        41e9, 3)
+
+    w = make_window()
+    w.sweep.fit_fn = slow_fit
+    before = w.sweep.view.values_edit.text()
+    w.sweep.view.fit_button.click()
+    training = w.editor.document.training()
+    training["optimizer"] = "adamw"   # Adam's moments: the limit found is for the old step
+    w.editor.set_training(training)
+    with qtbot.waitSignal(w.sweep.fit_runner.sigFinished, timeout=30_000):
+        go.set()
+    assert "changed" in w.statusBar().currentMessage()
+    assert not w.sweep.runner.is_running() and w.sweep.view.values_edit.text() == before
+
+
+def test_a_sweep_asked_for_during_the_search_replaces_it(make_window, qtbot):
+    import threading
+
+    go = threading.Event()
+    w = make_window()
+    w.sweep.fit_fn = lambda snapshot, **kwargs: go.wait(30)
+    w.sweep.view.fit_button.click()
+    assert w.sweep.fit_runner.is_running()
+    with qtbot.waitSignal(w.sweep.runner.sigFinished, timeout=240_000):
+        w.sweep.run_action.trigger()
+        assert not w.sweep.fit_runner.is_running()
+    go.set()

@@ -75,3 +75,13 @@ def test_fit_command_prints_json():
     result = json.loads(out.stdout)
     assert result["batch_size"] % 8 == 0 and result["over_batch"] == result["batch_size"] + 8
     assert result["peak_memory_bytes"] <= result["device_bytes"]
+
+
+def test_the_search_stops_at_its_cap_on_a_multiple(monkeypatch):
+    import predictors.capacity as capacity
+
+    monkeypatch.setattr(capacity, "MAX_BATCH", 1000)
+    cap = largest_batch(load_scenario(SCENARIOS / "small_dlrm.json"), multiple=3)
+    assert cap.capped and cap.batch_size == 999 and cap.over_batch is None
+    with pytest.raises(ValueError, match="multiple"):
+        largest_batch(load_scenario(SCENARIOS / "small_dlrm.json"), multiple=1001)
