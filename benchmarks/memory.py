@@ -2,6 +2,11 @@
 
     .venv/bin/python benchmarks/memory.py [--n 12] [--seed 11] [--device cpu|cuda]
                                           [--optimizer sgd|adam|adamw] [--json OUT]
+    .venv/bin/python benchmarks/memory.py --from-measurements DIR [DIR ...]
+
+``--from-measurements`` compares, anywhere, the peaks that ``calibrate --device cuda``
+measured for its scenarios (``max_memory_allocated``, in ``measurements.json``; folders
+measured before session 10 have none) with the GPU captures' predictions.
 
 Each random scenario (the issue-3 ranges: DLRMs and transformer LMs, plus the bundled
 small DLRM) is captured on the meta device, as ``predict`` does, and its predicted peak
@@ -45,27 +50,60 @@ def measured_peak(doc: dict, device: str) -> int:
     return peak
 
 
+def measured_cases(folders: list[str]) -> list[tuple[dict, object]]:
+    """``(scenario, peak)`` of every measured scenario with a peak in ``folders``."""
+    import gzip
+
+    from predictors.scenario import validate_scenario
+
+    cases = []
+    for folder in folders:
+        path = next((p for p in (Path(folder) / "measurements.json",
+                                 Path(folder) / "measurements.json.gz") if p.exists()), None)
+        if path is None:
+            continue
+        data = path.read_bytes()
+        doc = json.loads(gzip.decompress(data) if path.suffix == ".gz" else data)
+        for row in doc.get("scenarios", []):
+            peak = row.get("measure", {}).get("peak_memory_bytes")
+            if peak:
+                cases.append((validate_scenario(row["doc"]), lambda peak=peak: int(peak)))
+    return cases
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=12, help="random scenarios (default 12)")
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--optimizer", default="sgd", choices=OPTIMIZERS)
+    ap.add_argument("--from-measurements", nargs="+", metavar="DIR",
+                    help="measured GPU folders (calibrate --device cuda) instead of runs here")
     ap.add_argument("--json", metavar="OUT.json", help="also write the rows as JSON")
     args = ap.parse_args()
     torch.set_num_threads(1)
-    docs = [load_scenario(ROOT / "resources" / "scenarios" / "small_dlrm.json")]
-    docs += random_scenarios(args.n, args.seed)
-    for doc in docs:
-        doc["training"]["optimizer"] = args.optimizer
+    if args.from_measurements:
+        cases = measured_cases(args.from_measurements)
+        if not cases:
+            print("no scenario in these folders has a measured peak (measured before "
+                  "session 10?)", file=sys.stderr)
+            return 2
+        args.device, gpu = "cuda (measured)", True
+    else:
+        docs = [load_scenario(ROOT / "resources" / "scenarios" / "small_dlrm.json")]
+        docs += random_scenarios(args.n, args.seed)
+        for doc in docs:
+            doc["training"]["optimizer"] = args.optimizer
+        gpu = args.device == "cuda"
+        cases = [(doc, lambda doc=doc: measured_peak(doc, args.device)) for doc in docs]
     rows = []
     print(f"{'scenario':<44} {'measured MB':>11} {'predicted MB':>12} {'error':>7}  "
           f"{'params MB':>9} {'activations MB':>14}  {'peak op':<30}")
-    for doc in docs:
+    for doc, measured in cases:
         t0 = time.perf_counter()
-        graph = capture_training_step(build_workload(doc), gpu=args.device == "cuda")
+        graph = capture_training_step(build_workload(doc), gpu=gpu)
         memory = graph.graph["memory"]
-        real = measured_peak(doc, args.device)
+        real = measured()
         error = 100 * (memory.peak / real - 1)
         node = graph.nodes[memory.peak_node]
         row = {"scenario": doc["name"], "measured_bytes": real,

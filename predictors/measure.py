@@ -15,7 +15,8 @@ __all__ = ["measure"]
 
 def measure(doc: dict, device: str = "cpu", iters: int = 20, warmup: int = 5,
             trace: str | os.PathLike | None = None, seed: int = 0,
-            fast_init: bool = False, trace_steps: int = 1, memory: bool = False) -> dict:
+            fast_init: bool = False, trace_steps: int = 1, memory: bool = False,
+            trace_memory: bool | None = None) -> dict:
     """Time ``iters`` training steps of a validated scenario on ``device``.
 
     ``warmup`` untimed steps come first: besides one-time set-up, glibc only raises its
@@ -25,7 +26,8 @@ def measure(doc: dict, device: str = "cpu", iters: int = 20, warmup: int = 5,
     The scenario's platform ``threads`` sets torch's intra-op threads on the CPU.  With
     ``trace``, ``trace_steps`` more steps are recorded with torch.profiler (Kineto JSON,
     gzipped when the name ends in ``.gz``; one ``ProfilerStep#k`` span per step; with
-    ``memory``, its ``[memory]`` events too).
+    ``trace_memory``, by default ``memory``, its ``[memory]`` events too: they cost CPU
+    time in the traced steps, which a calibration of overheads does not want).
     Returns the median, the spread and every sample (ms); with ``memory``, also the
     step's peak of allocated tensor memory (``peak_memory_bytes``, see
     :func:`peak_memory`).
@@ -51,7 +53,7 @@ def measure(doc: dict, device: str = "cpu", iters: int = 20, warmup: int = 5,
         peak = peak_memory(workload, batch, optimizer, device) if memory else None
         if trace:
             _record_trace(workload, batch, optimizer, os.fspath(trace), device, sync,
-                          trace_steps, memory)
+                          trace_steps, memory if trace_memory is None else trace_memory)
     finally:
         torch.set_num_threads(old_threads)
     samples.sort()
