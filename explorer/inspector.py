@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (QFormLayout, QFrame, QHBoxLayout, QLabel, QPushBu
 
 from predictors.devices.platforms import PLATFORM_PRESETS
 from predictors.registry import BLOCK_KINDS, validate_params
-from predictors.scenario import DTYPES, OPTIMIZERS
+from predictors.scenario import DTYPES, OPTIMIZERS, ROW_WISE
 
 from .inspector_fields import (ERROR_STYLE, ChoiceField, NumberField, ParamField, TablesField,
                                TextField, make_field)
@@ -191,8 +191,12 @@ class Inspector(QWidget):
         self.fields["threads"].widget.setEnabled(preset == "local-cpu")
         sharding = self.document.parallelism().get("embedding_sharding", "auto")
         if isinstance(sharding, dict):
-            ranks = len(set(sharding.values()))
-            self.sharding_label.setText(f"a plan: {len(sharding)} table(s) on {ranks} rank(s)")
+            rowwise = sum(1 for v in sharding.values() if v == ROW_WISE)
+            ranks = len({v for v in sharding.values() if v != ROW_WISE})
+            text = f"a plan: {len(sharding) - rowwise} table(s) on {ranks} rank(s)"
+            if rowwise:
+                text += f", {rowwise} row-wise"
+            self.sharding_label.setText(text)
         else:
             self.sharding_label.setText("auto (greedy by predicted kernel time)")
         self.sharding_reset.setEnabled(isinstance(sharding, dict))

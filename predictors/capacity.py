@@ -64,14 +64,17 @@ def _rank_memories(doc: dict, platform, plan, gpu: bool, cancelled=None) -> list
     ranks = platform.ranks
     batch = int(doc["training"]["batch_size"])
     local_batch = max(1, -(-batch // ranks))
-    by_tables: dict[frozenset, object] = {}
+    by_tables: dict[tuple, object] = {}
     out = []
     for r in range(ranks):
         local = plan.local(r) if plan is not None else frozenset()
-        if local not in by_tables:
-            shard = RankShard(r, ranks, local, local_batch, local_batch * ranks)
-            by_tables[local] = memory_of(shard)
-        out.append(by_tables[local])
+        rowwise = plan.rowwise if plan is not None else frozenset()
+        key = (local, r if rowwise else None)   # row blocks differ by rank
+        if key not in by_tables:
+            shard = RankShard(r, ranks, local, local_batch, local_batch * ranks,
+                              rowwise=rowwise)
+            by_tables[key] = memory_of(shard)
+        out.append(by_tables[key])
     return out
 
 

@@ -339,13 +339,15 @@ def capture_training_step(workload: Workload, *, gpu: bool = False) -> nx.DiGrap
 
 
 def _held_parameters(module) -> list[torch.Tensor]:
-    """The parameters a rank keeps in memory: all but other ranks' embedding tables."""
+    """The parameters a rank keeps in memory: all but other ranks' embedding tables
+    (its block of a row-wise table's rows is its own)."""
     shard = module.shard
     foreign = set()
     if shard is not None:
         foreign = {id(bag.weight) for nid, kind in module.kinds.items()
                    if kind == "embedding_tables"
-                   for j, bag in enumerate(module.blocks[nid].bags) if not shard.has(nid, j)}
+                   for j, bag in enumerate(module.blocks[nid].bags)
+                   if not (shard.has(nid, j) or shard.is_rowwise(nid, j))}
     return [p for p in module.parameters() if id(p) not in foreign]
 
 
@@ -363,7 +365,10 @@ def capture_scenario(doc: dict, *, gpu: bool, shard=None) -> nx.DiGraph:
 
     key = json.dumps([doc["model"], doc["training"], gpu,
                       None if shard is None else [shard.ranks, sorted(shard.local),
-                                                  shard.local_batch, shard.global_batch]],
+                                                  shard.local_batch, shard.global_batch,
+                                                  sorted(shard.rowwise),
+                                                  # its row blocks differ by rank
+                                                  shard.rank if shard.rowwise else None]],
                      sort_keys=True, default=str)
     with _CAPTURES_LOCK:
         graph = _CAPTURES.get(key)

@@ -1,4 +1,5 @@
-"""Collectives as ops a capture can record: ``mldse::all_to_all`` and ``mldse::all_reduce``.
+"""Collectives as ops a capture can record: ``mldse::all_to_all``, ``mldse::all_reduce``,
+``mldse::reduce_scatter`` and its backward ``mldse::all_gather``.
 
 A rank of a data- and model-parallel job calls NCCL where a single-device step has no op.
 These custom ops stand in for those calls on the meta device: they have shapes (their fake
@@ -16,17 +17,22 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["COLLECTIVE_OPS", "PROFILER_NAMES", "GradientBuckets", "all_to_all", "exchange_anchor"]
+__all__ = ["COLLECTIVE_OPS", "PROFILER_NAMES", "GradientBuckets", "all_to_all", "exchange_anchor",
+           "reduce_scatter"]
 
 # recorded op name -> the collective kind of devices/collectives.py
 COLLECTIVE_OPS = {"mldse::all_to_all": "all_to_all",
                   "mldse::all_to_all_backward": "all_to_all",
-                  "mldse::all_reduce": "all_reduce"}
+                  "mldse::all_reduce": "all_reduce",
+                  "mldse::reduce_scatter": "reduce_scatter",
+                  "mldse::all_gather": "all_gather"}
 
 # what a profiler calls them (the record_param_comms / NCCL names of a Kineto trace)
 PROFILER_NAMES = {"mldse::all_to_all": "nccl:all_to_all",
                   "mldse::all_to_all_backward": "nccl:all_to_all",
-                  "mldse::all_reduce": "nccl:all_reduce"}
+                  "mldse::all_reduce": "nccl:all_reduce",
+                  "mldse::reduce_scatter": "nccl:reduce_scatter",
+                  "mldse::all_gather": "nccl:all_gather"}
 
 FIRST_BUCKET_BYTES = 1 << 20   # torch.distributed's _DEFAULT_FIRST_BUCKET_BYTES
 BUCKET_BYTES = 25 << 20        # DistributedDataParallel(bucket_cap_mb=25)
@@ -88,6 +94,48 @@ def _all_reduce(tensors: list[torch.Tensor]) -> None:
 @_all_reduce.register_fake
 def _(tensors):
     return None
+
+
+@torch.library.custom_op("mldse::reduce_scatter", mutates_args=())
+def _reduce_scatter(partial: list[torch.Tensor], rows: int) -> list[torch.Tensor]:
+    """Sum the row-wise tables' partial bags ([global batch, dim] each) over the ranks;
+    each rank keeps its ``rows`` samples."""
+    _capture_only()
+
+
+@_reduce_scatter.register_fake
+def _(partial, rows):
+    return [p.new_empty((rows, p.shape[1])) for p in partial]
+
+
+@torch.library.custom_op("mldse::all_gather", mutates_args=())
+def _all_gather(grads: list[torch.Tensor], rows: int) -> list[torch.Tensor]:
+    """The reduce-scatter's backward: every rank's sample gradients gathered to
+    [global batch, dim] on every rank."""
+    _capture_only()
+
+
+@_all_gather.register_fake
+def _(grads, rows):
+    return [g.new_empty((rows, g.shape[1])) for g in grads]
+
+
+def _rs_setup(ctx, inputs, output):
+    partial, _ = inputs
+    ctx.rows = partial[0].shape[0] if partial else 0
+
+
+def _rs_backward(ctx, grads):
+    return list(torch.ops.mldse.all_gather(list(grads), ctx.rows)), None
+
+
+_reduce_scatter.register_autograd(_rs_backward, setup_context=_rs_setup)
+
+
+def reduce_scatter(partial: list[torch.Tensor], local_batch: int) -> list[torch.Tensor]:
+    """Row-wise tables' exchange: ``partial`` bags of this rank's rows for the global
+    batch in, this rank's ``local_batch`` samples of their sums out."""
+    return list(torch.ops.mldse.reduce_scatter(partial, local_batch))
 
 
 def all_to_all(pooled: list[torch.Tensor], anchor: torch.Tensor, local_batch: int,

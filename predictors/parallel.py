@@ -17,7 +17,7 @@ from typing import Callable
 
 from .devices.costs import CostedGraph, CostedOp, cost_op_graph
 from .devices.platforms import Platform
-from .sharding import Plan, TableRef, candidate_plans, greedy_plan, tables_of
+from .sharding import Plan, TableRef, candidate_plans, greedy_with_rowwise, tables_of
 from .timeline import Timeline
 
 __all__ = ["RankGraphs", "collective_timer", "auto_plan"]
@@ -39,9 +39,12 @@ class RankGraphs:
         self._table_seconds: dict[str, float] | None = None
         self.notes: list[str] = []  # what the collective model assumed
 
-    def costed(self, local: frozenset, rank: int = 0) -> CostedGraph:
-        """The costed graph of a rank holding the tables ``local`` (cached)."""
-        hit = self._costed.get(local)
+    def costed(self, local: frozenset, rank: int = 0,
+               rowwise: frozenset = frozenset()) -> CostedGraph:
+        """The costed graph of a rank holding the tables ``local`` and its block of the
+        ``rowwise`` tables' rows (cached; with row-wise tables, per rank)."""
+        key = (local, rowwise, rank if rowwise else None)
+        hit = self._costed.get(key)
         if hit is None:
             from .capture import capture_scenario
             from .predict import Cancelled
@@ -52,11 +55,11 @@ class RankGraphs:
 
             # a padded batch: every rank's share is looked up, padding included
             shard = RankShard(rank, self.ranks, local, self.local_batch,
-                              self.local_batch * self.ranks)
+                              self.local_batch * self.ranks, rowwise=rowwise)
             graph = capture_scenario(self.doc, gpu=self.platform.device != "cpu",
                                      shard=shard)
-            hit = self._costed[local] = cost_op_graph(graph, self.platform, self.profile,
-                                                      self.overheads)
+            hit = self._costed[key] = cost_op_graph(graph, self.platform, self.profile,
+                                                    self.overheads)
         return hit
 
     @property
@@ -96,7 +99,7 @@ class RankGraphs:
 
         graphs = []
         for r in range(self.ranks):
-            graphs.append(self.costed(plan.local(r), r))
+            graphs.append(self.costed(plan.local(r), r, plan.rowwise))
             if progress is not None:
                 progress(r)
         timer = collective_timer(self.platform)
@@ -116,9 +119,10 @@ class RankGraphs:
 
 def auto_plan(graphs: RankGraphs) -> Plan:
     """``"auto"``: longest predicted table first onto the least loaded rank that has
-    memory for it (the kernel-time planner of :func:`~predictors.sharding.candidate_plans`)."""
+    memory for it, the largest tables row-wise where that cannot fit (the kernel-time
+    planner of :func:`~predictors.sharding.candidate_plans`)."""
     seconds = graphs.table_seconds()
-    return greedy_plan("auto (greedy by kernel time)", graphs.tables, graphs.ranks,
+    return greedy_with_rowwise("auto (greedy by kernel time)", graphs.tables, graphs.ranks,
                        lambda t: seconds.get(t.key, 0.0), graphs.memory_bytes(),
                        how="the longest predicted lookup (forward, backward, update) first")
 

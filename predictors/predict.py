@@ -83,10 +83,13 @@ def _predict_ranks(doc, platform, profile, overheads, step, cancelled, notes):
         step(0.2 + 0.6 * (rank + 1) / ranks, f"capturing rank {rank + 1} of {ranks}")
 
     timeline = graphs.simulate(plan, doc["name"] or "prediction", cancelled, captured)
-    notes.append(graphs.batch_note() + (f"; tables sharded table-wise ({plan.name})"
-                                        if graphs.tables else "; data parallel"))
+    rowwise = len(plan.rowwise)
+    how = (f"; tables sharded table-wise ({plan.name})" if not rowwise else
+           f"; tables sharded row-wise ({plan.name})" if rowwise == len(graphs.tables) else
+           f"; tables sharded table-wise, {rowwise} of them row-wise ({plan.name})")
+    notes.append(graphs.batch_note() + (how if graphs.tables else "; data parallel"))
     notes.extend(plan.notes + graphs.notes)
-    costed = [graphs.costed(plan.local(r)) for r in range(ranks)]
+    costed = [graphs.costed(plan.local(r), r, plan.rowwise) for r in range(ranks)]
     num_ops = sum(len(c.ops) for c in costed)
     sharding = None
     if graphs.tables:

@@ -110,7 +110,8 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
                  f"plan {i + 1} of {len(plans)}: rank {rank + 1} of {graphs.ranks}")
         with torch_errors_as_scenario_errors():
             timeline = graphs.simulate(plan, f"{title} — {plan.name}", cancelled, captured)
-        per_rank = rank_figures(timeline, [graphs.costed(plan.local(r)).memory
+        per_rank = rank_figures(timeline, [graphs.costed(plan.local(r), r,
+                                                         plan.rowwise).memory
                                            for r in range(graphs.ranks)],
                                 graphs.memory_bytes())
         results.append(PlanResult(plan, max(r["iteration_ms"] for r in per_rank), per_rank,
@@ -119,7 +120,8 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
     if top is not None:
         results = results[:top]
     notes = [f"{graphs.batch_note()} on {platform.name}; {len(graphs.tables)} tables "
-             "sharded table-wise", f"{graphs.captured} distinct rank graphs captured"]
+             "sharded table-wise or row-wise", f"{graphs.captured} distinct rank graphs "
+             "captured"]
     notes.extend(graphs.notes)
     over = [r.plan.name for r in results if not r.fits]
     if over:

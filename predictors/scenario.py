@@ -22,12 +22,13 @@ from .registry import BLOCK_KINDS, MAX_SIZE, block_kind, validate_params
 
 __all__ = ["FORMAT", "VERSION", "ScenarioError", "Issue", "load_scenario", "read_scenario",
            "migrate_scenario", "save_scenario", "validate_scenario", "validate_platform",
-           "scenario_to_json", "model_graph", "MIGRATIONS", "DTYPES", "OPTIMIZERS"]
+           "scenario_to_json", "model_graph", "MIGRATIONS", "DTYPES", "OPTIMIZERS", "ROW_WISE"]
 
 FORMAT = "ml-dse/scenario"
 VERSION = 1
 DTYPES = ("float32", "bfloat16", "float16")
 OPTIMIZERS = ("sgd", "adam", "adamw")
+ROW_WISE = "rw"   # an embedding_sharding value: the table's rows split over every rank
 PLATFORM_NODE_KINDS = ("cpu", "gpu", "node", "nvswitch", "nic", "pcie_switch")
 
 # MIGRATIONS[v] upgrades a version-v document to version v + 1.  Version 1 is the first;
@@ -336,10 +337,13 @@ def _check_sharding_ranks(doc: dict, issues: list[Issue]) -> None:
             issues.append(Issue(f"parallelism.embedding_sharding.{key}",
                                 f"no such table: keys are '<block id>/<table index>' "
                                 f"({some})"))
+        elif rank == ROW_WISE:
+            continue   # its rows split over every rank
         elif isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < ranks:
             issues.append(Issue(f"parallelism.embedding_sharding.{key}",
                                 f"expected a rank from 0 to {ranks - 1} (the platform has "
-                                f"{ranks}), got {rank!r}"))
+                                f"{ranks}) or {ROW_WISE!r} (row-wise over all of them), "
+                                f"got {rank!r}"))
 
 
 def load_scenario(path: str | os.PathLike) -> dict:

@@ -1,19 +1,26 @@
-"""Table-wise embedding sharding: which rank holds each embedding table.
+"""Embedding sharding: which rank holds each embedding table, or each table's rows.
 
-A multi-GPU DLRM is hybrid parallel (facebookresearch/dlrm, TorchRec's table-wise
-sharding): each table lives whole on one rank, which looks it up for the global batch;
-the dense part is data parallel over the ranks.  A plan maps table keys
-(``"<block id>/<table index>"``) to ranks.  The scenario gives one (``parallelism.
-embedding_sharding``) or ``"auto"``; the planners here make candidates, and
-:mod:`predictors.rank_sharding` predicts each one.
+A multi-GPU DLRM is hybrid parallel (facebookresearch/dlrm, TorchRec): the dense part is
+data parallel over the ranks, the tables are sharded.  *Table-wise*, a table lives whole
+on one rank, which looks it up for the global batch and hands each rank its samples in
+an all-to-all.  *Row-wise* (TorchRec's RW), every rank holds a contiguous block of the
+rows, looks up the global batch's indices that fall in it, and a reduce-scatter sums the
+partial bags and hands each rank its samples; a table too big for one GPU can only go
+this way.  A plan maps table keys (``"<block id>/<table index>"``) to a rank or to
+``"rw"``.  The scenario gives one (``parallelism.embedding_sharding``) or ``"auto"``; the
+planners here make candidates, and :mod:`predictors.rank_sharding` predicts each one.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Callable
 
+ROW_WISE = "rw"   # as predictors.scenario.ROW_WISE (imported there without torch)
+
 __all__ = ["TableRef", "Plan", "PlanError", "tables_of", "format_bytes", "plan_from_scenario",
-           "greedy_plan", "round_robin_plan", "candidate_plans", "PLANNERS"]
+           "greedy_plan", "greedy_with_rowwise", "round_robin_plan", "rowwise_plan",
+           "candidate_plans", "PLANNERS", "ROW_WISE"]
 
 
 class PlanError(ValueError):
@@ -42,24 +49,39 @@ class TableRef:
         """The rows one step reads for ``batch`` samples."""
         return float(batch) * self.pooling * self.dim * self.itemsize
 
+    def shard_bytes(self, ranks: int) -> float:
+        """One rank's block of its rows when sharded row-wise (the largest block)."""
+        return float(math.ceil(self.rows / ranks)) * self.dim * self.itemsize
+
 
 @dataclass
 class Plan:
-    """A placement of every table on a rank."""
+    """A placement of every table: on a rank, or row-wise over all of them."""
 
     name: str
     ranks: int
-    assignment: dict[str, int]
+    assignment: dict[str, int | str]
     how: str = ""
     notes: list[str] = field(default_factory=list)
 
     def local(self, rank: int) -> frozenset[str]:
+        """The tables ``rank`` holds whole."""
         return frozenset(k for k, r in self.assignment.items() if r == rank)
+
+    @property
+    def rowwise(self) -> frozenset[str]:
+        """The tables whose rows are split over every rank."""
+        return frozenset(k for k, r in self.assignment.items() if r == ROW_WISE)
 
     def rank_bytes(self, tables: list[TableRef]) -> list[float]:
         out = [0.0] * self.ranks
         for t in tables:
-            out[self.assignment[t.key]] += t.bytes
+            where = self.assignment[t.key]
+            if where == ROW_WISE:
+                for r in range(self.ranks):
+                    out[r] += t.shard_bytes(self.ranks)
+            else:
+                out[where] += t.bytes
         return out
 
     def signature(self, tables: list[TableRef]) -> tuple:
@@ -67,10 +89,15 @@ class Plan:
         swaps of identical tables of one block: two plans with one signature run the same
         step."""
         groups = [[] for _ in range(self.ranks)]
+        rowwise = []
         for t in tables:
-            groups[self.assignment[t.key]].append(  # each block has its own exchange
-                (t.block, t.rows, t.dim, t.pooling, tuple(sorted(t.distribution.items()))))
-        return tuple(sorted(tuple(sorted(g)) for g in groups))
+            spec = (t.block, t.rows, t.dim, t.pooling, tuple(sorted(t.distribution.items())))
+            where = self.assignment[t.key]
+            if where == ROW_WISE:
+                rowwise.append(spec)
+            else:
+                groups[where].append(spec)  # each block has its own exchange
+        return tuple(sorted(tuple(sorted(g)) for g in groups)), tuple(sorted(rowwise))
 
     def to_json(self) -> dict:
         return {"name": self.name, "how": self.how,
@@ -109,7 +136,7 @@ def check_memory(plan: Plan, tables: list[TableRef], memory_bytes: float) -> Non
         return
     for rank, used in enumerate(plan.rank_bytes(tables)):
         if used > memory_bytes:
-            held = sorted((t for t in tables if plan.assignment[t.key] == rank),
+            held = sorted((t for t in tables if plan.assignment[t.key] in (rank, ROW_WISE)),
                           key=lambda t: -t.bytes)
             raise PlanError(f"rank {rank} would hold {used / 1e9:,.1f} GB of tables "
                             f"({', '.join(t.key for t in held[:3])}"
@@ -126,8 +153,10 @@ def greedy_plan(name: str, tables: list[TableRef], ranks: int,
     load, used = [0.0] * ranks, [0.0] * ranks
     by_key = {t.key: t for t in tables}
     for key, rank in fixed.items():
-        load[rank] += weight(by_key[key])
-        used[rank] += by_key[key].bytes
+        t = by_key[key]
+        for r in (range(ranks) if rank == ROW_WISE else [rank]):
+            load[r] += weight(t) / (ranks if rank == ROW_WISE else 1)
+            used[r] += t.shard_bytes(ranks) if rank == ROW_WISE else t.bytes
     assignment = dict(fixed)
     for t in sorted((t for t in tables if t.key not in fixed),
                     key=lambda t: (-weight(t), -t.bytes, t.key)):
@@ -141,6 +170,29 @@ def greedy_plan(name: str, tables: list[TableRef], ranks: int,
         load[r] += weight(t)
         used[r] += t.bytes
     return Plan(name, ranks, assignment, how)
+
+
+def greedy_with_rowwise(name: str, tables: list[TableRef], ranks: int,
+                        weight: Callable[[TableRef], float], memory_bytes: float = 0.0,
+                        fixed: dict | None = None, how: str = "") -> Plan:
+    """:func:`greedy_plan`, except that when the tables do not fit table-wise, the
+    largest ones go row-wise (each rank holds a block of their rows) until the rest
+    fits: a table bigger than a GPU can only be placed so."""
+    fixed = dict(fixed or {})
+    for t in sorted(tables, key=lambda t: (-t.bytes, t.key)):
+        try:
+            return greedy_plan(name, tables, ranks, weight, memory_bytes, fixed, how)
+        except PlanError:
+            if t.key in fixed:
+                continue
+            fixed[t.key] = ROW_WISE
+    plan = greedy_plan(name, tables, ranks, weight, memory_bytes, fixed, how)
+    return plan
+
+
+def rowwise_plan(tables: list[TableRef], ranks: int) -> Plan:
+    return Plan("row-wise", ranks, {t.key: ROW_WISE for t in tables},
+                "every table's rows split over all ranks (torchrec's row-wise sharding)")
 
 
 def round_robin_plan(tables: list[TableRef], ranks: int) -> Plan:
@@ -161,8 +213,9 @@ def plan_from_scenario(doc: dict, tables: list[TableRef], ranks: int,
         raise PlanError(f"parallelism.embedding_sharding names {', '.join(unknown)}, which "
                         f"is no table (keys are '<block id>/<table index>': "
                         f"{', '.join(sorted(known)[:4])}{', ...' if len(known) > 4 else ''})")
-    plan = greedy_plan("scenario", tables, ranks, lambda t: t.bytes, fixed=dict(sharding),
-                       how="the scenario's parallelism.embedding_sharding")
+    plan = greedy_with_rowwise("scenario", tables, ranks, lambda t: t.bytes,
+                               fixed=dict(sharding),
+                               how="the scenario's parallelism.embedding_sharding")
     missing = len(known) - len(sharding)
     if missing:
         plan.notes.append(f"{missing} table(s) the scenario does not place were placed "
@@ -182,8 +235,9 @@ def candidate_plans(tables: list[TableRef], ranks: int, batch: int,
                     cost: dict[str, float] | None = None,
                     memory_bytes: float = 0.0) -> tuple[list[Plan], list[tuple[str, str]]]:
     """The planners' candidates: greedy by size, by lookups, by predicted kernel time
-    (``cost``: seconds per table key, when given) and round-robin.  Returns the feasible
-    plans, distinct, and ``(name, why)`` for the ones that cannot run."""
+    (``cost``: seconds per table key, when given; each puts tables row-wise where
+    table-wise does not fit), round-robin and all row-wise.  Returns the feasible plans,
+    distinct, and ``(name, why)`` for the ones that cannot run."""
     plans, refused = [], []
     specs = [(name, lambda t, w=w: w(t, batch), how) for name, w, how in PLANNERS.values()]
     if cost is not None:
@@ -191,15 +245,16 @@ def candidate_plans(tables: list[TableRef], ranks: int, batch: int,
                          "the longest predicted lookup (forward, backward, update) first"))
     for name, weight, how in specs:
         try:
-            plans.append(greedy_plan(name, tables, ranks, weight, memory_bytes, how=how))
+            plans.append(greedy_with_rowwise(name, tables, ranks, weight, memory_bytes,
+                                             how=how))
         except PlanError as exc:
             refused.append((name, str(exc)))
-    rr = round_robin_plan(tables, ranks)
-    try:
-        check_memory(rr, tables, memory_bytes)
-        plans.append(rr)
-    except PlanError as exc:
-        refused.append((rr.name, str(exc)))
+    for fixed in (round_robin_plan(tables, ranks), rowwise_plan(tables, ranks)):
+        try:
+            check_memory(fixed, tables, memory_bytes)
+            plans.append(fixed)
+        except PlanError as exc:
+            refused.append((fixed.name, str(exc)))
     distinct, seen = [], set()
     for p in plans:
         sig = p.signature(tables)

@@ -5,6 +5,8 @@ on the meta device (prediction) and run on a real device (``measure``).
 """
 from __future__ import annotations
 
+import copy
+
 import math
 from dataclasses import dataclass, replace
 
@@ -88,9 +90,21 @@ class EmbeddingTablesBlock(nn.Module):
     def forward(self, sparse, shard: "RankShard | None" = None, nid: str = ""):
         if shard is None:
             return [bag(idx, off) for bag, (idx, off) in zip(self.bags, sparse)]
-        # one rank of a sharded job: its own tables, then the exchange
-        mine = [bag(*sparse[j]) for j, bag in enumerate(self.bags) if shard.has(nid, j)]
-        return shard.exchange(mine, [bag.embedding_dim for bag in self.bags])
+        # one rank of a sharded job: its own tables, then the exchange; its rows of the
+        # row-wise tables, then their reduce-scatter
+        out: list = [None] * len(self.bags)
+        rowwise = [j for j in range(len(self.bags)) if shard.is_rowwise(nid, j)]
+        whole = [j for j in range(len(self.bags)) if j not in rowwise]
+        if whole:
+            mine = [self.bags[j](*sparse[j]) for j in whole if shard.has(nid, j)]
+            got = shard.exchange(mine, [self.bags[j].embedding_dim for j in whole])
+            for j, pooled in zip(whole, got):
+                out[j] = pooled
+        if rowwise:
+            got = shard.reduce_scatter([self.bags[j](*sparse[j]) for j in rowwise])
+            for j, pooled in zip(rowwise, got):
+                out[j] = pooled
+        return out
 
 
 class LowRankCrossNet(nn.Module):
@@ -164,7 +178,9 @@ class LossBlock(nn.Module):
 class RankShard:
     """What one rank of a hybrid-parallel job runs: its own tables (``local``, keys
     ``"<block id>/<index>"``) for the global batch, then an all-to-all that hands every
-    rank its ``local_batch`` samples of every table; the dense part sees ``local_batch``."""
+    rank its ``local_batch`` samples of every table; its block of the rows of every
+    ``rowwise`` table, looked up for the global batch's indices that fall in it, then a
+    reduce-scatter of the partial bags; the dense part sees ``local_batch``."""
 
     rank: int
     ranks: int
@@ -172,15 +188,53 @@ class RankShard:
     local_batch: int
     global_batch: int
     anchor: torch.Tensor | None = None  # see comm_ops.exchange_anchor
+    rowwise: frozenset = frozenset()
 
     def has(self, nid: str, index: int) -> bool:
         return f"{nid}/{index}" in self.local
+
+    def is_rowwise(self, nid: str, index: int) -> bool:
+        return f"{nid}/{index}" in self.rowwise
+
+    def row_block(self, table: dict) -> tuple[int, float]:
+        """This rank's rows of a row-wise ``table`` (a contiguous block, as torchrec's
+        row-wise sharding cuts them) and the share of the lookups that land in it under
+        the table's index distribution (a Zipf table's hot rows are all in rank 0's)."""
+        rows = int(table["rows"])
+        block = -(-rows // self.ranks)
+        start = min(rows, self.rank * block)
+        end = min(rows, start + block)
+        return end - start, index_cdf(table, end) - index_cdf(table, start)
 
     def exchange(self, pooled: list, widths: list[int]) -> list:
         """This rank's pooled tables out, every table's share of the local batch in."""
         from .comm_ops import all_to_all
 
         return all_to_all(pooled, self.anchor, self.local_batch, widths)
+
+    def reduce_scatter(self, partial: list) -> list:
+        """The row-wise tables' partial bags ([global batch, dim]) summed over the ranks,
+        each rank keeping its ``local_batch`` samples."""
+        from .comm_ops import reduce_scatter
+
+        return reduce_scatter(partial, self.local_batch)
+
+
+def index_cdf(table: dict, k: int) -> float:
+    """The probability that a lookup of ``table`` has an index below ``k``, for the
+    indices :func:`_bag_input` draws (uniform, or the floored continuous Zipf law)."""
+    rows = int(table["rows"])
+    if k <= 0:
+        return 0.0
+    if k >= rows:
+        return 1.0
+    dist = table["distribution"]
+    if dist["kind"] == "uniform":
+        return k / rows
+    a, top = float(dist["alpha"]), float(rows + 1)
+    if abs(a - 1.0) < 1e-9:
+        return math.log(k + 1) / math.log(top)
+    return ((k + 1) ** (1 - a) - 1) / (top ** (1 - a) - 1)
 
 
 class ScenarioModel(nn.Module):
@@ -330,6 +384,8 @@ class Workload:
                 batch["sparse"][nid] = [
                     _bag_input(t, b, dev, gen) if shard is None
                     else _bag_input(t, shard.global_batch, dev, gen) if shard.has(nid, j)
+                    else _rowwise_input(t, shard.global_batch, dev, gen)
+                    if shard.is_rowwise(nid, j)
                     else None for j, t in enumerate(spec["tables"])]
             elif kind == "token_input":
                 batch["tokens"][nid] = _randint(spec["vocab"], (b, spec["seq_len"]), dev, gen)
@@ -422,6 +478,17 @@ def _bag_input(table: dict, batch: int, device, gen):
     return (x.floor().long() - 1).clamp_(0, rows - 1), offsets
 
 
+def _rowwise_input(table: dict, batch: int, device, gen):
+    """Indices and offsets of one rank's block of a row-wise table (``table`` already
+    cut to it by :func:`build_workload`: its rows, and its lookups per sample, a
+    fraction): the block's share of the global batch's lookups, in ``batch`` bags."""
+    n = int(round(batch * table["pooling"]))
+    offsets = torch.zeros(batch, dtype=torch.long, device=device)
+    if gen is None:
+        return torch.empty(n, dtype=torch.long, device=device), offsets
+    return torch.randint(0, table["rows"], (n,), generator=gen, device=device), offsets
+
+
 def _target(kind: str, source, batch: int, dtype, device, gen):
     if kind == "cross_entropy":
         if isinstance(source, TokenLogits):
@@ -431,6 +498,21 @@ def _target(kind: str, source, batch: int, dtype, device, gen):
     if gen is None:
         return torch.empty(shape, dtype=dtype, device=device)
     return torch.randint(0, 2, shape, generator=gen, device=device).to(dtype)
+
+
+def _cut_rowwise(doc: dict, shard: RankShard) -> dict:
+    """``doc`` with each row-wise table cut to ``shard``'s block: its rows, and its
+    lookups per sample (the share that lands in the block; a fraction)."""
+    doc = copy.deepcopy(doc)
+    for node in doc["model"]["nodes"]:
+        if node["kind"] != "embedding_tables":
+            continue
+        for j, table in enumerate(node["params"]["tables"]):
+            if shard.is_rowwise(node["id"], j):
+                rows, share = shard.row_block(table)
+                table["rows"] = max(1, rows)   # a table with fewer rows than ranks
+                table["pooling"] = table["pooling"] * share
+    return doc
 
 
 def build_workload(doc: dict, device: str | torch.device = "meta",
@@ -443,6 +525,8 @@ def build_workload(doc: dict, device: str | torch.device = "meta",
     """
     device = torch.device(device)
     dtype = _DTYPES[doc["training"]["dtype"]]
+    if shard is not None and shard.rowwise:
+        doc = _cut_rowwise(doc, shard)
     EmbeddingTablesBlock.fast_init = fast_init
     try:
         with torch.device(device):  # parameters are born on the device: none on meta

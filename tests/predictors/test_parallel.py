@@ -228,7 +228,11 @@ def test_rank_shardings_best_first(dlrm):
     ms = [p.iteration_ms for p in ranking.plans]
     assert ms == sorted(ms) and len(ms) >= 2
     assert any(p.plan.name == "the scenario's plan" for p in ranking.plans)
-    assert ranking.plans[-1].plan.name == "the scenario's plan"  # all on rank 0: the worst
+    # all on rank 0 loses to every table-wise planner (row-wise, small tables: its
+    # collectives and the lookups on every rank cost more here)
+    own = next(p for p in ranking.plans if p.plan.name == "the scenario's plan")
+    greedy = [p for p in ranking.plans if p.plan.name.startswith("greedy")]
+    assert greedy and all(own.iteration_ms > p.iteration_ms for p in greedy)
     assert stages == sorted(stages) and stages[-1] == 1.0
     assert len(rank_shardings(dlrm, top=1).plans) == 1
 
@@ -326,3 +330,82 @@ def test_every_preset_as_a_graph_resolves_to_the_preset():
         r = resolve_platform(validate_platform(preset_graph(name)))
         assert (r.device, r.gpus, r.nodes, r.intra_link, r.inter_link) == \
             (p.device, p.gpus, p.nodes, p.intra_link, p.inter_link), name
+
+
+# --- row-wise sharding ---------------------------------------------------------------
+
+def test_a_row_wise_rank_looks_up_its_block_and_reduce_scatters(dlrm):
+    from predictors.workload import index_cdf
+
+    tables = tables_of(dlrm)
+    rw = frozenset(t.key for t in tables[:2])   # table 0: Zipf 1.05, table 1: uniform
+    spec0 = dlrm["model"]["nodes"][2]["params"]["tables"][0]
+    lookups = {}
+    for rank in (0, 7):
+        shard = RankShard(rank, 8, frozenset(), 64, 512, rowwise=rw)
+        graph = capture_training_step(build_workload(dlrm, shard=shard), gpu=True)
+        bags = [n for n in _nodes(graph, "aten::_embedding_bag") if n["phase"] == "forward"]
+        assert sorted(n["lookup"]["table"] for n in bags) == sorted(rw)
+        assert all(n["output_shapes"][0] == (512, 16) for n in bags)   # partial bags
+        (rs,) = _nodes(graph, "mldse::reduce_scatter")
+        assert rs["input_shapes"] == [(512, 16)] * 2 and rs["output_shapes"] == [(64, 16)] * 2
+        (ag,) = _nodes(graph, "mldse::all_gather")
+        assert ag["thread"] == "autograd" and ag["output_shapes"] == [(512, 16)] * 2
+        zipf = next(n for n in bags if n["lookup"]["table"] == tables[0].key)
+        lookups[rank] = zipf["input_shapes"][1][0]
+        block = math.ceil(spec0["rows"] / 8)
+        assert zipf["input_shapes"][0][0] == block   # its rows only
+        memory = graph.graph["memory"]
+        assert memory.resident["parameters"] < sum(t.bytes for t in tables) / 2
+    # a Zipf table's hot rows are all in rank 0's block
+    block = math.ceil(spec0["rows"] / 8)
+    assert lookups[0] == round(512 * spec0["pooling"] * index_cdf(spec0, block))
+    assert lookups[0] > 5 * lookups[7]
+
+
+def test_index_cdf_is_the_distribution_the_batches_draw():
+    from predictors.workload import _bag_input, index_cdf
+
+    gen = torch.Generator().manual_seed(0)
+    for dist in ({"kind": "uniform"}, {"kind": "zipf", "alpha": 1.05},
+                 {"kind": "zipf", "alpha": 1.0}):
+        table = {"rows": 10_000, "pooling": 50, "distribution": dist}
+        indices, _ = _bag_input(table, 4000, "cpu", gen)
+        for k in (1, 10, 2500, 9999):
+            assert (indices < k).double().mean().item() == pytest.approx(
+                index_cdf(table, k), abs=0.005)
+
+
+def test_a_table_bigger_than_a_gpu_goes_row_wise(dlrm):
+    doc = copy.deepcopy(dlrm)
+    doc["platform"] = {"preset": "pcie-4x-a100"}
+    doc["model"]["nodes"][2]["params"]["tables"][0]["rows"] = 781_000_000   # 50 GB
+    result = predict(doc)
+    assert result.sharding["assignment"]["tables/0"] == "rw"
+    assert sum(v == "rw" for v in result.sharding["assignment"].values()) == 1
+    assert all(r["memory"]["fits"] for r in result.per_rank)
+    assert "1 of them row-wise" in " ".join(result.notes)
+    names = {result.timeline.names[i] for i in np.unique(result.timeline.name_id)}
+    assert {"nccl:reduce_scatter", "nccl:all_gather", "nccl:all_to_all"} <= names
+
+
+def test_row_wise_plans_place_bytes_on_every_rank():
+    tables = [TableRef(f"t/{i}", "t", i, rows, 16, 4, {"kind": "uniform"}, 4)
+              for i, rows in enumerate([1000, 10, 1_000_000])]
+    plan = Plan("p", 4, {"t/0": 1, "t/1": 1, "t/2": "rw"})
+    assert plan.local(1) == frozenset({"t/0", "t/1"}) and plan.rowwise == {"t/2"}
+    assert plan.rank_bytes(tables) == [1_000_000 / 4 * 64] * 1 + [
+        (1010 + 250_000) * 64] + [1_000_000 / 4 * 64] * 2
+    other = Plan("q", 4, {"t/0": 2, "t/1": 2, "t/2": "rw"})
+    assert plan.signature(tables) == other.signature(tables)
+    assert plan.signature(tables) != Plan("r", 4, {"t/0": 1, "t/1": 1, "t/2": 3}
+                                          ).signature(tables)
+
+
+def test_the_scenario_may_place_a_table_row_wise(dlrm):
+    doc = copy.deepcopy(dlrm)
+    doc["parallelism"] = {"embedding_sharding": {"tables/0": "rw", "tables/1": 3}}
+    validate_scenario(doc)
+    doc["parallelism"] = {"embedding_sharding": {"tables/0": "rows"}}
+    with pytest.raises(ScenarioError, match="'rw'"):
+        validate_scenario(doc)
