@@ -127,3 +127,25 @@ def test_a_multi_gpu_prediction_shows_every_rank(make_window, qtbot, dgx_scenari
     major, minor = left._tickLevels  # each rank labelled, its lanes as minor ticks
     assert [t[1] for t in major] == [f"rank {r}" for r in range(4)]
     assert len(minor) == len(w.gantt.timeline.lanes)
+
+
+def test_a_table_too_big_for_a_gpu_is_ranked_row_wise_and_applied(make_window, qtbot,
+                                                                   tmp_path):
+    doc = load_scenario(SCENARIOS / "small_dlrm.json")
+    doc["platform"] = {"preset": "pcie-4x-a100"}
+    doc["model"]["nodes"][2]["params"]["tables"][0]["rows"] = 781_000_000   # 50 GB
+    path = tmp_path / "big_table.json"
+    path.write_text(json.dumps(doc))
+    w = make_window(path)
+    view = w.sharding.view
+    with qtbot.waitSignal(w.sharding.runner.sigFinished, timeout=240_000):
+        w.sharding.run_action.trigger()
+    names = [p.plan.name for p in view.ranking.plans]
+    assert "row-wise" in names and all(p.fits for p in view.ranking.plans)
+    assert any("round-robin" in name for name, _ in view.ranking.refused)   # 50 GB on one
+    best = view.ranking.plans[0]
+    assert best.plan.assignment["tables/0"] == "rw"
+    view.table.selectRow(0)
+    view.apply_button.click()
+    assert w.editor.document.parallelism()["embedding_sharding"]["tables/0"] == "rw"
+    assert "1 row-wise" in w.inspector.sharding_label.text()
