@@ -193,10 +193,10 @@ class Inspector(QWidget):
         if isinstance(sharding, dict):
             rowwise = sum(1 for v in sharding.values() if v == ROW_WISE)
             ranks = len({v for v in sharding.values() if v != ROW_WISE})
-            text = f"a plan: {len(sharding) - rowwise} table(s) on {ranks} rank(s)"
+            parts = [f"{len(sharding) - rowwise} table(s) on {ranks} rank(s)"] if ranks else []
             if rowwise:
-                text += f", {rowwise} row-wise"
-            self.sharding_label.setText(text)
+                parts.append(f"{rowwise} row-wise")
+            self.sharding_label.setText("a plan: " + ", ".join(parts))
         else:
             self.sharding_label.setText("auto (greedy by predicted kernel time)")
         self.sharding_reset.setEnabled(isinstance(sharding, dict))

@@ -19,6 +19,7 @@ from typing import Callable
 ROW_WISE = "rw"   # as predictors.scenario.ROW_WISE (imported there without torch)
 
 __all__ = ["TableRef", "Plan", "PlanError", "tables_of", "format_bytes", "plan_from_scenario",
+           "index_cdf", "row_block",
            "greedy_plan", "greedy_with_rowwise", "round_robin_plan", "rowwise_plan",
            "candidate_plans", "PLANNERS", "ROW_WISE"]
 
@@ -53,6 +54,36 @@ class TableRef:
         """One rank's block of its rows when sharded row-wise (the largest block)."""
         return float(math.ceil(self.rows / ranks)) * self.dim * self.itemsize
 
+    def row_shares(self, ranks: int) -> list[float]:
+        """Each rank's share of the lookups when sharded row-wise."""
+        return [row_block(self.rows, self.distribution, r, ranks)[1] for r in range(ranks)]
+
+
+def index_cdf(rows: int, distribution: dict, k: int) -> float:
+    """The probability that a lookup of a table has an index below ``k``, for the indices
+    the workload draws (uniform, or the floored continuous Zipf law on [1, rows + 1))."""
+    if k <= 0:
+        return 0.0
+    if k >= rows:
+        return 1.0
+    if distribution["kind"] == "uniform":
+        return k / rows
+    a, top = float(distribution["alpha"]), float(rows + 1)
+    if abs(a - 1.0) < 1e-9:
+        return math.log(k + 1) / math.log(top)
+    return ((k + 1) ** (1 - a) - 1) / (top ** (1 - a) - 1)
+
+
+def row_block(rows: int, distribution: dict, rank: int, ranks: int) -> tuple[int, float]:
+    """Rank ``rank``'s rows of a row-wise table (a contiguous block, as torchrec's
+    row-wise sharding cuts them) and the share of the lookups that land in it: a Zipf
+    table's hot rows are all in rank 0's."""
+    block = -(-int(rows) // ranks)
+    start = min(rows, rank * block)
+    end = min(rows, start + block)
+    return end - start, index_cdf(rows, distribution, end) - index_cdf(rows, distribution,
+                                                                          start)
+
 
 @dataclass
 class Plan:
@@ -85,9 +116,10 @@ class Plan:
         return out
 
     def signature(self, tables: list[TableRef]) -> tuple:
-        """What the plan puts together, blind to which rank gets which group and to
-        swaps of identical tables of one block: two plans with one signature run the same
-        step."""
+        """What the plan puts together, blind to swaps of identical tables of one block
+        and to which rank gets which group, unless a row-wise table makes the ranks
+        differ (a Zipf table's hot rows are rank 0's; rows that do not divide leave the
+        last block short): two plans with one signature run the same step."""
         groups = [[] for _ in range(self.ranks)]
         rowwise = []
         for t in tables:
@@ -97,7 +129,10 @@ class Plan:
                 rowwise.append(spec)
             else:
                 groups[where].append(spec)  # each block has its own exchange
-        return tuple(sorted(tuple(sorted(g)) for g in groups)), tuple(sorted(rowwise))
+        placed = [tuple(sorted(g)) for g in groups]
+        uneven = any(self.assignment[t.key] == ROW_WISE and (
+            t.distribution["kind"] != "uniform" or t.rows % self.ranks) for t in tables)
+        return tuple(placed if uneven else sorted(placed)), tuple(sorted(rowwise))
 
     def to_json(self) -> dict:
         return {"name": self.name, "how": self.how,
@@ -146,17 +181,25 @@ def check_memory(plan: Plan, tables: list[TableRef], memory_bytes: float) -> Non
 
 def greedy_plan(name: str, tables: list[TableRef], ranks: int,
                 weight: Callable[[TableRef], float], memory_bytes: float = 0.0,
-                fixed: dict[str, int] | None = None, how: str = "") -> Plan:
+                fixed: dict[str, int] | None = None, how: str = "",
+                by_bytes: bool = False) -> Plan:
     """Longest-processing-time-first: the heaviest table goes to the least loaded rank
-    that still has memory for it.  ``fixed`` tables keep their rank (and their load)."""
+    that still has memory for it.  ``fixed`` tables keep their rank (and their load; a
+    row-wise one loads each rank by its share of the lookups, or with ``by_bytes``, when
+    the weight is a size, evenly)."""
     fixed = dict(fixed or {})
     load, used = [0.0] * ranks, [0.0] * ranks
     by_key = {t.key: t for t in tables}
     for key, rank in fixed.items():
         t = by_key[key]
-        for r in (range(ranks) if rank == ROW_WISE else [rank]):
-            load[r] += weight(t) / (ranks if rank == ROW_WISE else 1)
-            used[r] += t.shard_bytes(ranks) if rank == ROW_WISE else t.bytes
+        if rank == ROW_WISE:   # each rank does its block's share of the lookups
+            shares = [1.0 / ranks] * ranks if by_bytes else t.row_shares(ranks)
+            for r, share in enumerate(shares):
+                load[r] += weight(t) * share
+                used[r] += t.shard_bytes(ranks)
+        else:
+            load[rank] += weight(t)
+            used[rank] += t.bytes
     assignment = dict(fixed)
     for t in sorted((t for t in tables if t.key not in fixed),
                     key=lambda t: (-weight(t), -t.bytes, t.key)):
@@ -174,19 +217,22 @@ def greedy_plan(name: str, tables: list[TableRef], ranks: int,
 
 def greedy_with_rowwise(name: str, tables: list[TableRef], ranks: int,
                         weight: Callable[[TableRef], float], memory_bytes: float = 0.0,
-                        fixed: dict | None = None, how: str = "") -> Plan:
+                        fixed: dict | None = None, how: str = "",
+                        by_bytes: bool = False) -> Plan:
     """:func:`greedy_plan`, except that when the tables do not fit table-wise, the
     largest ones go row-wise (each rank holds a block of their rows) until the rest
     fits: a table bigger than a GPU can only be placed so."""
     fixed = dict(fixed or {})
     for t in sorted(tables, key=lambda t: (-t.bytes, t.key)):
         try:
-            return greedy_plan(name, tables, ranks, weight, memory_bytes, fixed, how)
+            return greedy_plan(name, tables, ranks, weight, memory_bytes, fixed, how,
+                               by_bytes)
         except PlanError:
             if t.key in fixed:
                 continue
             fixed[t.key] = ROW_WISE
-    plan = greedy_plan(name, tables, ranks, weight, memory_bytes, fixed, how)
+    plan = greedy_plan(name, tables, ranks, weight, memory_bytes, fixed, how, by_bytes)
+    check_memory(plan, tables, memory_bytes)   # all fixed: nothing was checked placing it
     return plan
 
 
@@ -214,7 +260,7 @@ def plan_from_scenario(doc: dict, tables: list[TableRef], ranks: int,
                         f"is no table (keys are '<block id>/<table index>': "
                         f"{', '.join(sorted(known)[:4])}{', ...' if len(known) > 4 else ''})")
     plan = greedy_with_rowwise("scenario", tables, ranks, lambda t: t.bytes,
-                               fixed=dict(sharding),
+                               fixed=dict(sharding), by_bytes=True,
                                how="the scenario's parallelism.embedding_sharding")
     missing = len(known) - len(sharding)
     if missing:
@@ -246,7 +292,7 @@ def candidate_plans(tables: list[TableRef], ranks: int, batch: int,
     for name, weight, how in specs:
         try:
             plans.append(greedy_with_rowwise(name, tables, ranks, weight, memory_bytes,
-                                             how=how))
+                                             how=how, by_bytes=name == PLANNERS["size"][0]))
         except PlanError as exc:
             refused.append((name, str(exc)))
     for fixed in (round_robin_plan(tables, ranks), rowwise_plan(tables, ranks)):

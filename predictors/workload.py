@@ -200,11 +200,9 @@ class RankShard:
         """This rank's rows of a row-wise ``table`` (a contiguous block, as torchrec's
         row-wise sharding cuts them) and the share of the lookups that land in it under
         the table's index distribution (a Zipf table's hot rows are all in rank 0's)."""
-        rows = int(table["rows"])
-        block = -(-rows // self.ranks)
-        start = min(rows, self.rank * block)
-        end = min(rows, start + block)
-        return end - start, index_cdf(table, end) - index_cdf(table, start)
+        from .sharding import row_block
+
+        return row_block(int(table["rows"]), table["distribution"], self.rank, self.ranks)
 
     def exchange(self, pooled: list, widths: list[int]) -> list:
         """This rank's pooled tables out, every table's share of the local batch in."""
@@ -218,23 +216,6 @@ class RankShard:
         from .comm_ops import reduce_scatter
 
         return reduce_scatter(partial, self.local_batch)
-
-
-def index_cdf(table: dict, k: int) -> float:
-    """The probability that a lookup of ``table`` has an index below ``k``, for the
-    indices :func:`_bag_input` draws (uniform, or the floored continuous Zipf law)."""
-    rows = int(table["rows"])
-    if k <= 0:
-        return 0.0
-    if k >= rows:
-        return 1.0
-    dist = table["distribution"]
-    if dist["kind"] == "uniform":
-        return k / rows
-    a, top = float(dist["alpha"]), float(rows + 1)
-    if abs(a - 1.0) < 1e-9:
-        return math.log(k + 1) / math.log(top)
-    return ((k + 1) ** (1 - a) - 1) / (top ** (1 - a) - 1)
 
 
 class ScenarioModel(nn.Module):
@@ -483,7 +464,8 @@ def _rowwise_input(table: dict, batch: int, device, gen):
     cut to it by :func:`build_workload`: its rows, and its lookups per sample, a
     fraction): the block's share of the global batch's lookups, in ``batch`` bags."""
     n = int(round(batch * table["pooling"]))
-    offsets = torch.zeros(batch, dtype=torch.long, device=device)
+    # bags of (nearly) equal size
+    offsets = torch.arange(batch, dtype=torch.long, device=device) * n // max(1, batch)
     if gen is None:
         return torch.empty(n, dtype=torch.long, device=device), offsets
     return torch.randint(0, table["rows"], (n,), generator=gen, device=device), offsets
@@ -512,6 +494,10 @@ def _cut_rowwise(doc: dict, shard: RankShard) -> dict:
                 rows, share = shard.row_block(table)
                 table["rows"] = max(1, rows)   # a table with fewer rows than ranks
                 table["pooling"] = table["pooling"] * share
+                if shard.rank > 0:
+                    # past rank 0's block a Zipf table's tail is nearly flat: priced as
+                    # uniform (its L2 hot set is rank 0's)
+                    table["distribution"] = {"kind": "uniform"}
     return doc
 
 

@@ -149,3 +149,7 @@ def test_a_table_too_big_for_a_gpu_is_ranked_row_wise_and_applied(make_window, q
     view.apply_button.click()
     assert w.editor.document.parallelism()["embedding_sharding"]["tables/0"] == "rw"
     assert "1 row-wise" in w.inspector.sharding_label.text()
+    parallelism = w.editor.document.parallelism()
+    parallelism["embedding_sharding"] = {f"tables/{j}": "rw" for j in range(8)}
+    w.editor.set_parallelism(parallelism)
+    assert w.inspector.sharding_label.text() == "a plan: 8 row-wise"

@@ -335,7 +335,7 @@ def test_every_preset_as_a_graph_resolves_to_the_preset():
 # --- row-wise sharding ---------------------------------------------------------------
 
 def test_a_row_wise_rank_looks_up_its_block_and_reduce_scatters(dlrm):
-    from predictors.workload import index_cdf
+    from predictors.sharding import index_cdf
 
     tables = tables_of(dlrm)
     rw = frozenset(t.key for t in tables[:2])   # table 0: Zipf 1.05, table 1: uniform
@@ -359,12 +359,14 @@ def test_a_row_wise_rank_looks_up_its_block_and_reduce_scatters(dlrm):
         assert memory.resident["parameters"] < sum(t.bytes for t in tables) / 2
     # a Zipf table's hot rows are all in rank 0's block
     block = math.ceil(spec0["rows"] / 8)
-    assert lookups[0] == round(512 * spec0["pooling"] * index_cdf(spec0, block))
+    assert lookups[0] == round(512 * spec0["pooling"]
+                               * index_cdf(spec0["rows"], spec0["distribution"], block))
     assert lookups[0] > 5 * lookups[7]
 
 
 def test_index_cdf_is_the_distribution_the_batches_draw():
-    from predictors.workload import _bag_input, index_cdf
+    from predictors.sharding import index_cdf
+    from predictors.workload import _bag_input
 
     gen = torch.Generator().manual_seed(0)
     for dist in ({"kind": "uniform"}, {"kind": "zipf", "alpha": 1.05},
@@ -373,7 +375,7 @@ def test_index_cdf_is_the_distribution_the_batches_draw():
         indices, _ = _bag_input(table, 4000, "cpu", gen)
         for k in (1, 10, 2500, 9999):
             assert (indices < k).double().mean().item() == pytest.approx(
-                index_cdf(table, k), abs=0.005)
+                index_cdf(table["rows"], dist, k), abs=0.005)
 
 
 def test_a_table_bigger_than_a_gpu_goes_row_wise(dlrm):
@@ -409,3 +411,22 @@ def test_the_scenario_may_place_a_table_row_wise(dlrm):
     doc["parallelism"] = {"embedding_sharding": {"tables/0": "rows"}}
     with pytest.raises(ScenarioError, match="'rw'"):
         validate_scenario(doc)
+
+
+def test_row_wise_plans_know_which_rank_is_hot():
+    from predictors.sharding import greedy_with_rowwise
+
+    zipf = {"kind": "zipf", "alpha": 1.05}
+    tables = [TableRef("t/0", "t", 0, 781_000_000, 16, 4, zipf, 4)] + [
+        TableRef(f"t/{i}", "t", i, 1000, 16, 4, {"kind": "uniform"}, 4) for i in (1, 2)]
+    plan = greedy_with_rowwise("p", tables, 4, lambda t: float(t.rows), 40e9)
+    assert plan.assignment["t/0"] == "rw"
+    # rank 0 does 96 % of the row-wise table's lookups: the table-wise ones go elsewhere
+    assert plan.assignment["t/1"] != 0 and plan.assignment["t/2"] != 0
+    # with row-wise tables the ranks are not interchangeable
+    a = Plan("a", 4, {"t/0": "rw", "t/1": 0, "t/2": 1})
+    b = Plan("b", 4, {"t/0": "rw", "t/1": 3, "t/2": 1})
+    assert a.signature(tables) != b.signature(tables)
+    # nothing left to place and it still does not fit: refused, not returned
+    with pytest.raises(PlanError):
+        greedy_with_rowwise("q", tables, 4, lambda t: 1.0, 10e9)
