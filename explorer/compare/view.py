@@ -10,6 +10,7 @@ from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import (QHBoxLayout, QHeaderView, QLabel, QProgressBar, QPushButton,
                                QSplitter, QTableWidgetItem, QVBoxLayout, QWidget)
 
+from predictors.sharding import format_bytes
 from predictors.traces.compare import Comparison, compare_timelines
 
 from ..timeline.colors import CATEGORY_COLORS, CATEGORY_LABELS
@@ -227,6 +228,15 @@ class CompareView(QWidget):
                  _FIGURE.format(cap="device active, predicted / recorded",
                                 val=f"{_ms(c.predicted_active_ms)} / "
                                     f"{_ms(c.recorded_active_ms)}", col="#1f2d3d")]
+        m = c.memory
+        if m is not None:   # peaks where the recording's counter is absolute (CUDA)
+            peak = "recorded_peak_bytes" in m
+            what, p, r = (("peak", m["predicted_peak_bytes"], m["recorded_peak_bytes"])
+                          if peak else ("swing", m["predicted_swing_bytes"],
+                                        m["recorded_swing_bytes"]))
+            cells.append(_FIGURE.format(cap=f"memory {what}, predicted / recorded",
+                                        val=f"{format_bytes(p)} / {format_bytes(r)}",
+                                        col="#1f2d3d"))
         self.figures.setText("<table cellspacing='0' cellpadding='0'><tr>" + "".join(
             f"<td style='padding-right:26px'>{x}</td>" for x in cells) + "</tr></table>")
 

@@ -20,6 +20,9 @@ class Comparison:
     recorded_step: str
     offset_us: float  # add to recorded times to align the chosen step with the prediction
     rows: list[dict] = field(default_factory=list)
+    # device memory over the step, where both sides have a counter: each side's swing
+    # (highest minus lowest allocated bytes), and peaks where the recording's are absolute
+    memory: dict | None = None
 
     @property
     def error_pct(self) -> float | None:
@@ -29,7 +32,8 @@ class Comparison:
         return {"predicted_ms": self.predicted_ms, "recorded_ms": self.recorded_ms,
                 "error_pct": self.error_pct, "predicted_active_ms": self.predicted_active_ms,
                 "recorded_active_ms": self.recorded_active_ms,
-                "recorded_step": self.recorded_step, "rows": self.rows}
+                "recorded_step": self.recorded_step, "rows": self.rows,
+                **({"memory": self.memory} if self.memory is not None else {})}
 
 
 def _pct(p: float, r: float) -> float | None:
@@ -46,6 +50,32 @@ def recorded_iteration(rec: Timeline, rank: int | None = None) -> tuple[str, flo
         s = steps[(len(steps) - 1) // 2]
         return s.name, s.start_us, s.end_us
     return "whole trace", rec.begin_us, rec.end_us
+
+
+def _memory_counter(tl: Timeline, rank: int) -> int | None:
+    """The rank's device-memory counter lane (not the host's of a GPU recording)."""
+    return next((k for k in tl.counters if tl.lanes[k].rank == rank
+                 and tl.lanes[k].name.startswith("memory allocated")), None)
+
+
+def _memory_figures(pred: Timeline, rank: int, rec: Timeline, rrank: int, t0: float,
+                    t1: float) -> dict | None:
+    p_lane, r_lane = _memory_counter(pred, rank), _memory_counter(rec, rrank)
+    if p_lane is None or r_lane is None:
+        return None
+    p_values = pred.counters[p_lane][1]
+    times, values = rec.counters[r_lane]
+    inside = values[(times >= t0) & (times <= t1)]
+    at_start = rec.counter_at(r_lane, t0)
+    window = list(inside) + ([at_start] if at_start is not None else [])
+    if not window or not len(p_values):
+        return None
+    out = {"predicted_peak_bytes": float(p_values.max()),
+           "predicted_swing_bytes": float(p_values.max() - p_values.min()),
+           "recorded_swing_bytes": float(max(window) - min(window))}
+    if "(relative)" not in rec.lanes[r_lane].name:
+        out["recorded_peak_bytes"] = float(max(window))
+    return out
 
 
 def _device_lanes(tl: Timeline, rank: int) -> list[int]:
@@ -109,4 +139,5 @@ def compare_timelines(pred: Timeline, rec: Timeline, rank: int = 0) -> Compariso
     head, rest = rows[:2], rows[2:]
     rest.sort(key=lambda r: -abs(r["diff_ms"]))
     p0 = pred.begin_us if len(pred) else 0.0
-    return Comparison(p_ms, r_ms, p_act, r_act, name, p0 - t0, head + rest)
+    return Comparison(p_ms, r_ms, p_act, r_act, name, p0 - t0, head + rest,
+                      _memory_figures(pred, rank, rec, rrank, t0, t1))

@@ -150,3 +150,8 @@ def test_recorded_memory_sits_under_the_predicted_memory(qtbot, cpu_prediction, 
     assert recorded.lanes[r_lane].name == "memory allocated (relative)"
     swing = lambda v: v.max() - v.min()
     assert swing(r_values) == pytest.approx(swing(p_values), rel=0.1)
+    # the figures over the compared step: swings (the CPU's counter is relative)
+    m = view.comparison.memory
+    assert "recorded_peak_bytes" not in m
+    assert m["recorded_swing_bytes"] == pytest.approx(m["predicted_swing_bytes"], rel=0.1)
+    assert "memory swing, predicted / recorded" in view.figures.text()
