@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QWidget
 from predictors.sharding import format_bytes
 
 from ..run_dock import ResultsView, memory_text
-from ..timeline.colors import CATEGORY_COLORS
+from ..timeline.colors import CATEGORY_COLORS, COUNTER_COLOR
 
 __all__ = ["ShardingView", "COLUMNS", "compute_ms"]
 
@@ -55,6 +55,18 @@ class ShardingView(ResultsView):
                          parent=parent)
         self.plot.setLabel("left", "ms")
         self.plot.setLabel("bottom", "rank")
+        # each rank's peak memory on a right axis of its own (GB), sharing the ranks' x
+        pi = self.plot.getPlotItem()
+        self.memory_box = pg.ViewBox()
+        self.memory_box.setMouseEnabled(x=False, y=False)
+        pi.showAxis("right")
+        pi.scene().addItem(self.memory_box)
+        pi.getAxis("right").linkToView(self.memory_box)
+        pi.getAxis("right").setLabel("● peak memory (GB)", color=COUNTER_COLOR)
+        self.memory_box.setXLink(pi)
+        pi.vb.sigResized.connect(
+            lambda *_: self.memory_box.setGeometry(pi.vb.sceneBoundingRect()))
+        self._memory_items: list = []
 
     @property
     def ranking(self):
@@ -95,8 +107,12 @@ class ShardingView(ResultsView):
 
     def draw(self, res) -> None:
         """Per rank of one plan: compute-stream time and exposed communication as bars,
-        the rank's iteration as a tick above them, the slowest rank's in red."""
+        the rank's iteration as a tick above them, the slowest rank's in red, and its
+        peak memory as a point on the right axis."""
         self.clear_plot()
+        for item in self._memory_items:
+            self.memory_box.removeItem(item)
+        self._memory_items = []
         if res is None:
             self.plot.setTitle("")
             return
@@ -113,6 +129,14 @@ class ShardingView(ResultsView):
                                            brush=CATEGORY_COLORS["communication"]))
         self.add_plot_item(pg.ScatterPlotItem(x=ranks, y=its, symbol="_", size=26, pen=None,
                                               brush=brushes))
+        peaks = np.array([r.get("peak_memory_bytes", 0) for r in res.per_rank], float) / 1e9
+        if peaks.any():
+            line = pg.PlotDataItem(ranks, peaks, pen=None, symbol="o", symbolSize=8,
+                                   symbolBrush=COUNTER_COLOR, symbolPen=None)
+            self.memory_box.addItem(line)
+            self._memory_items.append(line)
+            self.memory_box.setYRange(0, float(peaks.max()) * 1.15, padding=0)
+            # (the right axis's label, in the points' colour, is their key)
         # the key sits in the title: a legend box would cover the bars of a short dock
         self.plot.setTitle(
             f"{res.plan.name}: {res.iteration_ms:.3f} ms (rank {int(ranks[slowest])})<br>"

@@ -38,6 +38,9 @@ def test_ranks_plans_and_applies_one(make_window, qtbot, dgx_scenario, tmp_path)
     peak = view.table.item(0, COLUMNS.index("Peak memory")).text()
     assert peak.endswith("MB") and "too big" not in peak
     assert view.selected() is view.ranking.plans[0] and len(view._items) == 3
+    (memory,) = view._memory_items   # each rank's peak, GB, on the right axis
+    peaks = [r["peak_memory_bytes"] / 1e9 for r in view.ranking.plans[0].per_rank]
+    assert list(memory.getData()[1]) == pytest.approx(peaks)
     view.grab().save(str(tmp_path / "sharding.png"))
     assert (tmp_path / "sharding.png").stat().st_size > 5_000
     # Apply the second plan: one undo step that writes its assignment
