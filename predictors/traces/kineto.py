@@ -24,6 +24,8 @@ from typing import Callable
 import numpy as np
 import orjson
 
+from .memory_events import add_memory, memory_counters
+
 try:  # optional: a typed decoder that skips unused fields in C (2-3x orjson on traces)
     import msgspec
 except ImportError:  # pragma: no cover - the orjson path below reads the same traces
@@ -101,7 +103,7 @@ class KinetoTrace:
     flow_starts: dict = field(default_factory=dict)  # flow id -> (thread index, ts)
     bytes_read: int = 0
     # profile_memory's "[memory]" events: device -> (ts, allocated bytes, absolute?), the
-    # device ("cpu", -1) or ("gpu", index); see :func:`_memory_counters`
+    # device ("cpu", -1) or ("gpu", index); see :func:`~.memory_events.memory_counters`
     memory: dict = field(default_factory=dict)
 
     def __len__(self) -> int:
@@ -402,7 +404,7 @@ def _fold(events, c: _Columns, name: str) -> None:
             elif ph == "i" and e.get("name") == "[memory]":
                 args = e.get("args")
                 if isinstance(args, dict):
-                    _add_memory(c, e["ts"], args.get("Device Type"), args.get("Device Id"),
+                    add_memory(c.memory, e["ts"], args.get("Device Type"), args.get("Device Id"),
                                 args.get("Bytes"), args.get("Total Allocated"))
             elif ph == "s" or ph == "f":
                 if e.get("cat") in flows:
@@ -538,7 +540,7 @@ def _fold_columns(events: list, c: _Columns, name: str) -> None:
                 _fold_other(e, c)
             elif e.ph == "i" and e.name == "[memory]" and e.args is not None:
                 a = e.args
-                _add_memory(c, e.ts, a.dev_type, a.dev_id, a.mem_bytes, a.mem_total)
+                add_memory(c.memory, e.ts, a.dev_type, a.dev_id, a.mem_bytes, a.mem_total)
     if not xs:
         return
     kind_of = _KIND_OF_CAT
@@ -624,36 +626,6 @@ def _fold_columns(events: list, c: _Columns, name: str) -> None:
     c.pieces.append({"ts": ts, "dur": dur, "kind": kind, "thread": thread,
                      "name_id": name_id, "detail_id": detail_id, "ext": ext, "corr": corr,
                      "rf": rf})
-
-
-def _add_memory(c: _Columns, ts, dev_type, dev_id, nbytes, total) -> None:
-    """One ``[memory]`` event; malformed ones are skipped (memory is a side show)."""
-    try:
-        c.memory.append((float(ts), _as_int(dev_type, 0), _as_int(dev_id, -1),
-                         float(nbytes or 0.0),
-                         float(total) if total is not None else float("nan")))
-    except (TypeError, ValueError):
-        pass
-
-
-def _memory_counters(rows: list[tuple], base: float) -> dict:
-    """Allocated bytes over time per device.  Newer traces give the allocator's
-    ``Total Allocated`` (absolute on CUDA); older ones only each event's ``Bytes``, summed
-    here from zero at the trace's start.  Device type 0 is the CPU, 1 CUDA.  The CPU's
-    total counts only what was allocated while the profiler ran: never absolute."""
-    if not rows:
-        return {}
-    arr = np.array(rows, np.float64)
-    arr = arr[np.argsort(arr[:, 0], kind="stable")]
-    out = {}
-    for dtype, did in sorted({(int(t), int(d)) for t, d in arr[:, 1:3]}):
-        sel = arr[(arr[:, 1] == dtype) & (arr[:, 2] == did)]
-        total = sel[:, 4]
-        absolute = bool(np.isfinite(total).all()) and dtype != 0
-        values = total if absolute else np.cumsum(sel[:, 3])
-        key = ("cpu", -1) if dtype == 0 else ("gpu", max(did, 0))
-        out[key] = (sel[:, 0] - base, values, absolute)
-    return out
 
 
 def _fold_other(e, c: _Columns) -> None:
@@ -772,7 +744,7 @@ def parse_kineto_bytes(data: bytes, path: str = "trace.json", rank: int | None =
         corr=corr, rf=c.column("rf", np.int64),
         threads=list(c.threads), thread_is_device=is_dev, names=c.names,
         details=c.details, thread_names=tnames, flow_starts=flow_starts,
-        bytes_read=len(data), memory=_memory_counters(c.memory, base))
+        bytes_read=len(data), memory=memory_counters(c.memory, base))
     _link_flows(trace, c.flow_f, base)
     r = rank if rank is not None else _rank_from(meta if isinstance(meta, dict) else {}, path)
     trace.rank = -1 if r is None else r
