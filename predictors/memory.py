@@ -94,9 +94,10 @@ class StorageLedger:
               indices_shared: bool = False) -> None:
         """The tensors op ``node`` returned; new storages among them are allocated.
 
-        ``same_as``: the input each output is in a real run, where this one copies it
-        (a sparse gradient that AccumulateGrad wraps without copying; recording takes
-        the out-of-place path): the copy extends the input's life and costs nothing.
+        ``same_as``: the input each output is in a real run, where recording makes a copy
+        (the real run adds in place, or AccumulateGrad wraps a sparse gradient; under a
+        dispatch mode autograd takes out-of-place paths): the copy extends the input's
+        life and costs nothing.
         ``indices_shared``: the sparse outputs' indices are views of an input's (an
         embedding backward reshapes its indices), so only their values are new."""
         self.clock = node + 1
