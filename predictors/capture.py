@@ -21,7 +21,7 @@ from torch.utils._pytree import tree_flatten
 
 from .gc_pause import collection_paused
 from .memory import GPU_BLOCK, StorageLedger, step_memory
-from .workload import Workload
+from .workload import Workload, sparse_parameters
 
 __all__ = ["OpRecorder", "capture_training_step", "capture_scenario", "gpu_fused_ops",
            "op_sequence"]
@@ -285,8 +285,7 @@ def capture_training_step(workload: Workload, *, gpu: bool = False) -> nx.DiGrap
     buckets = None
     if module.shard is not None and module.shard.ranks > 1:
         # data-parallel: every dense parameter's gradient is all-reduced, as DDP does
-        sparse = {id(bag.weight) for nid, kind in module.kinds.items()
-                  if kind == "embedding_tables" for bag in module.blocks[nid].bags}
+        sparse = {id(p) for p in sparse_parameters(module)}
         buckets = GradientBuckets([p for p in module.parameters() if id(p) not in sparse],
                                   module.shard.ranks)
         buckets.attach()

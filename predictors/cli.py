@@ -129,7 +129,7 @@ def _cmd_fit(args) -> int:
     if args.json:
         print(json.dumps(cap.to_json()))
         return 0
-    gb = lambda n: f"{n / 1e9:,.2f} GB"   # near the limit one decimal is too coarse
+    gb = lambda n: format_bytes(n, 2)   # near the limit one decimal is too coarse
     where = f" (rank {cap.rank})" if cap.rank else ""
     print(f"{cap.scenario_name} on {cap.platform} ({cap.device}, "
           f"{format_bytes(cap.device_bytes)} each)")

@@ -144,13 +144,14 @@ def _key_order(item):
     return block, int(index) if index.isdigit() else 0
 
 
-def format_bytes(n: float) -> str:
-    """``812 MB``, ``25.1 GB``, ``-4.0 MB``: decimal units, as memory sizes are quoted."""
+def format_bytes(n: float, digits: int = 1) -> str:
+    """``812 MB``, ``25.1 GB``, ``-4.0 MB``: decimal units, as memory sizes are quoted
+    (``digits`` after the point: 2 where a size is compared with a limit it is near)."""
     if n < 0:
-        return "-" + format_bytes(-n)
+        return "-" + format_bytes(-n, digits)
     for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if n >= scale:
-            return f"{n / scale:,.1f} {unit}"
+            return f"{n / scale:,.{digits}f} {unit}"
     return f"{n:,.0f} B"
 
 

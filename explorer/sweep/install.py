@@ -141,10 +141,10 @@ class SweepController(ResultsController):
             return
         self.view.set_values(batch_ladder(capacity.batch_size))
         self._typed["batch_size"] = self.view.values_edit.text()
-        gb = lambda n: f"{n / 1e9:,.2f} GB"   # near the limit one decimal is too coarse
+        # near the limit one decimal is too coarse
         self._fit_note = (f"Largest batch that fits {capacity.device}: "
-                          f"{capacity.batch_size:,} (peak {gb(capacity.peak_bytes)} of "
-                          f"{gb(capacity.device_bytes)})")
+                          f"{capacity.batch_size:,} (peak {format_bytes(capacity.peak_bytes, 2)}"
+                          f" of {format_bytes(capacity.device_bytes, 2)})")
         self.window.statusBar().showMessage(self._fit_note + "; sweeping up to it", 10000)
         self._sweep_values()
 
