@@ -20,6 +20,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from .gc_pause import collection_paused
+from .embedding_blocks import lookup_specs
 from .memory import GPU_BLOCK, StorageLedger, step_memory
 from .workload import Workload, sparse_parameters
 
@@ -274,12 +275,13 @@ def capture_training_step(workload: Workload, *, gpu: bool = False) -> nx.DiGrap
             optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     recorder = OpRecorder(GPU_BLOCK if gpu else 1, device=workload.device)
-    for nid, tables in batch["sparse"].items():
-        for j, (bag_input, spec) in enumerate(zip(tables, workload.specs[nid]["tables"])):
+    for nid, inputs in batch["sparse"].items():
+        specs = lookup_specs(module.blocks[nid], workload.specs[nid]["tables"], nid,
+                             workload.batch_size, module.shard)
+        for bag_input, spec in zip(inputs, specs):
             if bag_input is not None:  # None: another rank's table
                 indices = bag_input[0]
-                recorder.lookups[id(indices)] = (weakref.ref(indices),
-                                                 dict(spec, table=f"{nid}/{j}"))
+                recorder.lookups[id(indices)] = (weakref.ref(indices), spec)
     handles = _attach_block_hooks(module, recorder)
     recorder.ledger.read(_held_parameters(module))   # unused ones take memory too
     buckets = None
@@ -343,10 +345,8 @@ def _held_parameters(module) -> list[torch.Tensor]:
     shard = module.shard
     foreign = set()
     if shard is not None:
-        foreign = {id(bag.weight) for nid, kind in module.kinds.items()
-                   if kind == "embedding_tables"
-                   for j, bag in enumerate(module.blocks[nid].bags)
-                   if not (shard.has(nid, j) or shard.is_rowwise(nid, j))}
+        foreign = {id(w) for nid, kind in module.kinds.items() if kind == "embedding_tables"
+                   for w in module.blocks[nid].foreign_weights(shard, nid)}
     return [p for p in module.parameters() if id(p) not in foreign]
 
 

@@ -17,6 +17,7 @@ from typing import Callable
 
 from .devices.costs import CostedGraph, CostedOp, cost_op_graph
 from .devices.platforms import Platform
+from .embedding_blocks import per_table_doc
 from .sharding import Plan, TableRef, candidate_plans, greedy_with_rowwise, tables_of
 from .timeline import Timeline
 
@@ -71,7 +72,12 @@ class RankGraphs:
         """Each table's predicted kernel time in one step (lookup forward, backward and
         sparse update at the global batch), from a rank that holds every table."""
         if self._table_seconds is None:
-            every = self.costed(frozenset(t.key for t in self.tables))
+            # fused lookups price their tables together: ask the per-table kernels
+            source = self
+            if per_table_doc(self.doc) is not self.doc:
+                source = RankGraphs(per_table_doc(self.doc), self.platform, self.profile,
+                                    self.overheads, self.cancelled)
+            every = source.costed(frozenset(t.key for t in self.tables))
             seconds = {t.key: 0.0 for t in self.tables}
             for op in every.ops:
                 if op.table in seconds:

@@ -58,7 +58,8 @@ def _fmt_bytes(n: float) -> str:
 def _tables_summary(p: dict) -> str:
     tables = p["tables"]
     total = sum(t["rows"] * t["dim"] * 4 for t in tables)
-    return f"{len(tables)} table{'s' if len(tables) != 1 else ''}, {_fmt_bytes(total)}"
+    fused = ", fused" if p.get("kernel") == "fused" else ""
+    return f"{len(tables)} table{'s' if len(tables) != 1 else ''}, {_fmt_bytes(total)}{fused}"
 
 
 DEFAULT_TABLE = {"rows": 100000, "dim": 64, "pooling": 20, "distribution": {"kind": "uniform"}}
@@ -72,9 +73,14 @@ BLOCK_KINDS: dict[str, BlockKind] = {k.name: k for k in [
         summary=lambda p: f"{p['features']} features"),
     BlockKind(
         "embedding_tables", "Embedding tables", "input",
-        "One EmbeddingBag per table with sparse gradients; pooling = lookups per sample.",
+        "Embedding tables with sparse gradients, one EmbeddingBag each or fused (kernel); "
+        "pooling = lookups per sample.",
         (ParamSpec("tables", "tables", [dict(DEFAULT_TABLE)] * 4, "the embedding tables"),
-         ParamSpec("mode", "choice", "sum", "pooling mode", choices=("sum", "mean"))),
+         ParamSpec("mode", "choice", "sum", "pooling mode", choices=("sum", "mean")),
+         ParamSpec("kernel", "choice", "per_table",
+                   "lookup kernels: per_table, one EmbeddingBag per table (facebookresearch/"
+                   "dlrm); fused, one lookup per dim for all of a rank's tables, as TorchRec "
+                   "runs FBGEMM's table-batched embedding", choices=("per_table", "fused"))),
         min_inputs=0, max_inputs=0, summary=_tables_summary),
     BlockKind(
         "token_input", "Token input", "input",

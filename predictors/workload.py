@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 
-import math
 from dataclasses import dataclass, replace
 
 import networkx as nx
@@ -15,6 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .embedding_blocks import (EmbeddingTablesBlock, FusedEmbeddingTables, fused_groups,
+                               table_inputs)
 from .scenario import Issue, ScenarioError, model_graph
 
 __all__ = ["Workload", "build_workload", "training_step", "BuildError"]
@@ -68,43 +69,6 @@ class MLPBlock(nn.Module):
 
     def forward(self, x):
         return self.net(x)
-
-
-class EmbeddingTablesBlock(nn.Module):
-    fast_init = False  # set while building for timing runs: values do not change the time
-
-    def __init__(self, tables: list[dict], mode: str):
-        super().__init__()
-        bags = []
-        for t in tables:
-            # Pass the weight in: on meta, normal_() would route through torch._refs and
-            # cost seconds on first use; real devices get EmbeddingBag's N(0, 1) init.
-            weight = torch.empty(t["rows"], t["dim"])
-            if weight.device.type != "meta":
-                # fill_ touches every page like normal_ does, at memset speed
-                weight.fill_(0.01) if self.fast_init else nn.init.normal_(weight)
-            bags.append(nn.EmbeddingBag(t["rows"], t["dim"], mode=mode, sparse=True,
-                                        _weight=weight))
-        self.bags = nn.ModuleList(bags)
-
-    def forward(self, sparse, shard: "RankShard | None" = None, nid: str = ""):
-        if shard is None:
-            return [bag(idx, off) for bag, (idx, off) in zip(self.bags, sparse)]
-        # one rank of a sharded job: its own tables, then the exchange; its rows of the
-        # row-wise tables, then their reduce-scatter
-        out: list = [None] * len(self.bags)
-        rowwise = [j for j in range(len(self.bags)) if shard.is_rowwise(nid, j)]
-        whole = [j for j in range(len(self.bags)) if j not in rowwise]
-        if whole:
-            mine = [self.bags[j](*sparse[j]) for j in whole if shard.has(nid, j)]
-            got = shard.exchange(mine, [self.bags[j].embedding_dim for j in whole])
-            for j, pooled in zip(whole, got):
-                out[j] = pooled
-        if rowwise:
-            got = shard.reduce_scatter([self.bags[j](*sparse[j]) for j in rowwise])
-            for j, pooled in zip(rowwise, got):
-                out[j] = pooled
-        return out
 
 
 class LowRankCrossNet(nn.Module):
@@ -256,8 +220,9 @@ def _single(graph, nid, outs):
     return outs[src]
 
 
-def _compile(doc: dict):
-    """Topologically build each block, tracking what flows along each edge."""
+def _compile(doc: dict, shard: RankShard | None = None):
+    """Topologically build each block, tracking what flows along each edge (a fused
+    embedding block holds the tables ``shard``'s rank looks up)."""
     graph = model_graph(doc)
     order = list(nx.lexicographical_topological_sort(graph))
     outs, blocks, kinds, inputs, specs = {}, {}, {}, {}, {}
@@ -268,7 +233,10 @@ def _compile(doc: dict):
         if kind == "dense_input":
             outs[nid], specs[nid] = Dense(p["features"]), p
         elif kind == "embedding_tables":
-            blocks[nid] = EmbeddingTablesBlock(p["tables"], p["mode"])
+            blocks[nid] = (FusedEmbeddingTables(p["tables"], p["mode"],
+                                                fused_groups(p["tables"], nid, shard))
+                           if p.get("kernel") == "fused"
+                           else EmbeddingTablesBlock(p["tables"], p["mode"]))
             outs[nid], specs[nid] = Pooled(tuple(t["dim"] for t in p["tables"])), p
         elif kind == "token_input":
             nxt = [s for s in graph.successors(nid) if graph.nodes[s]["kind"] ==
@@ -362,12 +330,8 @@ class Workload:
             if kind == "dense_input":
                 batch["dense"][nid] = _randn((b, spec["features"]), dt, dev, gen)
             elif kind == "embedding_tables":
-                batch["sparse"][nid] = [
-                    _bag_input(t, b, dev, gen) if shard is None
-                    else _bag_input(t, shard.global_batch, dev, gen) if shard.has(nid, j)
-                    else _rowwise_input(t, shard.global_batch, dev, gen)
-                    if shard.is_rowwise(nid, j)
-                    else None for j, t in enumerate(spec["tables"])]
+                batch["sparse"][nid] = table_inputs(self.module.blocks[nid], spec["tables"],
+                                                    nid, b, shard, dev, gen)
             elif kind == "token_input":
                 batch["tokens"][nid] = _randint(spec["vocab"], (b, spec["seq_len"]), dev, gen)
             elif kind == "loss":
@@ -398,9 +362,9 @@ class Workload:
 
 
 def sparse_parameters(module: nn.Module) -> list[nn.Parameter]:
-    """The embedding bags' weights: their gradients are sparse."""
-    return [bag.weight for nid, kind in module.kinds.items() if kind == "embedding_tables"
-            for bag in module.blocks[nid].bags]
+    """The embedding tables' weights: their gradients are sparse."""
+    return [w for nid, kind in module.kinds.items() if kind == "embedding_tables"
+            for w in module.blocks[nid].sparse_weights()]
 
 
 class OptimizerGroup:
@@ -436,39 +400,6 @@ def _randint(high, shape, device, gen):
     if gen is None:
         return torch.empty(shape, dtype=torch.long, device=device)
     return torch.randint(0, high, shape, generator=gen, device=device)
-
-
-def _bag_input(table: dict, batch: int, device, gen):
-    """Indices and offsets of a fixed-pooling EmbeddingBag lookup."""
-    n = batch * table["pooling"]
-    offsets = torch.arange(0, n, table["pooling"], dtype=torch.long, device=device)
-    if gen is None:
-        return torch.empty(n, dtype=torch.long, device=device), offsets
-    dist, rows = table["distribution"], table["rows"]
-    if dist["kind"] == "uniform":
-        return torch.randint(0, rows, (n,), generator=gen, device=device), offsets
-    # Zipf ranks truncated to the table: inverse CDF of the continuous power law on
-    # [1, rows + 1), floored (exact for the tail; avoids a rows-long weight vector).
-    a = float(dist["alpha"])
-    u = torch.rand(n, generator=gen, device=device, dtype=torch.float64)
-    top = float(rows + 1)
-    if abs(a - 1.0) < 1e-9:
-        x = torch.exp(u * math.log(top))
-    else:
-        x = (1 + u * (top ** (1 - a) - 1)) ** (1 / (1 - a))
-    return (x.floor().long() - 1).clamp_(0, rows - 1), offsets
-
-
-def _rowwise_input(table: dict, batch: int, device, gen):
-    """Indices and offsets of one rank's block of a row-wise table (``table`` already
-    cut to it by :func:`build_workload`: its rows, and its lookups per sample, a
-    fraction): the block's share of the global batch's lookups, in ``batch`` bags."""
-    n = int(round(batch * table["pooling"]))
-    # bags of (nearly) equal size
-    offsets = torch.arange(batch, dtype=torch.long, device=device) * n // max(1, batch)
-    if gen is None:
-        return torch.empty(n, dtype=torch.long, device=device), offsets
-    return torch.randint(0, table["rows"], (n,), generator=gen, device=device), offsets
 
 
 def _target(kind: str, source, batch: int, dtype, device, gen):
@@ -516,7 +447,7 @@ def build_workload(doc: dict, device: str | torch.device = "meta",
     EmbeddingTablesBlock.fast_init = fast_init
     try:
         with torch.device(device):  # parameters are born on the device: none on meta
-            order, inputs, kinds, blocks, specs = _compile(doc)
+            order, inputs, kinds, blocks, specs = _compile(doc, shard)
             module = ScenarioModel(order, inputs, kinds, blocks)
     finally:
         EmbeddingTablesBlock.fast_init = False

@@ -203,7 +203,7 @@ def _kernel_cases(device: torch.device, scale: int = 1):
     import numpy as np
     import torch.nn.functional as F
 
-    from ..workload import _bag_input
+    from ..embedding_blocks import bag_input as _bag_input
 
     gen = torch.Generator(device=device).manual_seed(0)
     for numel in np.unique(np.geomspace(1 << 10, (1 << 28) // scale, 12).astype(int)):

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from ..workload import _bag_input
+from ..embedding_blocks import bag_input as _bag_input
 
 __all__ = ["profiler_overhead_us", "gemm_cases", "embedding_cases", "run_case",
            "FreshInputs"]

@@ -9,6 +9,7 @@ from ..memory import StepMemory
 from ..profiles import DeviceProfile, OpOverheads, OverheadTable
 from .overheads import default_overheads
 from .platforms import Platform
+from .fused_lookups import fused_seconds, split_fused
 from .roofline import KernelCost, kernel_cost
 from .specs import DeviceSpec, device_spec
 
@@ -62,6 +63,12 @@ def kernel_seconds(nodes: list[dict], device: DeviceSpec,
                    ) -> tuple[list[KernelCost], list[float], list[str]]:
     """The kernel time of each op node: the profile's learned model for the op classes it
     covers, else the roofline.  Returns ``(roofline costs, seconds, model names)``."""
+    # a fused lookup is priced as its tables' lookups (devices/fused_lookups.py)
+    split = [split_fused(node) for node in nodes]
+    if any(split):
+        flat = [p for node, parts in zip(nodes, split) for p in (parts or [node])]
+        costs, seconds, models = kernel_seconds(flat, device, profile)
+        return _fold_fused(split, costs, seconds, models, device.kernel_floor_s)
     costs = [kernel_cost(node, device) for node in nodes]
     seconds = [c.seconds for c in costs]
     models = [c.model for c in costs]
@@ -74,6 +81,28 @@ def kernel_seconds(nodes: list[dict], device: DeviceSpec,
                 if ms == ms:  # NaN: the model does not cover this op
                     seconds[j], models[j] = float(ms) / 1e3, f"{model.op_class} model"
     return costs, seconds, models
+
+
+def _fold_fused(split, costs, seconds, models, floor_s):
+    """The per-table costs of :func:`kernel_seconds` folded back into their fused ops."""
+    out_costs, out_seconds, out_models, i = [], [], [], 0
+    for parts in split:
+        k = len(parts) if parts else 1
+        cost, secs, model = costs[i:i + k], seconds[i:i + k], models[i:i + k]
+        i += k
+        if parts is None:
+            out_costs.append(cost[0])
+            out_seconds.append(secs[0])
+            out_models.append(model[0])
+            continue
+        out_costs.append(KernelCost(cost[0].category, sum(c.flops for c in cost),
+                                    sum(c.bytes for c in cost),
+                                    fused_seconds([c.seconds for c in cost], floor_s),
+                                    cost[0].model))
+        out_seconds.append(fused_seconds(secs, floor_s))
+        out_models.append(model[0] if cost[0].category == "view"
+                          else f"{model[0]}, fused: {k} tables")
+    return out_costs, out_seconds, out_models
 
 
 def cost_op_graph(graph: nx.DiGraph, platform: Platform,

@@ -366,7 +366,7 @@ def test_a_row_wise_rank_looks_up_its_block_and_reduce_scatters(dlrm):
 
 def test_index_cdf_is_the_distribution_the_batches_draw():
     from predictors.sharding import index_cdf
-    from predictors.workload import _bag_input
+    from predictors.embedding_blocks import bag_input as _bag_input
 
     gen = torch.Generator().manual_seed(0)
     for dist in ({"kind": "uniform"}, {"kind": "zipf", "alpha": 1.05},

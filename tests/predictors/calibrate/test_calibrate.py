@@ -86,7 +86,7 @@ def test_quick_profile_predicts_real_runs_within_a_loose_bound(quick_profile):
 def test_unique_fraction_matches_sampling():
     import torch
 
-    from predictors.workload import _bag_input
+    from predictors.embedding_blocks import bag_input as _bag_input
 
     gen = torch.Generator().manual_seed(0)
     for dist in ({"kind": "uniform"}, {"kind": "zipf", "alpha": 1.05},
