@@ -209,6 +209,10 @@ def predict(scenario: dict, *, profile=None, overheads=None,
     title = doc["name"] or "prediction"
     notes = [f"profile: {profile.name} ({profile.kind})" if profile is not None
              else "profile: datasheet roofline (no calibrated profile for this device)"]
+    if platform.device == "cpu":
+        from .profiles import other_cpu_note
+
+        notes.extend(filter(None, [other_cpu_note(profile)]))
     sharding = None
     with torch_errors_as_scenario_errors():
         if platform.ranks > 1:

@@ -23,7 +23,7 @@ from .fileio import atomic_write_bytes
 
 __all__ = ["PROFILE_FORMAT", "PROFILE_VERSION", "OpOverheads", "OverheadTable", "KernelModel",
            "DeviceProfile", "save_profile", "load_profile", "ProfileError",
-           "KERNEL_MODEL_TYPES", "record_validation", "profile_file"]
+           "KERNEL_MODEL_TYPES", "record_validation", "profile_file", "other_cpu_note"]
 
 PROFILE_FORMAT = "ml-dse/device-profile"
 PROFILE_VERSION = 1
@@ -362,7 +362,7 @@ def default_profile(device_name: str, kind: str, threads: int = 1) -> DeviceProf
     """The bundled profile for a GPU by the name it reports (a measured one before one
     fitted from public data), or for the local CPU with ``threads`` threads; None where
     none is bundled (the roofline then applies)."""
-    fallback = None
+    fallback, cpus = None, []
     for path in bundled_profiles():
         try:
             prof = _cached(path)
@@ -370,9 +370,33 @@ def default_profile(device_name: str, kind: str, threads: int = 1) -> DeviceProf
             continue
         if kind == "cpu" and prof.device.kind == "cpu":
             if int(prof.provenance.get("threads", 1)) == threads:
-                return prof
+                cpus.append(prof)
         elif kind != "cpu" and prof.device.name == device_name:
             if prof.kind == "measured":
                 return prof
             fallback = fallback or prof
+    if cpus:
+        # this CPU's own calibration first, then one with the same vector ISA
+        from .devices.specs import cpu_signature
+
+        host = cpu_signature()
+        isa = host.rsplit(", ", 1)[-1]
+        cpus.sort(key=lambda p: (p.provenance.get("cpu_signature") != host,
+                                 not str(p.provenance.get("cpu_signature", "")).endswith(isa)))
+        return cpus[0]
     return fallback
+
+
+def other_cpu_note(profile: DeviceProfile | None) -> str | None:
+    """A note when a CPU ``profile`` was calibrated on another kind of CPU than this one
+    (its figures then describe that CPU, not the one a local prediction runs on)."""
+    if profile is None or profile.device.kind != "cpu":
+        return None
+    from .devices.specs import cpu_signature
+
+    theirs, host = profile.provenance.get("cpu_signature"), cpu_signature()
+    if theirs == host:
+        return None
+    return (f"the profile was calibrated on another CPU ({theirs or 'not recorded'}) than "
+            f"this one ({host}): `python -m predictors calibrate --device cpu` measures "
+            f"this one")

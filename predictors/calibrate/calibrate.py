@@ -24,7 +24,7 @@ import torch
 
 from . import CalibrationCancelled
 from ..devices.roofline import VIEW_OPS, kernel_cost
-from ..devices.specs import local_cpu_spec
+from ..devices.specs import cpu_signature, local_cpu_spec
 from ..profiles import DeviceProfile, OpOverheads, OverheadTable
 from .features import MODEL_CLASSES, model_class
 from .hostload import OtherProcesses
@@ -233,6 +233,7 @@ def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
     provenance = {
         "source": "calibrated on this machine by `python -m predictors calibrate`",
         "host": socket.gethostname(), "cpu_model": spec.name.rsplit(" (", 1)[0],
+        "cpu_signature": cpu_signature(),
         "threads": threads, "torch": torch.__version__, "python": _platform.python_version(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "budget_s": budget_s, "elapsed_s": round(elapsed, 1), "seed": seed,

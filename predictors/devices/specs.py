@@ -9,7 +9,7 @@ import os
 import platform
 from dataclasses import dataclass, field
 
-__all__ = ["DeviceSpec", "GPU_SPECS", "local_cpu_spec", "device_spec", "cpu_model", "find_gpu_spec",
+__all__ = ["DeviceSpec", "GPU_SPECS", "local_cpu_spec", "device_spec", "cpu_model", "cpu_signature", "find_gpu_spec",
            "profile_slug"]
 
 
@@ -171,6 +171,31 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "CPU"
+
+
+def cpu_signature() -> str:
+    """What sets this CPU's speed beyond its marketing name (a VM may only say "AMD
+    EPYC"): vendor, family and model from ``/proc/cpuinfo``, and its widest vector ISA,
+    e.g. ``AuthenticAMD family 25 model 17, avx512``.  Profiles record it, and the local
+    CPU's default profile is the one calibrated on the same signature."""
+    fields: dict[str, str] = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key in ("vendor_id", "cpu family", "model") and key not in fields:
+                    fields[key] = value.strip()
+                if not line.strip() and fields:
+                    break
+    except OSError:
+        pass
+    flags = _cpu_flags()
+    isa = "avx512" if "avx512f" in flags else "avx2" if "avx2" in flags else "sse"
+    if not fields:
+        return f"{platform.machine() or 'cpu'}, {isa}"
+    return (f"{fields.get('vendor_id', '?')} family {fields.get('cpu family', '?')} "
+            f"model {fields.get('model', '?')}, {isa}")
 
 
 def _cpu_flags() -> set[str]:

@@ -1,0 +1,52 @@
+"""The local CPU's default profile is the one calibrated on this kind of CPU."""
+import pytest
+
+import predictors.devices.specs as specs
+from predictors import profiles
+from predictors.predict import predict
+from predictors.profiles import default_profile, other_cpu_note
+from predictors.scenario import load_scenario
+
+from paths import SCENARIOS
+
+ZEN3 = "AuthenticAMD family 25 model 1, avx2"
+ZEN4 = "AuthenticAMD family 25 model 17, avx512"
+
+
+def test_this_cpu_has_a_signature():
+    sig = specs.cpu_signature()
+    assert sig.rsplit(", ", 1)[-1] in ("avx512", "avx2", "sse")
+
+
+@pytest.mark.parametrize("host,expected", [
+    (ZEN3, ZEN3), (ZEN4, ZEN4),
+    ("GenuineIntel family 6 model 143, avx512", ZEN4),   # same vector ISA
+    ("GenuineIntel family 6 model 85, avx2", ZEN3),
+])
+def test_the_default_cpu_profile_follows_the_host(monkeypatch, host, expected):
+    monkeypatch.setattr(specs, "cpu_signature", lambda: host)
+    prof = default_profile("cpu", "cpu", 1)
+    assert prof.provenance["cpu_signature"] == expected
+    note = other_cpu_note(prof)
+    assert (note is None) == (host == expected)
+    if note:
+        assert expected in note and host in note and "calibrate" in note
+
+
+def test_a_prediction_says_when_its_profile_is_another_cpus(monkeypatch):
+    doc = load_scenario(SCENARIOS / "small_dlrm.json")
+    doc["platform"] = {"preset": "local-cpu"}
+    doc["training"]["batch_size"] = 16
+    monkeypatch.setattr(specs, "cpu_signature", lambda: "GenuineIntel family 6 model 85, sse")
+    result = predict(doc)
+    assert any("calibrated on another CPU" in n for n in result.notes)
+    monkeypatch.setattr(specs, "cpu_signature", lambda: ZEN4)
+    result = predict(doc)
+    assert not any("another CPU" in n for n in result.notes)
+    assert "Zen 4" in result.profile
+
+
+def test_gpu_profiles_carry_no_cpu_note():
+    gpu = default_profile("NVIDIA H200", "gpu")
+    assert gpu is not None and other_cpu_note(gpu) is None
+    assert profiles.other_cpu_note(None) is None
