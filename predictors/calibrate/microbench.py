@@ -41,12 +41,16 @@ def profiler_overhead_us(pairs: int = 40) -> float:
     """The profiler's cost per recorded event (any event, aten or not): a tiny training
     step timed without and with the profiler, in ``pairs`` interleaved pairs (both halves
     see the same machine state); the median difference over the events one profiled step
-    records.  One to three seconds."""
+    records.  Two to six seconds."""
     step = _tiny_step()
     for _ in range(5):
         step()
+    from .profiling import RECOVERY_STEPS
+
     diffs, events = [], 0
-    for _ in range(pairs):
+    for k in range(pairs):
+        for _ in range(RECOVERY_STEPS if k else 0):  # the profiled step's slow wake
+            step()
         t0 = time.perf_counter()
         step()
         plain = time.perf_counter() - t0

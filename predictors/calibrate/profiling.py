@@ -30,9 +30,15 @@ from ..devices.platforms import resolve_platform
 from ..workload import build_workload, training_step
 
 __all__ = ["StepProfile", "profile_step", "comparable_events", "recorded_events", "warm_up",
-           "STEP_SPAN"]
+           "STEP_SPAN", "RECOVERY_STEPS"]
 
 STEP_SPAN = "ml-dse::training_step"
+# Untimed steps after a profiled step, before the next timed one: the profiler's event
+# buffers evict the caches, and the next steps run slow, the first by 18-30 % on 2-5 ms
+# DLRM steps and the third by 2-7 % (2.5 % and none on an 18 ms one; session 11, Zen 4
+# VM).  Timing the step right after a profiled one made the unprofiled reference slow,
+# the profiler's pooled cost per event small, and small steps over-predicted.
+RECOVERY_STEPS = 3
 
 
 @dataclass
@@ -273,7 +279,9 @@ def profile_step(doc: dict, warmup: int = 5, timed: int = 3, seed: int = 0,
         optimizer = workload.optimizer()
         run = functools.partial(_timed_step, workload, batch, optimizer)
         warm = warm_up(run, warmup=warmup, window=max(1, timed), max_s=max_warmup_s)
-        for _ in range(max(1, profiled)):
+        for k in range(max(1, profiled)):
+            for _ in range(RECOVERY_STEPS if k else 0):
+                run()
             plain.append(run())
             with profile(activities=[ProfilerActivity.CPU], record_shapes=False) as prof:
                 t0 = time.perf_counter()

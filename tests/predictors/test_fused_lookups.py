@@ -35,9 +35,29 @@ def dlrm():
     return validate_scenario(doc)
 
 
-def _names(graph, prefix):
-    return [graph.nodes[i] for i in sorted(graph.nodes)
-            if graph.nodes[i]["name"].startswith(prefix)]
+def _names(graph, name):
+    return [graph.nodes[i] for i in sorted(graph.nodes) if graph.nodes[i]["name"] == name]
+
+
+def _tabled(graph, name):
+    """The ops ``name`` that read a table, in table order."""
+    return sorted((n for n in _names(graph, name) if n["lookup"]),
+                  key=lambda n: n["lookup"]["table"])
+
+
+def _check_split(fused_graph, per_table_graph, names, tables):
+    for name in names:
+        fused = _tabled(fused_graph, name)
+        every = _tabled(per_table_graph, name)   # table-major, capture order inside
+        assert fused and len(every) == len(fused) * tables, name
+        for i, node in enumerate(fused):
+            parts, single = split_fused(node), every[i::len(fused)]
+            assert len(parts) == tables, name
+            for part, one in zip(parts, single):
+                assert part["lookup"] == one["lookup"], name
+                for key in ("input_shapes", "output_shapes", "input_nnz", "output_nnz"):
+                    assert part[key] == one[key], (name, key)
+        assert split_fused(every[0]) is None
 
 
 def test_the_kernel_is_a_checked_block_parameter(dlrm):
@@ -86,21 +106,38 @@ def test_a_fused_capture_has_one_lookup_per_group(dlrm):
     assert graph.number_of_nodes() < per_table.number_of_nodes() - 40
 
 
+SPLIT_OPS = ("aten::_embedding_bag", "aten::_embedding_bag_backward", "aten::_indices",
+             "aten::_values", "aten::add_")
+
+
 def test_split_gives_each_table_its_own_shapes(dlrm):
     graph = capture_training_step(build_workload(_with_kernel(dlrm, "fused")), gpu=True)
     per_table = capture_training_step(build_workload(_with_kernel(dlrm, "per_table")),
                                       gpu=True)
-    for name in ("aten::_embedding_bag", "aten::_embedding_bag_backward", "aten::add_"):
-        fused = [n for n in _names(graph, name) if n["lookup"]]
-        single = [n for n in _names(per_table, name) if n["lookup"]]
-        parts = split_fused(fused[0])
-        assert len(parts) == len(single) == 8
-        for part, one in zip(parts, single):
-            assert part["input_shapes"] == one["input_shapes"], name
-            assert part["output_shapes"] == one["output_shapes"], name
-            assert part["input_nnz"] == one["input_nnz"], name
-            assert part["lookup"] == one["lookup"]
-    assert split_fused(single[0]) is None
+    _check_split(graph, per_table, SPLIT_OPS, 8)
+
+
+def test_split_reads_roles_where_the_group_sizes_coincide(dlrm):
+    """Two tables of 40 and 24 rows, one index per bag, batch 32: the group's rows, its
+    indices and its bags are all 64."""
+    doc = copy.deepcopy(dlrm)
+    doc["model"]["nodes"][2]["params"]["tables"] = [
+        {"rows": 40, "dim": 16, "pooling": 1, "distribution": {"kind": "uniform"}},
+        {"rows": 24, "dim": 16, "pooling": 1, "distribution": {"kind": "uniform"}}]
+    graph = capture_training_step(build_workload(_with_kernel(doc, "fused")), gpu=True)
+    per_table = capture_training_step(build_workload(_with_kernel(doc, "per_table")),
+                                      gpu=True)
+    _check_split(graph, per_table, SPLIT_OPS, 2)
+
+
+def test_split_row_wise_blocks_in_a_sharded_rank(dlrm):
+    doc = _with_kernel(dlrm, "fused")
+    keys = [t.key for t in tables_of(doc)]
+    shard = RankShard(0, 4, frozenset(), 8, 32, rowwise=frozenset(keys[:3]))
+    fused = capture_training_step(build_workload(doc, shard=shard), gpu=True)
+    single = capture_training_step(build_workload(per_table_doc(doc), shard=shard),
+                                   gpu=True)
+    _check_split(fused, single, ("aten::_embedding_bag", "aten::_embedding_bag_backward"), 3)
 
 
 def test_a_fused_kernel_pays_one_floor():
@@ -116,13 +153,18 @@ def test_fused_lookups_cost_their_tables(dlrm, preset):
     fused = capture_training_step(build_workload(_with_kernel(dlrm, "fused")), gpu=gpu)
     single = capture_training_step(build_workload(_with_kernel(dlrm, "per_table")), gpu=gpu)
     device = device_spec(platform.device, platform.threads)
-    for name in ("aten::_embedding_bag", "aten::_embedding_bag_backward"):
-        node = [n for n in _names(fused, name) if n["lookup"]][0]
-        parts = [n for n in _names(single, name) if n["lookup"]]
+    for name in ("aten::_embedding_bag", "aten::_embedding_bag_backward", "aten::add_"):
+        (node,) = _tabled(fused, name)
+        parts = _tabled(single, name)
         _, (fused_s,), (model,) = kernel_seconds([node], device)
         _, secs, _ = kernel_seconds(parts, device)
         assert fused_s == pytest.approx(fused_seconds(secs, device.kernel_floor_s))
         assert "fused: 8 tables" in model
+        # folded back in place among other ops
+        others = [n for n in _names(single, "aten::addmm")][:2]
+        _, mixed, _ = kernel_seconds([others[0], node, others[1]], device)
+        _, alone, _ = kernel_seconds(others, device)
+        assert mixed == pytest.approx([alone[0], fused_s, alone[1]])
     costed = cost_op_graph(fused, platform)
     assert sum(1 for op in costed.ops if op.table.count("tables/") == 8) >= 3
 
