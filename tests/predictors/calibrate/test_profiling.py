@@ -50,7 +50,10 @@ def test_profile_step_accounts_for_every_event_and_the_whole_step():
     step = profile_step(tiny_transformer(), warmup=3, timed=2, profiled=3, per_event_us=1.0)
     assert step.profiled_steps == 3 and step.unaligned == 0 and step.records
     raw, events = step.raw_us()
-    assert events == step.events  # every event lies in an op, a gap or the tail
+    # every event lies in an op, a gap or the tail: the per-op medians of the counts add
+    # up to the median step's count, give or take a step that recorded one event more
+    # somewhere (seen once in a full run: 1358 against 1359)
+    assert abs(events - step.events) <= 2
     # Sum of per-op medians against the median profiled step: equal on a quiet machine,
     # apart by the steps' spread on a busy one (5.0-7.2 ms seen); double counting would
     # be 2x.
