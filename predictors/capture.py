@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
+from .devices.roofline import classify
 from .gc_pause import collection_paused
 from .embedding_blocks import lookup_specs
 from .memory import GPU_BLOCK, StorageLedger, step_memory
@@ -50,6 +51,10 @@ class OpRecorder(TorchDispatchMode):
         # id(indices tensor) -> (weak reference, table spec): embedding ops that read
         # these indices get ``lookup`` = rows, dim, pooling and index distribution.
         self.lookups: dict[int, tuple] = {}
+        # bytes the step's ops have written so far, and that count when each op's output
+        # was written: an input's age in bytes (how far the caches have moved on since)
+        self.written = 0
+        self._written_at: dict[int, int] = {}
 
     @staticmethod
     def _get(table: dict, t: torch.Tensor, default=None):
@@ -85,14 +90,27 @@ class OpRecorder(TorchDispatchMode):
         idx = self.graph.number_of_nodes()
         in_shapes, in_dtypes, in_nnz = self._describe(ins)
         out_shapes, out_dtypes, out_nnz = self._describe(outs)
+        # the first input's memory layout (a copy of a permuted tensor) and its age: the
+        # bytes written since it was (0: before the step, e.g. a weight)
+        in_stride = (tuple(ins[0].stride()) if ins and ins[0].layout == torch.strided
+                     else None)
+        src = self._get(self._producer, ins[0]) if ins else None
+        age = self.written - self._written_at.get(src, 0) if src is not None else self.written
+        name = f"{ns}::{func._schema.name.split('::')[-1]}"
+        if classify(name) == "view":   # no data moves: its output is as old as its input
+            self._written_at[idx] = self._written_at.get(src, self.written)
+        else:
+            self.written += sum(_nbytes(t) for t in outs)
+            self._written_at[idx] = self.written
         node = torch._C._current_autograd_node()
         self.graph.add_node(
-            idx, name=f"{ns}::{func._schema.name.split('::')[-1]}", overload=func._overloadname,
+            idx, name=name, overload=func._overloadname,
             phase="backward" if node is not None else self.phase,
             thread="autograd" if node is not None else "main",
             block=self.block[-1] if self.block and node is None else "",
             grad_fn=node.name() if node is not None else "",
             input_shapes=in_shapes, input_dtypes=in_dtypes, input_nnz=in_nnz,
+            input_stride=in_stride, input_age_bytes=age,
             output_shapes=out_shapes, output_dtypes=out_dtypes, output_nnz=out_nnz,
             scalars=[a for a in tree_flatten((args, kwargs))[0]
                      if isinstance(a, (int, float, bool)) and not isinstance(a, torch.Tensor)],
@@ -139,6 +157,12 @@ class OpRecorder(TorchDispatchMode):
             yield
         finally:
             self.phase = old
+
+
+def _nbytes(t: torch.Tensor) -> int:
+    if t.is_sparse:
+        return 0   # its values and indices are counted where they are made
+    return t.numel() * t.element_size()
 
 
 class _Unrecorded(TorchDispatchMode):

@@ -21,7 +21,7 @@ __all__ = ["MODEL_CLASSES", "FEATURES_VERSION", "model_class", "featurize",
 # innermost dimension, broadcasting and the phase of elementwise ops, reductions and
 # copies.  A model keeps the version it was fitted with, so older profiles predict
 # unchanged.
-FEATURES_VERSION = 3
+FEATURES_VERSION = 4
 _PHASES = ("forward", "backward", "optimizer")
 
 MODEL_CLASSES = ("gemm", "embedding_fwd", "embedding_bwd", "sparse_update", "elementwise",
@@ -106,6 +106,30 @@ def _layout_features(node: dict) -> list[float]:
             [_log(second), float(second < out)] + [float(phase == p) for p in _PHASES])
 
 
+def _input_features(node: dict) -> list[float]:
+    """The first input's layout and age (feature version 4): whether it is contiguous,
+    the stride of its innermost dimension, how far from the end its unit-stride dimension
+    sits, and the bytes the step wrote since that input was written (its reuse distance:
+    whether it is still in a cache).  Two clones of the same shape and layout in every
+    attention backward here take 2-3x apart, the first reading a gradient written long
+    before (session 11).  Nodes without them (traces, microbenchmarks) count as
+    contiguous and just written."""
+    age = [_log(float(node.get("input_age_bytes") or 0) / 1024.0)]
+    ins = node["input_shapes"]
+    shape = tuple(ins[0]) if ins and ins[0] else ()
+    stride = node.get("input_stride")
+    if not shape or not stride or len(stride) != len(shape):
+        return [1.0, _log(1), 0.0] + age
+    expected, contiguous = 1, True
+    for size, st in zip(reversed(shape), reversed(stride)):
+        if size != 1 and st != expected:
+            contiguous = False
+        expected *= size
+    unit = next((i for i, (size, st) in enumerate(zip(reversed(shape), reversed(stride)))
+                 if st == 1 and size != 1), len(shape))
+    return [float(contiguous), _log(max(stride[-1], 1)), float(unit)] + age
+
+
 def _gemm_dims(node: dict) -> tuple[float, float, float, float]:
     op = node["name"].split("::")[-1]
     ins = node["input_shapes"]
@@ -166,5 +190,7 @@ def featurize(node: dict, cls: str, device: DeviceSpec, names: list[str],
         extra = [_log(len(node["input_shapes"])), float(node["name"].endswith("_"))]
         if version >= 3:
             extra += _layout_features(node)
+        if version >= 4:
+            extra += _input_features(node)
     onehot = [float(node["name"] == n) for n in names]
     return np.asarray(base + extra + onehot, dtype=np.float64)

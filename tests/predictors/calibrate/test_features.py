@@ -48,15 +48,61 @@ def test_elementwise_features_see_the_innermost_dim_broadcast_and_phase():
                      names)
     step = featurize(_op("aten::add_", [(64, 95), (64, 95)], (64, 95), "optimizer"),
                      "elementwise", spec, names)
-    # [log inner, inner alignment, log rows, log second, smaller second, 3 phases], names
-    tail = slice(-10, -2)
+    # [log inner, inner alignment, log rows, log second, smaller second, 3 phases],
+    # [3 stride features], names
+    tail = slice(-14, -6)
     assert list(full[tail][[1, 4, 5, 6, 7]]) == [0, 0, 1, 0, 0]
     assert bias[tail][4] == 1 and bias[tail][3] < full[tail][3]
     assert list(step[tail][5:]) == [0, 0, 1]
     scalar = featurize(_op("aten::mul", [(), ()], ()), "elementwise", spec, names)
     assert np.isfinite(scalar).all()
     assert len(featurize(_op("aten::add", [(8,)], (8,)), "elementwise", spec, names,
-                         version=2)) == len(full) - 8
+                         version=2)) == len(full) - 12
+
+
+def test_copy_features_tell_a_transposed_input_from_a_contiguous_one():
+    """The two clones of an attention backward: same shapes, 2-3x apart in time."""
+    spec, names = _cpu(), ["aten::clone"]
+    rows = dict(_op("aten::clone", [(127, 64, 34)], (127, 64, 34), "backward"),
+                input_stride=(64 * 34, 34, 1))
+    columns = dict(rows, input_stride=(34, 127 * 34, 1))
+    transposed = dict(rows, input_stride=(1, 127, 127 * 64))
+    feats = [featurize(n, "memcpy", spec, names) for n in (rows, columns, transposed)]
+    # [contiguous, log2(1 + innermost stride), unit-stride dim from the end, age], name
+    assert list(feats[0][-5:-1]) == [1, 1, 0, 0]
+    assert list(feats[1][-5:-1]) == [0, 1, 0, 0]
+    assert feats[2][-5] == 0 and feats[2][-4] > 1 and feats[2][-3] == 2
+    # no strides (a trace, a microbenchmark): as contiguous
+    no_stride = featurize(_op("aten::clone", [(127, 64, 34)], (127, 64, 34), "backward"),
+                          "memcpy", spec, names)
+    assert list(no_stride[-5:-1]) == [1, 1, 0, 0]
+    assert len(featurize(rows, "memcpy", spec, names, version=3)) == len(feats[0]) - 4
+    old = featurize(dict(rows, input_age_bytes=64 << 20), "memcpy", spec, names)
+    assert old[-2] == pytest.approx(np.log2(1 + 65536))
+
+
+def test_captured_ops_carry_their_first_inputs_strides():
+    from predictors.capture import capture_training_step
+    from predictors.scenario import validate_scenario
+    from predictors.workload import build_workload
+
+    doc = validate_scenario(random_scenarios(2, 3, kinds=("transformer",))[0])
+    graph = capture_training_step(build_workload(doc))
+    clones = [graph.nodes[i] for i in graph.nodes if graph.nodes[i]["name"] == "aten::clone"]
+    assert clones and all(len(n["input_stride"]) == len(n["input_shapes"][0])
+                          for n in clones)
+    spec = _cpu()
+    # attention's clones make permuted tensors contiguous; most elementwise ops read
+    # contiguous ones
+    assert all(featurize(n, "memcpy", spec, [])[-4] == 0 for n in clones)
+    gelu = [graph.nodes[i] for i in graph.nodes if graph.nodes[i]["name"] == "aten::gelu"]
+    assert gelu and all(featurize(n, "elementwise", spec, [])[-4] == 1 for n in gelu)
+    # ages: the gelu reads what the linear before it just wrote; a clone in the backward
+    # reads a gradient written some ops before; the first op reads the batch
+    first = graph.nodes[min(graph.nodes)]
+    assert first["input_age_bytes"] == 0
+    assert all(n["input_age_bytes"] < 4 * 4 * 1e6 for n in gelu)
+    assert max(n["input_age_bytes"] for n in clones) > min(n["input_age_bytes"] for n in gelu)
 
 
 def test_a_model_saved_without_a_feature_version_predicts_with_version_one():
