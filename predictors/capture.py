@@ -100,7 +100,10 @@ class OpRecorder(TorchDispatchMode):
         if classify(name) == "view":   # no data moves: its output is as old as its input
             self._written_at[idx] = self._written_at.get(src, self.written)
         else:
-            self.written += sum(_nbytes(t) for t in outs)
+            sparse = [t for t in ins if t.is_sparse]
+            # an update with sparse rows writes those rows, not the table it updates
+            self.written += (sum(_sparse_bytes(t, self._get(self._nnz, t, 0)) for t in sparse)
+                             if sparse else sum(_nbytes(t) for t in outs))
             self._written_at[idx] = self.written
         node = torch._C._current_autograd_node()
         self.graph.add_node(
@@ -163,6 +166,12 @@ def _nbytes(t: torch.Tensor) -> int:
     if t.is_sparse:
         return 0   # its values and indices are counted where they are made
     return t.numel() * t.element_size()
+
+
+def _sparse_bytes(t: torch.Tensor, nnz: int) -> int:
+    """The rows a sparse COO tensor of ``nnz`` entries holds."""
+    row = t.numel() // max(1, t.shape[0]) if t.dim() else 1
+    return nnz * row * t.element_size()
 
 
 class _Unrecorded(TorchDispatchMode):

@@ -21,7 +21,7 @@ __all__ = ["MODEL_CLASSES", "FEATURES_VERSION", "model_class", "featurize",
 # innermost dimension, broadcasting and the phase of elementwise ops, reductions and
 # copies.  A model keeps the version it was fitted with, so older profiles predict
 # unchanged.
-FEATURES_VERSION = 4
+FEATURES_VERSION = 5
 _PHASES = ("forward", "backward", "optimizer")
 
 MODEL_CLASSES = ("gemm", "embedding_fwd", "embedding_bwd", "sparse_update", "elementwise",
@@ -106,6 +106,16 @@ def _layout_features(node: dict) -> list[float]:
             [_log(second), float(second < out)] + [float(phase == p) for p in _PHASES])
 
 
+def _age(node: dict) -> float:
+    """The first input's age in bytes written since (log KiB; 0: just written, or a
+    microbenchmark's warm input).  For a table's lookup or sparse update the first input
+    is the weight, which no op of the step writes: its age is everything the step wrote
+    before, how far the caches have moved on since the table's rows were last read
+    (feature version 5: the sparse update of a 2-ms DLRM step ran at half the time its
+    larger steps' updates had taught the model; session 11)."""
+    return _log(float(node.get("input_age_bytes") or 0) / 1024.0)
+
+
 def _input_features(node: dict) -> list[float]:
     """The first input's layout and age (feature version 4): whether it is contiguous,
     the stride of its innermost dimension, how far from the end its unit-stride dimension
@@ -114,7 +124,7 @@ def _input_features(node: dict) -> list[float]:
     attention backward here take 2-3x apart, the first reading a gradient written long
     before (session 11).  Nodes without them (traces, microbenchmarks) count as
     contiguous and just written."""
-    age = [_log(float(node.get("input_age_bytes") or 0) / 1024.0)]
+    age = [_age(node)]
     ins = node["input_shapes"]
     shape = tuple(ins[0]) if ins and ins[0] else ()
     stride = node.get("input_stride")
@@ -179,6 +189,8 @@ def featurize(node: dict, cls: str, device: DeviceSpec, names: list[str],
         extra = [_log(rows), _log(dim), _log(lookups), _log(batch),
                  _log(lookups / max(batch, 1)), uf, _log(uf * lookups * dim * 4),
                  _log(rows * dim * 4)]
+        if version >= 5:
+            extra.append(_age(node))
     elif cls == "sparse_update":
         shape, nnz = next((s, n) for s, n in zip(node["input_shapes"], node["input_nnz"])
                           if n is not None)
@@ -186,6 +198,8 @@ def featurize(node: dict, cls: str, device: DeviceSpec, names: list[str],
         uf = unique_fraction(shape[0], nnz, lookup.get("distribution"))
         extra = [_log(nnz), _log(math.prod(shape[1:])), _log(shape[0]), uf,
                  _log(uf * nnz), _log(lookup.get("pooling", 1))]
+        if version >= 5:
+            extra.append(_age(node))
     else:
         extra = [_log(len(node["input_shapes"])), float(node["name"].endswith("_"))]
         if version >= 3:

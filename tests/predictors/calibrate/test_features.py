@@ -149,3 +149,24 @@ def test_random_scenarios_draw_round_and_arbitrary_sizes_in_range():
         assert 32 <= seq <= 128 and 2 <= doc["training"]["batch_size"] <= 8
         hidden.append(p["hidden"])
     assert any(h % 64 == 0 for h in hidden) and any(h % 8 for h in hidden)
+
+
+def test_a_tables_update_and_lookup_see_the_steps_bytes_written_not_the_table():
+    from predictors.capture import capture_training_step
+    from predictors.scenario import validate_scenario
+    from predictors.workload import build_workload
+
+    doc = validate_scenario(random_scenarios(2, 7777, kinds=("dlrm",))[1])
+    graph = capture_training_step(build_workload(doc))
+    nodes = [graph.nodes[i] for i in sorted(graph.nodes)]
+    updates = [n for n in nodes if n["name"] == "aten::add_" and n["lookup"]]
+    tables = doc["model"]["nodes"][2]["params"]["tables"]
+    assert len(updates) == len(tables)
+    ages = [n["input_age_bytes"] for n in updates]
+    # each update follows the last by the rows it wrote, never by the whole table
+    assert ages == sorted(ages) and ages[-1] - ages[0] < min(
+        t["rows"] * t["dim"] * 4 for t in tables) / 10
+    spec = _cpu()
+    v4, v5 = (featurize(updates[0], "sparse_update", spec, ["aten::add_"], version=v)
+              for v in (4, 5))
+    assert len(v5) == len(v4) + 1 and v5[-2] == pytest.approx(np.log2(1 + ages[0] / 1024))
