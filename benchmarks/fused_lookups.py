@@ -15,7 +15,6 @@ predicted, then the geomean absolute errors: of each kernel's step, and of the r
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import math
 import statistics
@@ -30,19 +29,12 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from predictors.calibrate.samples import random_dlrm  # noqa: E402
+from predictors.embedding_blocks import with_kernel  # noqa: E402
 from predictors.predict import predict  # noqa: E402
 from predictors.scenario import validate_scenario  # noqa: E402
 from predictors.workload import build_workload, training_step  # noqa: E402
 
 KERNELS = ("per_table", "fused")
-
-
-def with_kernel(doc: dict, kernel: str) -> dict:
-    doc = copy.deepcopy(doc)
-    for node in doc["model"]["nodes"]:
-        if node["kind"] == "embedding_tables":
-            node["params"]["kernel"] = kernel
-    return validate_scenario(doc)
 
 
 def measure_pair(docs: list[dict], device: str, rounds: int, steps: int) -> list[float]:
@@ -89,7 +81,7 @@ def main() -> int:
         base = random_dlrm(rng)
         if args.device != "cpu":
             base["platform"] = {"preset": "h200-1"}
-        docs = [with_kernel(base, k) for k in KERNELS]
+        docs = [validate_scenario(with_kernel(base, k)) for k in KERNELS]
         measured = measure_pair(docs, args.device, args.rounds, args.steps)
         predicted = [predict(d).iteration_ms for d in docs]
         row = {"scenario": base["name"], "measured_ms": dict(zip(KERNELS, measured)),

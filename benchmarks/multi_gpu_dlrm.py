@@ -15,7 +15,6 @@ embedding).  The 1-GPU row of the README is left out: 91 GB of tables do not fit
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import math
 import sys
@@ -25,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from predictors.embedding_blocks import with_kernel  # noqa: E402
 from predictors.predict import predict  # noqa: E402
 from predictors.scenario import load_scenario  # noqa: E402
 
@@ -58,11 +58,8 @@ def main() -> int:
     print(f"{'kernel':>9} {'GPUs':>4} {'batch':>6} {'measured ms':>11} {'predicted ms':>12} "
           f"{'error':>7}  {'device active':>13} {'exposed comm':>12}  {'predicted s':>11}")
     for kernel, (gpus, batch, rps) in ((k, m) for k in kernels for m in MEASURED):
-        doc = copy.deepcopy(base)
+        doc = with_kernel(base, kernel)
         doc["training"]["batch_size"] = batch
-        for node in doc["model"]["nodes"]:
-            if node["kind"] == "embedding_tables":
-                node["params"]["kernel"] = kernel
         doc["platform"] = {"preset": "dgx-a100"} if gpus == 8 else four_a100()
         t0 = time.perf_counter()
         result = predict(doc)

@@ -24,7 +24,8 @@ import torch.nn.functional as F
 from torch import nn
 
 __all__ = ["EmbeddingTablesBlock", "FusedEmbeddingTables", "LOOKUP_KERNELS", "bag_input",
-           "rowwise_input", "table_inputs", "lookup_specs", "fused_groups", "per_table_doc"]
+           "rowwise_input", "table_inputs", "lookup_specs", "fused_groups", "per_table_doc",
+           "with_kernel"]
 
 LOOKUP_KERNELS = ("per_table", "fused")
 
@@ -116,18 +117,21 @@ def fused_groups(tables: list[dict], nid: str, shard=None) -> list[list[int]]:
     return list(groups.values())
 
 
-def per_table_doc(doc: dict) -> dict:
-    """``doc`` with every embedding block on the per-table kernel (``doc`` itself when
-    none is fused): per-table costs, for the sharding planners."""
-    fused = [n for n in doc["model"]["nodes"] if n["kind"] == "embedding_tables"
-             and n["params"].get("kernel") == "fused"]
-    if not fused:
-        return doc
+def with_kernel(doc: dict, kernel: str) -> dict:
+    """A copy of scenario ``doc`` with every embedding block on ``kernel``."""
     out = copy.deepcopy(doc)
     for node in out["model"]["nodes"]:
         if node["kind"] == "embedding_tables":
-            node["params"]["kernel"] = "per_table"
+            node["params"]["kernel"] = kernel
     return out
+
+
+def per_table_doc(doc: dict) -> dict:
+    """``doc`` with every embedding block on the per-table kernel (``doc`` itself when
+    none is fused): per-table costs, for the sharding planners."""
+    fused = any(n["kind"] == "embedding_tables" and n["params"].get("kernel") == "fused"
+                for n in doc["model"]["nodes"])
+    return with_kernel(doc, "per_table") if fused else doc
 
 
 def _table_weight(rows: int, dim: int, fast_init: bool) -> torch.Tensor:

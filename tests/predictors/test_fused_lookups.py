@@ -9,7 +9,8 @@ from predictors.devices.costs import cost_op_graph, kernel_seconds
 from predictors.devices.fused_lookups import fused_seconds, split_fused
 from predictors.devices.platforms import resolve_platform
 from predictors.devices.specs import device_spec
-from predictors.embedding_blocks import FusedEmbeddingTables, fused_groups, per_table_doc
+from predictors.embedding_blocks import (FusedEmbeddingTables, fused_groups, per_table_doc,
+                                        with_kernel)
 from predictors.parallel import RankGraphs
 from predictors.predict import predict
 from predictors.scenario import ScenarioError, load_scenario, validate_scenario
@@ -20,11 +21,7 @@ from paths import SCENARIOS
 
 
 def _with_kernel(doc: dict, kernel: str) -> dict:
-    doc = copy.deepcopy(doc)
-    for node in doc["model"]["nodes"]:
-        if node["kind"] == "embedding_tables":
-            node["params"]["kernel"] = kernel
-    return validate_scenario(doc)
+    return validate_scenario(with_kernel(doc, kernel))
 
 
 @pytest.fixture
