@@ -394,6 +394,9 @@ class ProfilesPanel(QWidget):
             text = f"→ {self.choice_text()}"
             if self.platform:
                 text += f" for {self._device_words()}"
+                note = self._other_cpu_note()
+                if note:
+                    text += f"\n⚠ {note}"
         elif self._choice == ROOFLINE:
             text = "Peak FLOP/s and bandwidth from datasheets; no learned kernel models."
         else:
@@ -544,6 +547,19 @@ class ProfilesPanel(QWidget):
     def _on_load_cancelled(self) -> None:
         self.overheads_busy.hide()
         self._update_overheads()
+
+    def _other_cpu_note(self) -> str | None:
+        """Why the automatic CPU profile may be off: it describes another kind of CPU."""
+        try:
+            from predictors.devices.platforms import resolve_platform
+            from predictors.profiles import default_profile, other_cpu_note
+            p = resolve_platform(self.platform)
+            if p.device != "cpu":
+                return None
+            return other_cpu_note(default_profile("cpu", "cpu", p.threads),
+                                  how="Calibrate… (below)")
+        except Exception:  # an invalid platform: the scenario's error bar says why
+            return None
 
     def _device_words(self) -> str:
         try:

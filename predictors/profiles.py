@@ -387,9 +387,11 @@ def default_profile(device_name: str, kind: str, threads: int = 1) -> DeviceProf
     return fallback
 
 
-def other_cpu_note(profile: DeviceProfile | None) -> str | None:
+def other_cpu_note(profile: DeviceProfile | None,
+                   how: str = "`python -m predictors calibrate --device cpu`") -> str | None:
     """A note when a CPU ``profile`` was calibrated on another kind of CPU than this one
-    (its figures then describe that CPU, not the one a local prediction runs on)."""
+    (its figures then describe that CPU, not the one a local prediction runs on);
+    ``how`` names the way to calibrate this one."""
     if profile is None or profile.device.kind != "cpu":
         return None
     from .devices.specs import cpu_signature
@@ -398,5 +400,4 @@ def other_cpu_note(profile: DeviceProfile | None) -> str | None:
     if theirs == host:
         return None
     return (f"the profile was calibrated on another CPU ({theirs or 'not recorded'}) than "
-            f"this one ({host}): `python -m predictors calibrate --device cpu` measures "
-            f"this one")
+            f"this one ({host}): {how} measures this one")

@@ -345,3 +345,20 @@ def test_recorded_end_to_end_validation_reads_one_line_per_scenario(qtbot, tmp_p
     assert "error -3.6 %" in line and "speed +5.0 %" in line and "scenario" not in line
     assert "geomean_abs_error 3.6 %" in texts["dlrm"]
     assert not panel.details.classes.isHidden()  # the class table stays beside them
+
+
+def test_automatic_says_when_the_cpu_profile_is_another_cpus(qtbot, tmp_path, monkeypatch):
+    import predictors.devices.specs as specs
+
+    panel = ProfilesPanel(settings_in(tmp_path))
+    qtbot.addWidget(panel)
+    monkeypatch.setattr(specs, "cpu_signature", lambda: "GenuineIntel family 6 model 85, sse")
+    panel.set_platform({"preset": "local-cpu"})
+    assert "another CPU" in panel.resolved.text() and "Calibrate…" in panel.resolved.text()
+    monkeypatch.setattr(specs, "cpu_signature",
+                        lambda: "AuthenticAMD family 25 model 17, avx512")
+    panel.set_platform({"preset": "local-cpu"})
+    assert "another CPU" not in panel.resolved.text()
+    assert "Zen 4" in panel.resolved.text()
+    panel.set_platform({"preset": "a100-1"})   # GPU profiles describe no host CPU
+    assert "another CPU" not in panel.resolved.text()
