@@ -73,10 +73,9 @@ class RankGraphs:
         sparse update at the global batch), from a rank that holds every table."""
         if self._table_seconds is None:
             # fused lookups price their tables together: ask the per-table kernels
-            source = self
-            if per_table_doc(self.doc) is not self.doc:
-                source = RankGraphs(per_table_doc(self.doc), self.platform, self.profile,
-                                    self.overheads, self.cancelled)
+            unfused = per_table_doc(self.doc)
+            source = self if unfused is self.doc else RankGraphs(
+                unfused, self.platform, self.profile, self.overheads, self.cancelled)
             every = source.costed(frozenset(t.key for t in self.tables))
             seconds = {t.key: 0.0 for t in self.tables}
             for op in every.ops:

@@ -397,7 +397,7 @@ def other_cpu_note(profile: DeviceProfile | None,
     from .devices.specs import cpu_signature
 
     theirs, host = profile.provenance.get("cpu_signature"), cpu_signature()
-    if theirs == host:
+    if theirs is None or theirs == host:   # not recorded (calibrated before session 11)
         return None
-    return (f"the profile was calibrated on another CPU ({theirs or 'not recorded'}) than "
-            f"this one ({host}): {how} measures this one")
+    return (f"the profile was calibrated on another CPU ({theirs}) than this one ({host}): "
+            f"{how} measures this one")

@@ -5,6 +5,7 @@ learned kernel models come from device profiles (``calibrate``) and override the
 """
 from __future__ import annotations
 
+import functools
 import os
 import platform
 from dataclasses import dataclass, field
@@ -173,6 +174,7 @@ def cpu_model() -> str:
     return platform.processor() or "CPU"
 
 
+@functools.lru_cache(maxsize=1)
 def cpu_signature() -> str:
     """What sets this CPU's speed beyond its marketing name (a VM may only say "AMD
     EPYC"): vendor, family and model from ``/proc/cpuinfo``, and its widest vector ISA,

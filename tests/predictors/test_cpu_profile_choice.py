@@ -50,3 +50,13 @@ def test_gpu_profiles_carry_no_cpu_note():
     gpu = default_profile("NVIDIA H200", "gpu")
     assert gpu is not None and other_cpu_note(gpu) is None
     assert profiles.other_cpu_note(None) is None
+
+
+def test_a_profile_that_does_not_record_its_cpu_gets_no_claim(monkeypatch):
+    import dataclasses
+
+    prof = default_profile("cpu", "cpu", 1)
+    unknown = dataclasses.replace(prof, provenance={
+        k: v for k, v in prof.provenance.items() if k != "cpu_signature"})
+    monkeypatch.setattr(specs, "cpu_signature", lambda: ZEN3)
+    assert other_cpu_note(unknown) is None
