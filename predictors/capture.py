@@ -97,14 +97,6 @@ class OpRecorder(TorchDispatchMode):
         src = self._get(self._producer, ins[0]) if ins else None
         age = self.written - self._written_at.get(src, 0) if src is not None else self.written
         name = f"{ns}::{func._schema.name.split('::')[-1]}"
-        if classify(name) == "view":   # no data moves: its output is as old as its input
-            self._written_at[idx] = self._written_at.get(src, self.written)
-        else:
-            sparse = [t for t in ins if t.is_sparse]
-            # an update with sparse rows writes those rows, not the table it updates
-            self.written += (sum(_sparse_bytes(t, self._get(self._nnz, t, 0)) for t in sparse)
-                             if sparse else sum(_nbytes(t) for t in outs))
-            self._written_at[idx] = self.written
         node = torch._C._current_autograd_node()
         self.graph.add_node(
             idx, name=name, overload=func._overloadname,
@@ -124,6 +116,7 @@ class OpRecorder(TorchDispatchMode):
                 self.graph.add_edge(src, idx)
         # a real run takes the in-place path: no new memory, the input lives on
         renamed = _as_in_a_real_run(self.graph, idx)
+        self._count_written(idx, src, ins, outs)
         self.ledger.read(ins)
         self.ledger.wrote(idx, outs, out_nnz, same_as=ins[:1] if renamed else None,
                           indices_shared="embedding" in self.graph.nodes[idx]["name"])
@@ -131,6 +124,21 @@ class OpRecorder(TorchDispatchMode):
         for t in written:  # an in-place collective (all-reduce) produces its inputs anew
             self._producer[id(t)] = (weakref.ref(t), idx)
         return out
+
+    def _count_written(self, idx: int, src, ins, outs) -> None:
+        """Add what op ``idx`` writes (as a real run names it) to the step's bytes
+        written, and note the count its outputs were written at."""
+        if classify(self.graph.nodes[idx]["name"]) == "view":
+            # no data moves: its output is as old as its input (0: made before the step)
+            self._written_at[idx] = self._written_at.get(src, 0)
+            return
+        sparse_in = [t for t in ins if t.is_sparse]
+        if sparse_in and not any(t.is_sparse for t in outs):
+            written = sparse_in   # an update with sparse rows writes those rows
+        else:
+            written = outs
+        self.written += sum(_nbytes(t, self._get(self._nnz, t, 0)) for t in written)
+        self._written_at[idx] = self.written
 
     def _on_host(self, ins, outs) -> bool:
         """Every tensor of the op is a CPU tensor while the step is on another device (an
@@ -162,16 +170,11 @@ class OpRecorder(TorchDispatchMode):
             self.phase = old
 
 
-def _nbytes(t: torch.Tensor) -> int:
+def _nbytes(t: torch.Tensor, nnz: int = 0) -> int:
+    """The bytes ``t`` holds: a sparse COO tensor's ``nnz`` rows (its values)."""
     if t.is_sparse:
-        return 0   # its values and indices are counted where they are made
+        return nnz * (t.numel() // max(1, t.shape[0]) if t.dim() else 1) * t.element_size()
     return t.numel() * t.element_size()
-
-
-def _sparse_bytes(t: torch.Tensor, nnz: int) -> int:
-    """The rows a sparse COO tensor of ``nnz`` entries holds."""
-    row = t.numel() // max(1, t.shape[0]) if t.dim() else 1
-    return nnz * row * t.element_size()
 
 
 class _Unrecorded(TorchDispatchMode):

@@ -376,14 +376,17 @@ def default_profile(device_name: str, kind: str, threads: int = 1) -> DeviceProf
                 return prof
             fallback = fallback or prof
     if cpus:
-        # this CPU's own calibration first, then one with the same vector ISA
+        # this CPU's own calibration first, then one with its vector ISA, then its vendor's
         from .devices.specs import cpu_signature
 
         host = cpu_signature()
-        isa = host.rsplit(", ", 1)[-1]
-        cpus.sort(key=lambda p: (p.provenance.get("cpu_signature") != host,
-                                 not str(p.provenance.get("cpu_signature", "")).endswith(isa)))
-        return cpus[0]
+        isa, vendor = host.rsplit(", ", 1)[-1], host.split(" ", 1)[0]
+
+        def distance(p):
+            sig = str(p.provenance.get("cpu_signature") or "")
+            return (sig != host, not sig.endswith(isa), not sig.startswith(vendor), not sig)
+
+        return min(cpus, key=distance)
     return fallback
 
 

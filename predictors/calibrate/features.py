@@ -19,8 +19,9 @@ __all__ = ["MODEL_CLASSES", "FEATURES_VERSION", "model_class", "featurize",
 
 # 1: sizes, roofline figures, names.  2: + the alignment of GEMM dimensions.  3: + the
 # innermost dimension, broadcasting and the phase of elementwise ops, reductions and
-# copies.  A model keeps the version it was fitted with, so older profiles predict
-# unchanged.
+# copies.  4: + their first input's layout and age.  5: + the age for embedding lookups,
+# their backwards and sparse updates.  A model keeps the version it was fitted with, so
+# older profiles predict unchanged.
 FEATURES_VERSION = 5
 _PHASES = ("forward", "backward", "optimizer")
 
@@ -110,9 +111,10 @@ def _age(node: dict) -> float:
     """The first input's age in bytes written since (log KiB; 0: just written, or a
     microbenchmark's warm input).  For a table's lookup or sparse update the first input
     is the weight, which no op of the step writes: its age is everything the step wrote
-    before, how far the caches have moved on since the table's rows were last read
-    (feature version 5: the sparse update of a 2-ms DLRM step ran at half the time its
-    larger steps' updates had taught the model; session 11)."""
+    before, how far the caches have moved on since the table's rows were last read; for
+    a lookup's backward, the incoming gradient's (feature version 5: the sparse update
+    of a 2-ms DLRM step ran at half the time its larger steps' updates had taught the
+    model; session 11)."""
     return _log(float(node.get("input_age_bytes") or 0) / 1024.0)
 
 

@@ -193,7 +193,8 @@ def cpu_signature() -> str:
     except OSError:
         pass
     flags = _cpu_flags()
-    isa = "avx512" if "avx512f" in flags else "avx2" if "avx2" in flags else "sse"
+    isa = ("avx512" if "avx512f" in flags else "avx2" if "avx2" in flags else "sse"
+           if platform.machine() in ("x86_64", "AMD64", "i686") else platform.machine())
     if not fields:
         return f"{platform.machine() or 'cpu'}, {isa}"
     return (f"{fields.get('vendor_id', '?')} family {fields.get('cpu family', '?')} "

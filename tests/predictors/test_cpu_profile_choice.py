@@ -14,8 +14,10 @@ ZEN4 = "AuthenticAMD family 25 model 17, avx512"
 
 
 def test_this_cpu_has_a_signature():
+    import platform
+
     sig = specs.cpu_signature()
-    assert sig.rsplit(", ", 1)[-1] in ("avx512", "avx2", "sse")
+    assert sig.rsplit(", ", 1)[-1] in ("avx512", "avx2", "sse", platform.machine())
 
 
 @pytest.mark.parametrize("host,expected", [
@@ -60,3 +62,31 @@ def test_a_profile_that_does_not_record_its_cpu_gets_no_claim(monkeypatch):
         k: v for k, v in prof.provenance.items() if k != "cpu_signature"})
     monkeypatch.setattr(specs, "cpu_signature", lambda: ZEN3)
     assert other_cpu_note(unknown) is None
+
+
+def test_the_exact_cpu_wins_over_one_with_the_same_vector_isa(monkeypatch, tmp_path):
+    """Two profiles for AVX-512 CPUs, an unsigned one first: the host's own is chosen."""
+    import json
+    import shutil
+
+    src = default_profile("cpu", "cpu", 1)
+    path = profiles.profile_file(src)
+    copies = []
+    for name, signature in (("a-unsigned", None), ("b-intel", "GenuineIntel family 6 "
+                                                   "model 143, avx512"), ("c-zen4", ZEN4)):
+        doc = json.loads(path.read_text())
+        doc["name"] = name
+        doc["provenance"].pop("cpu_signature", None)
+        if signature:
+            doc["provenance"]["cpu_signature"] = signature
+        doc["arrays"] = f"{name}.npz"
+        (tmp_path / f"{name}.json").write_text(json.dumps(doc))
+        shutil.copy(path.with_suffix(".npz"), tmp_path / f"{name}.npz")
+        copies.append(tmp_path / f"{name}.json")
+    monkeypatch.setattr(profiles, "bundled_profiles", lambda: copies)
+    for host, expected in ((ZEN4, "c-zen4"),
+                           ("GenuineIntel family 6 model 143, avx512", "b-intel"),
+                           ("GenuineIntel family 6 model 207, avx512", "b-intel"),
+                           ("GenuineIntel family 6 model 85, avx2", "b-intel")):
+        monkeypatch.setattr(specs, "cpu_signature", lambda host=host: host)
+        assert default_profile("cpu", "cpu", 1).name == expected, host

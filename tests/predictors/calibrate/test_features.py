@@ -170,3 +170,29 @@ def test_a_tables_update_and_lookup_see_the_steps_bytes_written_not_the_table():
     v4, v5 = (featurize(updates[0], "sparse_update", spec, ["aten::add_"], version=v)
               for v in (4, 5))
     assert len(v5) == len(v4) + 1 and v5[-2] == pytest.approx(np.log2(1 + ages[0] / 1024))
+
+
+def test_an_inputs_age_is_the_bytes_written_since_it_was():
+    import torch
+
+    from predictors.capture import OpRecorder
+
+    x = torch.empty(1000, device="meta")            # made before the step
+    weight = torch.empty(10, 100, device="meta")
+    recorder = OpRecorder(device="meta")
+    with recorder:
+        a = x * 2            # reads x: nothing written yet      (writes 4000 bytes)
+        b = a + 1            # reads a: just written             (4000)
+        b * 3                # reads b: just written             (4000)
+        a.clone()            # reads a: b and b * 3 since        (4000)
+        v = a.view(10, 100)  # reads a (three writes since); writes nothing, as old as a
+        v.clone()            # b, b * 3 and a.clone() since      (4000)
+        t = weight.t()       # a view of a tensor from before the step
+        t.clone()            # as old as the weight: everything written so far
+    nodes = [recorder.graph.nodes[i] for i in sorted(recorder.graph.nodes)]
+    assert [n["name"] for n in nodes] == ["aten::mul", "aten::add", "aten::mul",
+                                          "aten::clone", "aten::view", "aten::clone",
+                                          "aten::t", "aten::clone"]
+    assert [n["input_age_bytes"] for n in nodes] == [0, 0, 0, 8000, 12000, 12000, 20000,
+                                                     20000]
+    assert recorder.written == 24000
