@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import sys
 import time
@@ -28,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from predictors.calibrate.models import gmae  # noqa: E402
 from predictors.calibrate.samples import random_dlrm  # noqa: E402
 from predictors.embedding_blocks import with_kernel  # noqa: E402
 from predictors.predict import predict  # noqa: E402
@@ -59,10 +59,6 @@ def measure_pair(docs: list[dict], device: str, rounds: int, steps: int) -> list
     return [statistics.median(s) for s in samples]
 
 
-def geomean(values: list[float]) -> float:
-    return math.exp(sum(math.log(max(v, 1e-9)) for v in values) / len(values))
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=6, help="random DLRMs (default 6)")
@@ -92,14 +88,18 @@ def main() -> int:
         print(f"{base['name'][:44]:<44} {measured[0]:>9.2f} {predicted[0]:>9.2f} "
               f"{measured[1]:>9.2f} {predicted[1]:>9.2f} {row['measured_ratio']:>9.3f} "
               f"{row['predicted_ratio']:>9.3f}", flush=True)
-    for j, kernel in enumerate(KERNELS):
-        err = [abs(r["predicted_ms"][kernel] / r["measured_ms"][kernel] - 1) for r in rows]
-        print(f"{kernel}: geomean |error| {100 * geomean(err):.1f} %, worst "
-              f"{100 * max(err):.1f} %")
-    err = [abs(r["predicted_ratio"] / r["measured_ratio"] - 1) for r in rows]
-    print(f"fused / per-table ratio: measured geomean {geomean([r['measured_ratio'] for r in rows]):.3f}, "
-          f"predicted {geomean([r['predicted_ratio'] for r in rows]):.3f}; geomean |error| "
-          f"{100 * geomean(err):.1f} %, worst {100 * max(err):.1f} %")
+    for kernel in KERNELS:
+        pred = [r["predicted_ms"][kernel] for r in rows]
+        meas = [r["measured_ms"][kernel] for r in rows]
+        worst = max(abs(p / m - 1) for p, m in zip(pred, meas))
+        print(f"{kernel}: geomean |error| {100 * gmae(pred, meas):.1f} %, worst "
+              f"{100 * worst:.1f} %")
+    pred = [r["predicted_ratio"] for r in rows]
+    meas = [r["measured_ratio"] for r in rows]
+    worst = max(abs(p / m - 1) for p, m in zip(pred, meas))
+    print(f"fused / per-table ratio: measured geomean {statistics.geometric_mean(meas):.3f}, "
+          f"predicted {statistics.geometric_mean(pred):.3f}; geomean |error| "
+          f"{100 * gmae(pred, meas):.1f} %, worst {100 * worst:.1f} %")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0

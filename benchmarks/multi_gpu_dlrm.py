@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from pathlib import Path
@@ -24,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from predictors.calibrate.models import gmae  # noqa: E402
 from predictors.embedding_blocks import with_kernel  # noqa: E402
 from predictors.predict import predict  # noqa: E402
 from predictors.scenario import load_scenario  # noqa: E402
@@ -40,10 +40,6 @@ def four_a100() -> dict:
     gpus = [{"id": f"gpu{i}", "kind": "gpu", "params": {"model": "a100"}} for i in range(4)]
     edges = [{"source": f"gpu{i}", "target": "nvswitch", "kind": "nvlink3"} for i in range(4)]
     return {"nodes": gpus + [{"id": "nvswitch", "kind": "nvswitch"}], "edges": edges}
-
-
-def geomean(values: list[float]) -> float:
-    return math.exp(sum(math.log(max(v, 1e-9)) for v in values) / len(values))
 
 
 def main() -> int:
@@ -76,8 +72,9 @@ def main() -> int:
               f"{row['error_pct']:>+6.1f}%  {row['device_active_ms']:>10.2f} ms "
               f"{row['exposed_comm_ms']:>9.2f} ms  {elapsed:>10.1f}")
     for kernel in kernels:
-        errors = [abs(r["error_pct"]) / 100 for r in rows if r["kernel"] == kernel]
-        print(f"{kernel}: geomean |error| {100 * geomean(errors):.1f} %")
+        mine = [r for r in rows if r["kernel"] == kernel]
+        error = gmae([r["predicted_ms"] for r in mine], [r["measured_ms"] for r in mine])
+        print(f"{kernel}: geomean |error| {100 * error:.1f} %")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0

@@ -23,11 +23,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["EmbeddingTablesBlock", "FusedEmbeddingTables", "LOOKUP_KERNELS", "bag_input",
+__all__ = ["EmbeddingTablesBlock", "FusedEmbeddingTables", "bag_input",
            "rowwise_input", "table_inputs", "lookup_specs", "fused_groups", "per_table_doc",
            "with_kernel"]
-
-LOOKUP_KERNELS = ("per_table", "fused")
 
 
 class EmbeddingTablesBlock(nn.Module):
