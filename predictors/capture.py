@@ -348,6 +348,7 @@ def capture_training_step(workload: Workload, *, gpu: bool = False) -> nx.DiGrap
         if buckets is not None:
             buckets.detach()
     graph = recorder.graph
+    graph.graph["written_bytes"] = recorder.written   # the step's footprint (devices.footprint)
     ledger = recorder.ledger
     params = list(module.parameters())
     graph.graph["memory"] = step_memory(

@@ -199,6 +199,7 @@ def predict(scenario: dict, *, profile=None, overheads=None,
     """
     from .capture import capture_scenario
     from .devices.costs import cost_op_graph
+    from .devices.footprint import footprint_note, step_footprint
     from .memory import memory_note
     from .simulate import simulate_rank
 
@@ -223,6 +224,8 @@ def predict(scenario: dict, *, profile=None, overheads=None,
             graph = capture_scenario(doc, gpu=platform.device != "cpu")
             step(0.6, "costing kernels")
             costed = cost_op_graph(graph, platform, profile, overheads)
+            notes.extend(filter(None, [footprint_note(costed.footprint_scale,
+                                                      step_footprint(graph))]))
             step(0.8, "simulating")
             timeline = simulate_rank(costed, title=title, cancelled=cancelled)
             num_ops, device_name = graph.number_of_nodes(), costed.device.name

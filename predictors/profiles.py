@@ -2,7 +2,8 @@
 
 A profile holds what the predictor knows about one device: its figures (``DeviceSpec``),
 per-op CPU overheads T1-T5, the op -> kernels launch map, learned kernel models per op
-class, where it all came from (provenance) and how well it validates.
+class, a measured device's step-footprint curve (``devices.footprint``), where it all
+came from (provenance) and how well it validates.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from typing import Protocol
 
 import numpy as np
 
+from .devices.footprint import FootprintScale
 from .devices.specs import DeviceSpec
 from .fileio import atomic_write_bytes
 
@@ -130,6 +132,7 @@ class DeviceProfile:
     kernel_models: dict[str, KernelModel] = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)
     validation: dict = field(default_factory=dict)
+    footprint_scale: FootprintScale | None = None  # CPU steps whose data stay cached
 
 
 def _spec_to_json(spec: DeviceSpec) -> dict:
@@ -157,6 +160,8 @@ def save_profile(profile: DeviceProfile, path: str | os.PathLike) -> Path:
            "overheads": profile.overheads.to_json() if profile.overheads else None,
            "launch_map": profile.launch_map, "kernel_models": models,
            "provenance": profile.provenance, "validation": profile.validation,
+           "footprint_scale": (profile.footprint_scale.to_json()
+                               if profile.footprint_scale else None),
            "arrays": path.with_suffix(".npz").name if arrays else None}
     if arrays:
         buf = io.BytesIO()
@@ -244,6 +249,11 @@ def _load_profile(path: Path) -> DeviceProfile:
                             OverheadTable.from_json(overheads) if overheads else None,
                             doc.get("launch_map", {}), models, doc.get("provenance", {}),
                             doc.get("validation", {}))
+    if doc.get("footprint_scale"):
+        try:
+            profile.footprint_scale = FootprintScale.from_json(doc["footprint_scale"])
+        except ValueError as exc:
+            raise ProfileError(f"{path}: {exc}") from None
     _check_loaded(path, profile, doc, arrays)
     return profile
 

@@ -8,6 +8,8 @@
    uniform and Zipf indices.
 4. One learned model per op class (MLP or boosted trees, whichever validates better),
    overheads per op name and phase, provenance, and the held-out error figures.
+5. The step-footprint curve (``devices.footprint``): each profiled step predicted by
+   models fitted without it (two folds), against the bytes the step writes.
 """
 from __future__ import annotations
 
@@ -23,6 +25,9 @@ import numpy as np
 import torch
 
 from . import CalibrationCancelled
+from ..devices.costs import cost_op_graph
+from ..devices.footprint import FootprintScale, fit_footprint_scale, step_footprint
+from ..devices.platforms import resolve_platform
 from ..devices.roofline import VIEW_OPS, kernel_cost
 from ..devices.specs import cpu_signature, local_cpu_spec
 from ..profiles import DeviceProfile, OpOverheads, OverheadTable
@@ -30,7 +35,7 @@ from .features import MODEL_CLASSES, model_class
 from .hostload import OtherProcesses
 from .speed import combine, probe
 from .microbench import embedding_cases, gemm_cases, profiler_overhead_us, run_case
-from .models import fit_class_model
+from .models import fit_class_model, gmae
 from .noise import class_floor, pair_floor, steps_floor
 from .profiling import profile_step
 from .samples import random_dlrm, random_transformer
@@ -181,6 +186,7 @@ def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
                 if cls:
                     samples[cls].append((r["node"], r["dur_us"] / 1e3))
                     per_step[cls].append(r.get("dur_steps_us"))
+        in_step = {cls: len(rows) for cls, rows in samples.items()}
         sweeps = [("gemm", gemm_cases(rng)), ("embedding", embedding_cases(rng))]
         j = 0
         # Every REPEAT_EVERY-th case, the case measured two cases before is measured
@@ -229,6 +235,9 @@ def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
             n_iso, pair_floor(repeats.get(cls, [])), len(data) - n_iso,
             steps_floor(per_step.get(cls, [])))
         validation["classes"][cls] = model.metrics
+    tick("fitting the step-footprint curve")
+    footprint, validation["footprint"] = footprint_curve(steps, samples, in_step, models,
+                                                        spec, seed)
     elapsed = time.perf_counter() - t_start
     provenance = {
         "source": "calibrated on this machine by `python -m predictors calibrate`",
@@ -248,4 +257,57 @@ def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
     }
     return DeviceProfile(f"local CPU, {threads} thread{'s' if threads > 1 else ''}",
                          "measured", spec, gap_overheads(steps), {}, models, provenance,
-                         validation)
+                         validation, footprint)
+
+
+def footprint_curve(steps, samples: dict, in_step: dict, models: dict, spec,
+                    seed: int = 0) -> tuple[FootprintScale | None, dict]:
+    """The step-footprint curve and its figures, from steps each predicted by models
+    that never saw it: two folds of the profiled steps (pairs of a DLRM and an LM go
+    together); each fold's models are refitted, with the kind the full fit chose, on the
+    other fold's in-step samples and all microbenchmarks (``samples[cls]`` lists a
+    class's ``in_step[cls]`` in-step samples, step by step, before the rest), and its
+    gaps come from the other fold's steps."""
+    steps = [s for s in steps if s.graph is not None and s.records]
+    if len(steps) < 8:
+        return None, {"steps": len(steps), "note": "too few profiled steps for a curve"}
+    fold = [(i // 2) % 2 for i in range(len(steps))]
+    # which step each in-step sample came from: records in order, model classes only
+    owner = defaultdict(list)
+    for i, step in enumerate(steps):
+        for r in step.records:
+            cls = model_class(r["node"])
+            if cls:
+                owner[cls].append(i)
+    platform = resolve_platform({"preset": "local-cpu", "threads": spec.threads})
+    written, measured, predicted = [], [], []
+    for k in (0, 1):
+        fold_models = {}
+        for cls, model in models.items():
+            rows = samples[cls]
+            keep = [j for j in range(len(rows))
+                    if j >= in_step.get(cls, 0) or fold[owner[cls][j]] != k]
+            fold_models[cls] = fit_class_model(
+                cls, [rows[j][0] for j in keep], np.array([rows[j][1] for j in keep]),
+                spec, seed=seed, holdout=0.0, kinds=(model.kind,))
+        table = gap_overheads([s for s, f in zip(steps, fold) if f != k])
+        profile = DeviceProfile("fold", "measured", spec, table, {}, fold_models)
+        for step, f in zip(steps, fold):
+            if f != k:
+                continue
+            costed = cost_op_graph(step.graph, platform, profile)
+            predicted.append(sum(op.kernel_s + op.overheads.t1 for op in costed.ops))
+            measured.append(max(1e-9, step.step_us * 1e-6 - table.step_s))
+            written.append(step_footprint(step.graph))
+    curve = fit_footprint_scale(written, measured, predicted)
+    before = gmae(np.array(predicted), np.array(measured))
+    after = (gmae(np.array([p * curve.at(w) for p, w in zip(predicted, written)]),
+                  np.array(measured)) if curve else before)
+    return curve, {"steps": len(measured), "step_gmae_without": before,
+                   "step_gmae_with": after,
+                   # the curve at a few sizes, for people reading the profile
+                   "scale_at_mb_written": {f"{mb:g}": round(curve.at(mb * 1e6), 3)
+                                           for mb in (2, 5, 10, 20, 50, 200)} if curve
+                   else None,
+                   "note": "each step predicted by models fitted on the other half of the "
+                           "steps (two folds); 'with' applies the curve fitted on them all"}

@@ -70,6 +70,7 @@ class StepProfile:
     events: int = 0  # events one profiled step records
     tail_raw: tuple[float, int] | None = None
     device_busy_us: float | None = None  # GPU steps: the traced step's kernel time
+    graph: object = field(default=None, repr=False, compare=False)  # the step's capture
 
     def remove_profiler_cost(self, per_event_us: float) -> None:
         """Set ``dur_us``, ``gap_us`` and ``tail_us`` from the raw figures (``dur_raw``,
@@ -300,7 +301,7 @@ def profile_step(doc: dict, warmup: int = 5, timed: int = 3, seed: int = 0,
     result = StepProfile(doc["name"], platform.threads, step_us,
                          statistics.median(profiled_us), 0.0,
                          warmup_steps=len(warm), profiled_steps=len(profs),
-                         step_samples_us=plain)
+                         step_samples_us=plain, graph=graph)
     dur_s: dict[int, list] = {}
     gap_s: dict[int, list] = {}
     tails, n_events, aligned = [], [], None

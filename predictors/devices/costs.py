@@ -9,6 +9,7 @@ from ..memory import StepMemory
 from ..profiles import DeviceProfile, OpOverheads, OverheadTable
 from .overheads import default_overheads
 from .platforms import Platform
+from .footprint import step_footprint
 from .fused_lookups import fused_seconds, split_fused
 from .roofline import KernelCost, kernel_cost
 from .specs import DeviceSpec, device_spec
@@ -43,6 +44,7 @@ class CostedGraph:
     overheads: OverheadTable
     platform: Platform
     memory: StepMemory | None = None   # the step's device memory (from the capture)
+    footprint_scale: float = 1.0   # applied to every op: the step's data stay cached
 
 
 def shape_detail(node: dict) -> str:
@@ -113,6 +115,8 @@ def cost_op_graph(graph: nx.DiGraph, platform: Platform,
     A ``profile`` supplies the device figures, learned kernel models (per op class) and
     per-op overheads; whatever it lacks falls back to the roofline and the defaults.
     ``overheads`` replaces the profile's (e.g. measured from the user's own trace).
+    A CPU profile's footprint curve scales every op's kernel and gap by the bytes the
+    step writes (``devices.footprint``).
     """
     device = profile.device if profile is not None else device_spec(platform.device,
                                                                       platform.threads)
@@ -122,11 +126,18 @@ def cost_op_graph(graph: nx.DiGraph, platform: Platform,
     order = sorted(graph.nodes)
     nodes = [graph.nodes[i] for i in order]
     costs, seconds, models = kernel_seconds(nodes, device, profile)
+    scale = 1.0
+    if profile is not None and profile.footprint_scale is not None and device.kind == "cpu":
+        scale = profile.footprint_scale.at(step_footprint(graph))
     ops, previous, previous_bytes = [], None, 0.0
     for i, node, cost, sec, model in zip(order, nodes, costs, seconds, models):
         oh = overheads.for_op(node["name"], node["phase"], previous)
         if oh.t1_per_byte and cost.category != "view":  # size-dependent gap (profiles)
             oh = replace(oh, t1=oh.t1 + oh.t1_per_byte * (cost.bytes + previous_bytes))
+        if scale != 1.0:   # the gaps too, where they are the profile's own
+            sec = sec * scale
+            if overheads is profile.overheads:
+                oh = replace(oh, t1=oh.t1 * scale)
         ops.append(CostedOp(i, node["name"], cost.category, node["thread"], node["phase"],
                             node["block"] or node["grad_fn"], shape_detail(node), sec,
                             cost.flops, cost.bytes, model,
@@ -134,4 +145,4 @@ def cost_op_graph(graph: nx.DiGraph, platform: Platform,
                             (node.get("lookup") or {}).get("table", "")))
         if cost.category != "view":
             previous, previous_bytes = node["name"], cost.bytes
-    return CostedGraph(ops, device, overheads, platform, graph.graph.get("memory"))
+    return CostedGraph(ops, device, overheads, platform, graph.graph.get("memory"), scale)
