@@ -268,11 +268,12 @@ def footprint_curve(steps, samples: dict, in_step: dict, models: dict, spec,
     other fold's in-step samples and all microbenchmarks (``samples[cls]`` lists a
     class's ``in_step[cls]`` in-step samples, step by step, before the rest), and its
     gaps come from the other fold's steps."""
-    steps = [s for s in steps if s.graph is not None and s.records]
-    if len(steps) < 8:
-        return None, {"steps": len(steps), "note": "too few profiled steps for a curve"}
+    usable = sum(1 for s in steps if s.graph is not None and s.records)
+    if usable < 8:
+        return None, {"steps": usable, "note": "too few profiled steps for a curve"}
     fold = [(i // 2) % 2 for i in range(len(steps))]
-    # which step each in-step sample came from: records in order, model classes only
+    # which step each in-step sample came from: every step's records in order (as
+    # calibrate_cpu collected them), model classes only
     owner = defaultdict(list)
     for i, step in enumerate(steps):
         for r in step.records:
@@ -293,7 +294,7 @@ def footprint_curve(steps, samples: dict, in_step: dict, models: dict, spec,
         table = gap_overheads([s for s, f in zip(steps, fold) if f != k])
         profile = DeviceProfile("fold", "measured", spec, table, {}, fold_models)
         for step, f in zip(steps, fold):
-            if f != k:
+            if f != k or step.graph is None or not step.records:
                 continue
             costed = cost_op_graph(step.graph, platform, profile)
             predicted.append(sum(op.kernel_s + op.overheads.t1 for op in costed.ops))
@@ -310,4 +311,5 @@ def footprint_curve(steps, samples: dict, in_step: dict, models: dict, spec,
                                            for mb in (2, 5, 10, 20, 50, 200)} if curve
                    else None,
                    "note": "each step predicted by models fitted on the other half of the "
-                           "steps (two folds); 'with' applies the curve fitted on them all"}
+                           "steps (two folds); 'with' applies the curve fitted on them all "
+                           "(in sample)"}

@@ -126,18 +126,19 @@ def cost_op_graph(graph: nx.DiGraph, platform: Platform,
     order = sorted(graph.nodes)
     nodes = [graph.nodes[i] for i in order]
     costs, seconds, models = kernel_seconds(nodes, device, profile)
-    scale = 1.0
+    scale = gap_scale = 1.0
     if profile is not None and profile.footprint_scale is not None and device.kind == "cpu":
         scale = profile.footprint_scale.at(step_footprint(graph))
+        # the gaps too, where they are the profile's own (the curve was fitted with them)
+        gap_scale = scale if overheads == profile.overheads else 1.0
     ops, previous, previous_bytes = [], None, 0.0
     for i, node, cost, sec, model in zip(order, nodes, costs, seconds, models):
         oh = overheads.for_op(node["name"], node["phase"], previous)
         if oh.t1_per_byte and cost.category != "view":  # size-dependent gap (profiles)
             oh = replace(oh, t1=oh.t1 + oh.t1_per_byte * (cost.bytes + previous_bytes))
-        if scale != 1.0:   # the gaps too, where they are the profile's own
-            sec = sec * scale
-            if overheads is profile.overheads:
-                oh = replace(oh, t1=oh.t1 * scale)
+        sec *= scale
+        if gap_scale != 1.0:
+            oh = replace(oh, t1=oh.t1 * gap_scale)
         ops.append(CostedOp(i, node["name"], cost.category, node["thread"], node["phase"],
                             node["block"] or node["grad_fn"], shape_detail(node), sec,
                             cost.flops, cost.bytes, model,

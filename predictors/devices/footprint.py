@@ -41,7 +41,8 @@ def footprint_note(scale: float, written_bytes: float | None) -> str | None:
 @dataclass(frozen=True)
 class FootprintScale:
     """Step-time factor against bytes written per step: piecewise linear in
-    ``log(bytes)`` between the knots, constant beyond them."""
+    ``log(bytes)`` between the knots, constant beyond them.  Scales lie in (0, 1] and do
+    not decrease: a step can only lose its cache's help as its footprint grows."""
 
     written_bytes: tuple[float, ...]
     scale: tuple[float, ...]
@@ -52,10 +53,12 @@ class FootprintScale:
             raise ValueError("footprint_scale: needs as many scales as knots, at least one")
         if any(not (b > 0 and math.isfinite(b)) for b in self.written_bytes):
             raise ValueError("footprint_scale.written_bytes: must be positive numbers")
-        if any(not (0 < s < math.inf) for s in self.scale):
-            raise ValueError("footprint_scale.scale: must be positive numbers")
+        if any(not (0 < s <= 1) for s in self.scale):
+            raise ValueError("footprint_scale.scale: must be numbers in (0, 1]")
         if any(b >= c for b, c in zip(self.written_bytes, self.written_bytes[1:])):
             raise ValueError("footprint_scale.written_bytes: must increase")
+        if any(a > b for a, b in zip(self.scale, self.scale[1:])):
+            raise ValueError("footprint_scale.scale: must not decrease")
 
     def at(self, written_bytes: float | None) -> float:
         """The factor for a step writing ``written_bytes`` (1.0 when unknown)."""
@@ -69,9 +72,23 @@ class FootprintScale:
                 "steps": self.steps}
 
     @classmethod
-    def from_json(cls, d: dict) -> "FootprintScale":
-        return cls(tuple(float(x) for x in d["written_bytes"]),
-                   tuple(float(x) for x in d["scale"]), int(d.get("steps", 0)))
+    def from_json(cls, d) -> "FootprintScale":
+        """Rebuild from :meth:`to_json`; a malformed object raises ValueError naming
+        the field."""
+        if not isinstance(d, dict):
+            raise ValueError("footprint_scale: expected an object")
+
+        def numbers(key):
+            xs = d.get(key)
+            if not isinstance(xs, list) or any(
+                    isinstance(x, bool) or not isinstance(x, (int, float)) for x in xs):
+                raise ValueError(f"footprint_scale.{key}: expected a list of numbers")
+            return tuple(float(x) for x in xs)
+
+        steps = d.get("steps", 0)
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+            raise ValueError("footprint_scale.steps: expected a count")
+        return cls(numbers("written_bytes"), numbers("scale"), steps)
 
 
 def fit_footprint_scale(written_bytes, measured, predicted,

@@ -41,6 +41,8 @@ def test_the_curve_interpolates_in_log_bytes_and_is_flat_beyond_its_knots():
     ((), (), "at least one"),
     ((1e6, 1e5), (0.5, 1.0), "must increase"),
     ((1e6,), (0.0,), "scale"),
+    ((1e6,), (1.5,), "scale"),
+    ((1e6, 1e7), (0.9, 0.5), "must not decrease"),
     ((-1.0,), (1.0,), "written_bytes"),
     ((1e6, 1e7), (1.0,), "as many"),
 ])
@@ -96,6 +98,31 @@ def test_a_cpu_profile_scales_every_ops_kernel_and_gap(tmp_path):
     assert load_profile(tmp_path / "p.json").footprint_scale == scaled.footprint_scale
 
 
+def test_each_step_gets_the_curve_at_its_own_footprint():
+    plain = load_profile(CPU)
+    curved = copy.copy(plain)
+    curved.footprint_scale = FootprintScale((1e5, 1e9), (0.5, 1.0))
+    for batch in (16, 512):
+        doc = dlrm(batch)
+        graph = capture_scenario(doc, gpu=False)
+        platform = resolve_platform(doc["platform"])
+        want = curved.footprint_scale.at(step_footprint(graph))
+        assert 0.5 < want < 1.0
+        a, b = cost_op_graph(graph, platform, plain), cost_op_graph(graph, platform, curved)
+        assert b.footprint_scale == pytest.approx(want)
+        assert sum(o.kernel_s for o in b.ops) == pytest.approx(
+            want * sum(o.kernel_s for o in a.ops))
+        # an equal copy of the profile's gap table is the profile's; another table is
+        # the caller's own measurement, which the curve was not fitted with
+        k = next(i for i, op in enumerate(a.ops) if op.overheads.t1 > 0)
+        same = cost_op_graph(graph, platform, curved, copy.deepcopy(plain.overheads))
+        assert same.ops[k].overheads.t1 == pytest.approx(want * a.ops[k].overheads.t1)
+        other = copy.deepcopy(plain.overheads)
+        other.step_s += 1e-3
+        own = cost_op_graph(graph, platform, curved, other)
+        assert own.ops[k].overheads.t1 == pytest.approx(a.ops[k].overheads.t1)
+
+
 def test_a_gpu_profiles_ops_are_not_scaled():
     doc = load_scenario(SCENARIOS / "small_dlrm.json")
     graph = capture_scenario(doc, gpu=True)
@@ -105,12 +132,22 @@ def test_a_gpu_profiles_ops_are_not_scaled():
     assert costed.footprint_scale == 1.0
 
 
-def test_a_corrupt_curve_in_a_profile_file_is_a_named_error(tmp_path):
+@pytest.mark.parametrize("edit", [
+    lambda c: c.update(scale=[0.5, -1.0]),
+    lambda c: c.update(scale=[0.5, float("nan")]),
+    lambda c: c.update(scale=[0.5, 1e300]),
+    lambda c: c.update(scale="12"),
+    lambda c: c.update(written_bytes=["a", 2e7]),
+    lambda c: c.update(written_bytes=[True, 2e7]),
+    lambda c: c.pop("scale"),
+    lambda c: c.update(steps="x"),
+])
+def test_a_corrupt_curve_in_a_profile_file_is_a_named_error(tmp_path, edit):
     prof = copy.copy(load_profile(CPU))
     prof.footprint_scale = FootprintScale((1e6, 1e7), (0.5, 1.0))
     path = save_profile(prof, tmp_path / "p.json")
     doc = json.loads(path.read_text())
-    doc["footprint_scale"]["scale"] = [0.5, -1.0]
+    edit(doc["footprint_scale"])
     path.write_text(json.dumps(doc))
     with pytest.raises(ProfileError) as info:
         load_profile(path)
