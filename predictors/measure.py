@@ -8,6 +8,7 @@ import time
 import torch
 
 from .devices.platforms import resolve_platform
+from .traces.kineto import UNPROFILED_KEY
 from .workload import build_workload, training_step
 
 __all__ = ["measure"]
@@ -51,20 +52,27 @@ def measure(doc: dict, device: str = "cpu", iters: int = 20, warmup: int = 5,
             sync()
             samples.append((time.perf_counter() - t0) * 1e3)
         peak = peak_memory(workload, batch, optimizer, device) if memory else None
+        samples.sort()
+        median = statistics.median(samples)
+        q = lambda f: samples[min(len(samples) - 1, int(f * len(samples)))]
+        result = {"scenario": doc["name"], "device": device, "threads": platform.threads,
+                  "iterations": iters, "iteration_ms": median, "min_ms": samples[0],
+                  "p10_ms": q(0.1), "p90_ms": q(0.9),
+                  "spread_pct": 100.0 * (q(0.9) - q(0.1)) / median, "samples_ms": samples,
+                  "torch": torch.__version__,
+                  **({"peak_memory_bytes": peak} if memory else {})}
         if trace:
+            # The untraced steps' figures travel with the trace: the profiler slows the
+            # step it records, and a comparison wants the step as it runs (traces.compare)
+            unprofiled = {k: result[k] for k in ("scenario", "device", "threads",
+                                                 "iterations", "iteration_ms", "p10_ms",
+                                                 "p90_ms", "torch")}
             _record_trace(workload, batch, optimizer, os.fspath(trace), device, sync,
-                          trace_steps, memory if trace_memory is None else trace_memory)
+                          trace_steps, memory if trace_memory is None else trace_memory,
+                          unprofiled)
     finally:
         torch.set_num_threads(old_threads)
-    samples.sort()
-    median = statistics.median(samples)
-    q = lambda f: samples[min(len(samples) - 1, int(f * len(samples)))]
-    return {"scenario": doc["name"], "device": device, "threads": platform.threads,
-            "iterations": iters, "iteration_ms": median, "min_ms": samples[0],
-            "p10_ms": q(0.1), "p90_ms": q(0.9),
-            "spread_pct": 100.0 * (q(0.9) - q(0.1)) / median, "samples_ms": samples,
-            "torch": torch.__version__,
-            **({"peak_memory_bytes": peak} if memory else {})}
+    return result
 
 
 def peak_memory(workload, batch, optimizer, device: str) -> int:
@@ -110,7 +118,10 @@ def peak_memory(workload, batch, optimizer, device: str) -> int:
 
 
 def _record_trace(workload, batch, optimizer, path: str, device: str, sync=lambda: None,
-                  steps: int = 1, memory: bool = False) -> None:
+                  steps: int = 1, memory: bool = False, unprofiled: dict | None = None) -> None:
+    """Record ``steps`` steps with torch.profiler to ``path`` (gzipped for ``.gz``);
+    ``unprofiled`` (the untraced steps' figures) goes in as the top-level key
+    :data:`UNPROFILED_KEY`, which Perfetto and chrome://tracing ignore."""
     from torch.profiler import ProfilerActivity, profile, record_function
 
     activities = [ProfilerActivity.CPU]
@@ -122,15 +133,18 @@ def _record_trace(workload, batch, optimizer, path: str, device: str, sync=lambd
             with record_function(f"ProfilerStep#{k}"):
                 training_step(workload.module, batch, optimizer)
             sync()  # as the timed steps: each starts with the GPU idle
-    if path.endswith(".gz"):
-        import gzip
-        import tempfile
+    import gzip
+    import json
+    import tempfile
 
-        from .fileio import atomic_write_bytes
-        with tempfile.TemporaryDirectory() as tmp:
-            raw = os.path.join(tmp, "trace.json")
-            prof.export_chrome_trace(raw)
-            with open(raw, "rb") as f:
-                atomic_write_bytes(path, gzip.compress(f.read()))
-    else:
-        prof.export_chrome_trace(path)
+    from .fileio import atomic_write_bytes
+    with tempfile.TemporaryDirectory() as tmp:
+        raw = os.path.join(tmp, "trace.json")
+        prof.export_chrome_trace(raw)
+        with open(raw, "rb") as f:
+            data = f.read()
+    if unprofiled is not None:
+        doc = json.loads(data)
+        doc[UNPROFILED_KEY] = unprofiled
+        data = json.dumps(doc).encode()
+    atomic_write_bytes(path, gzip.compress(data) if path.endswith(".gz") else data)

@@ -223,8 +223,19 @@ class CompareView(QWidget):
         cells = [_FIGURE.format(cap="predicted iteration", val=_ms(c.predicted_ms),
                                 col="#1f2d3d"),
                  _FIGURE.format(cap=f"recorded ({html.escape(c.recorded_step)})",
-                                val=_ms(c.recorded_ms), col="#1f2d3d"),
-                 _FIGURE.format(cap="error", val=_pct(err), col=col),
+                                val=_ms(c.recorded_ms), col="#1f2d3d")]
+        tip = ""
+        if c.unprofiled_ms:   # measure --trace: the step as it runs without the profiler
+            cells.append(_FIGURE.format(cap="measured without profiler",
+                                        val=_ms(c.unprofiled_ms), col="#1f2d3d"))
+            runs = (self.recording.timeline.meta.get("unprofiled") or {}).get("iterations")
+            tip = (f"The trace carries the median of {runs or 'several'} untraced steps of "
+                   f"the same run (measure --trace). The profiler made the recorded step "
+                   f"{c.profiler_cost_pct:+.0f} % longer, and every recorded op with it; "
+                   f"the error is against the untraced median.")
+        self.figures.setToolTip(tip)
+        cells += [_FIGURE.format(cap="error vs measured" if c.unprofiled_ms else "error",
+                                 val=_pct(err), col=col),
                  _FIGURE.format(cap="device active, predicted / recorded",
                                 val=f"{_ms(c.predicted_active_ms)} / "
                                     f"{_ms(c.recorded_active_ms)}", col="#1f2d3d")]

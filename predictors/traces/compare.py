@@ -23,13 +23,30 @@ class Comparison:
     # device memory over the step, where both sides have a counter: each side's swing
     # (highest minus lowest allocated bytes), and peaks where the recording's are absolute
     memory: dict | None = None
+    # the same scenario's median step without the profiler, where the trace carries it
+    # (``measure --trace``): the profiler slows the step it records
+    unprofiled_ms: float | None = None
+
+    @property
+    def reference_ms(self) -> float:
+        """The measured step the prediction is judged against: the unprofiled median
+        where the trace carries one, else the recorded step."""
+        return self.unprofiled_ms if self.unprofiled_ms else self.recorded_ms
 
     @property
     def error_pct(self) -> float | None:
-        return _pct(self.predicted_ms, self.recorded_ms)
+        return _pct(self.predicted_ms, self.reference_ms)
+
+    @property
+    def profiler_cost_pct(self) -> float | None:
+        """How much longer the recorded step ran than the unprofiled median."""
+        return _pct(self.recorded_ms, self.unprofiled_ms) if self.unprofiled_ms else None
 
     def to_json(self) -> dict:
         return {"predicted_ms": self.predicted_ms, "recorded_ms": self.recorded_ms,
+                **({"unprofiled_ms": self.unprofiled_ms,
+                    "profiler_cost_pct": self.profiler_cost_pct}
+                   if self.unprofiled_ms else {}),
                 "error_pct": self.error_pct, "predicted_active_ms": self.predicted_active_ms,
                 "recorded_active_ms": self.recorded_active_ms,
                 "recorded_step": self.recorded_step, "rows": self.rows,
@@ -139,5 +156,7 @@ def compare_timelines(pred: Timeline, rec: Timeline, rank: int = 0) -> Compariso
     head, rest = rows[:2], rows[2:]
     rest.sort(key=lambda r: -abs(r["diff_ms"]))
     p0 = pred.begin_us if len(pred) else 0.0
+    unprofiled = (rec.meta.get("unprofiled") or {}).get("iteration_ms")
     return Comparison(p_ms, r_ms, p_act, r_act, name, p0 - t0, head + rest,
-                      _memory_figures(pred, rank, rec, rrank, t0, t1))
+                      _memory_figures(pred, rank, rec, rrank, t0, t1),
+                      float(unprofiled) if unprofiled else None)

@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..timeline import CATEGORIES, Lane, Span, Timeline
-from .kineto import Kind, KinetoTrace, TraceError, read_kineto, stream_label
+from .kineto import UNPROFILED_KEY, Kind, KinetoTrace, TraceError, read_kineto, stream_label
 from .ops import CpuOps, cpu_ops
 
 __all__ = ["Recording", "load_recording", "kernel_category", "kernel_categories",
@@ -103,6 +103,18 @@ class Recording:
     @property
     def has_device(self) -> bool:
         return any(t.thread_is_device.any() for t in self.traces)
+
+
+def _unprofiled(traces: list[KinetoTrace]) -> dict | None:
+    """The untraced steps' figures that ``measure --trace`` writes into a single-rank
+    trace (``iteration_ms`` > 0), or None."""
+    if len(traces) != 1:
+        return None
+    d = traces[0].meta.get(UNPROFILED_KEY) if isinstance(traces[0].meta, dict) else None
+    ms = d.get("iteration_ms") if isinstance(d, dict) else None
+    if isinstance(ms, bool) or not isinstance(ms, (int, float)) or not 0 < ms < 1e9:
+        return None
+    return {k: v for k, v in d.items() if isinstance(v, (int, float, str))}
 
 
 def _assign_ranks(traces: list[KinetoTrace]) -> None:
@@ -248,6 +260,9 @@ def build_timeline(traces: Sequence[KinetoTrace], ops: Sequence[CpuOps] | None =
     cat_all = lambda k, dt: np.concatenate(cols[k]).astype(dt) if cols[k] else np.zeros(0, dt)
     meta = {"source": "recorded", "files": len(traces),
             "device": next((t.device_name for t in traces if t.device_name), "CPU")}
+    unprofiled = _unprofiled(traces)
+    if unprofiled is not None:
+        meta["unprofiled"] = unprofiled
     tl = Timeline.from_arrays(cat_all("start", np.float64), cat_all("dur", np.float64),
                               cat_all("lane", np.int32), cat_all("cat", np.int16),
                               cat_all("name", np.int32), cat_all("detail", np.int32),

@@ -44,7 +44,12 @@ def test_prediction_beside_own_cpu_recording(qtbot, cpu_prediction, tmp_path):
     view = compared(qtbot, cpu_prediction, SAMPLE)
     c = view.comparison
     assert c is not None and c.recorded_step == "ProfilerStep#0"
-    assert c.recorded_ms == pytest.approx(9.924125)   # the file's ProfilerStep#0
+    assert c.recorded_ms == pytest.approx(9.087432)   # the file's ProfilerStep#0
+    # measure --trace stored its untraced median: the error is judged against it
+    assert c.unprofiled_ms == pytest.approx(8.024917, abs=1e-6)
+    assert c.error_pct == pytest.approx(100 * (c.predicted_ms / c.unprofiled_ms - 1))
+    assert "measured without profiler" in view.figures.text()
+    assert "untraced steps" in view.figures.toolTip()
     assert c.predicted_ms == pytest.approx(cpu_prediction.iteration_ms)
     groups = {r["group"] for r in c.rows}
     assert groups == {"iteration", "op class", "lane"}

@@ -1,6 +1,8 @@
 import gzip
 import json
 
+import pytest
+
 from predictors.measure import measure
 from predictors.scenario import load_scenario
 
@@ -38,3 +40,32 @@ def test_memory_peak_with_or_without_memory_events_in_the_trace(tmp_path):
     count = lambda p: sum(e.get("name") == "[memory]"
                           for e in json.loads(gzip.decompress(p.read_bytes()))["traceEvents"])
     assert count(with_events) > 0 and count(without) == 0
+
+
+def test_the_trace_carries_the_untraced_steps_and_a_comparison_is_judged_on_them(tmp_path):
+    from predictors.predict import predict
+    from predictors.traces import load_recording
+    from predictors.traces.compare import compare_timelines
+    from predictors.traces.kineto import UNPROFILED_KEY
+
+    doc = tiny_dlrm()
+    plain = tmp_path / "step.json"   # not gzipped: the same key
+    out = measure(doc, iters=3, warmup=1, trace=plain)
+    stored = json.loads(plain.read_text())[UNPROFILED_KEY]
+    assert stored["iteration_ms"] == out["iteration_ms"] and stored["iterations"] == 3
+    rec = load_recording([plain])
+    assert rec.timeline.meta["unprofiled"]["iteration_ms"] == out["iteration_ms"]
+    pred = predict(doc)
+    c = compare_timelines(pred.timeline, rec.timeline)
+    assert c.unprofiled_ms == out["iteration_ms"] == c.reference_ms
+    assert c.error_pct == pytest.approx((pred.iteration_ms / out["iteration_ms"] - 1) * 100)
+    assert c.profiler_cost_pct == pytest.approx((c.recorded_ms / out["iteration_ms"] - 1) * 100)
+    assert c.to_json()["unprofiled_ms"] == out["iteration_ms"]
+    # a trace without the key (any other recorder's) is judged on its recorded step
+    doc_ = json.loads(plain.read_text())
+    del doc_[UNPROFILED_KEY]
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(doc_))
+    c2 = compare_timelines(pred.timeline, load_recording([other]).timeline)
+    assert c2.unprofiled_ms is None and c2.reference_ms == c2.recorded_ms
+    assert "unprofiled_ms" not in c2.to_json()
