@@ -14,19 +14,11 @@ from predictors.predict import predict
 from predictors.profiles import ProfileError, load_profile, save_profile
 from predictors.scenario import load_scenario
 
+from cpu_scenarios import small_cpu_dlrm as dlrm
 from paths import ROOT, SCENARIOS
 
 CPU = ROOT / "resources" / "profiles" / "cpu" / "local-cpu-1t.json"
 GPU = ROOT / "resources" / "profiles" / "gpu" / "nvidia-h200.json"
-
-
-def dlrm(batch: int) -> dict:
-    d = load_scenario(SCENARIOS / "small_dlrm.json")
-    d["training"]["batch_size"] = batch
-    for t in d["model"]["nodes"][2]["params"]["tables"]:
-        t["rows"] = 1000
-    d["platform"] = {"preset": "local-cpu", "threads": 1}
-    return d
 
 
 def test_the_curve_interpolates_in_log_bytes_and_is_flat_beyond_its_knots():

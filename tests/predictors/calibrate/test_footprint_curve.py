@@ -11,20 +11,11 @@ from predictors.devices.costs import cost_op_graph
 from predictors.devices.footprint import step_footprint
 from predictors.devices.platforms import resolve_platform
 from predictors.profiles import load_profile
-from predictors.scenario import load_scenario
 
-from paths import ROOT, SCENARIOS
+from cpu_scenarios import small_cpu_dlrm as dlrm
+from paths import ROOT
 
 CPU = ROOT / "resources" / "profiles" / "cpu" / "local-cpu-1t.json"
-
-
-def dlrm(batch: int) -> dict:
-    d = load_scenario(SCENARIOS / "small_dlrm.json")
-    d["training"]["batch_size"] = batch
-    for t in d["model"]["nodes"][2]["params"]["tables"]:
-        t["rows"] = 1000
-    d["platform"] = {"preset": "local-cpu", "threads": 1}
-    return d
 
 
 def synthetic_step(doc: dict, speed: float, dur: float = 1.0,
