@@ -8,7 +8,7 @@ import time
 import torch
 
 from .devices.platforms import resolve_platform
-from .traces.kineto import UNPROFILED_KEY
+from .traces.recording import UNPROFILED_KEY
 from .workload import build_workload, training_step
 
 __all__ = ["measure"]

@@ -32,11 +32,7 @@ except ImportError:  # pragma: no cover - the orjson path below reads the same t
     msgspec = None
 
 __all__ = ["TraceError", "KinetoTrace", "read_kineto", "parse_kineto_bytes", "Kind",
-           "read_json_bytes", "stream_label", "UNPROFILED_KEY"]
-
-# Top-level key of a trace written by ``measure --trace``: the median and spread of the
-# same scenario's steps run without the profiler (which slows the step it records).
-UNPROFILED_KEY = "mldse_unprofiled"
+           "read_json_bytes", "stream_label"]
 
 
 class TraceError(ValueError):

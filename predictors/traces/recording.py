@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..timeline import CATEGORIES, Lane, Span, Timeline
-from .kineto import UNPROFILED_KEY, Kind, KinetoTrace, TraceError, read_kineto, stream_label
+from .kineto import Kind, KinetoTrace, TraceError, read_kineto, stream_label
 from .ops import CpuOps, cpu_ops
 
 __all__ = ["Recording", "load_recording", "kernel_category", "kernel_categories",
@@ -103,6 +103,11 @@ class Recording:
     @property
     def has_device(self) -> bool:
         return any(t.thread_is_device.any() for t in self.traces)
+
+
+# Top-level key of a trace written by ``measure --trace``: the median and spread of the
+# same scenario's steps run without the profiler (which slows the step it records).
+UNPROFILED_KEY = "mldse_unprofiled"
 
 
 def _unprofiled(traces: list[KinetoTrace]) -> dict | None:

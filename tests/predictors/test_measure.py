@@ -46,7 +46,7 @@ def test_the_trace_carries_the_untraced_steps_and_a_comparison_is_judged_on_them
     from predictors.predict import predict
     from predictors.traces import load_recording
     from predictors.traces.compare import compare_timelines
-    from predictors.traces.kineto import UNPROFILED_KEY
+    from predictors.traces.recording import UNPROFILED_KEY
 
     doc = tiny_dlrm()
     plain = tmp_path / "step.json"   # not gzipped: the same key
