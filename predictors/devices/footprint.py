@@ -30,12 +30,11 @@ def step_footprint(graph) -> float | None:
 
 def footprint_note(scale: float, written_bytes: float | None) -> str | None:
     """The prediction's note on an applied curve, or None where it changes < 2 %."""
-    if abs(scale - 1.0) < 0.02 or not written_bytes:
+    if scale > 0.98 or not written_bytes:
         return None
-    how = ("its data stay in the CPU's caches between steps" if scale < 1.0
-           else "its data do not stay in the CPU's caches")
-    return (f"step footprint {written_bytes / 1e6:.1f} MB written per step: {how}; "
-            f"ops and gaps at {scale:.2f}x (the profile's footprint curve)")
+    return (f"step footprint {written_bytes / 1e6:.1f} MB written per step: its data stay "
+            f"in the CPU's caches between steps; ops and gaps at {scale:.2f}x (the "
+            f"profile's footprint curve)")
 
 
 @dataclass(frozen=True)
