@@ -211,10 +211,14 @@ def _cmd_measure(args) -> int:
         print("error: --device cuda: no GPU here (torch.cuda.is_available() is False)",
               file=sys.stderr)
         return 2
+    if args.et and not args.trace:
+        print("error: --et: the execution trace is recorded with the Kineto trace; give "
+              "--trace OUT.json[.gz] too", file=sys.stderr)
+        return 2
     if args.threads:
         doc["platform"] = {"preset": "local-cpu", "threads": args.threads}
     result = measure(doc, device=args.device, iters=args.iters, warmup=args.warmup,
-                     trace=args.trace, memory=args.memory)
+                     trace=args.trace, memory=args.memory, et=args.et)
     if args.json:
         print(json.dumps(result))
     else:
@@ -505,6 +509,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="CPU threads (default: the scenario's)")
     m.add_argument("--trace", metavar="OUT.json[.gz]",
                    help="also record one step with torch.profiler (Kineto JSON)")
+    m.add_argument("--et", metavar="ET.json[.gz]",
+                   help="with --trace: also record the traced step's PyTorch execution "
+                        "trace (linked to the Kineto events by record-function id)")
     m.add_argument("--memory", action="store_true",
                    help="also measure one step's peak of allocated tensor memory (and "
                         "record memory events in --trace)")

@@ -17,7 +17,7 @@ __all__ = ["measure"]
 def measure(doc: dict, device: str = "cpu", iters: int = 20, warmup: int = 5,
             trace: str | os.PathLike | None = None, seed: int = 0,
             fast_init: bool = False, trace_steps: int = 1, memory: bool = False,
-            trace_memory: bool | None = None) -> dict:
+            trace_memory: bool | None = None, et: str | os.PathLike | None = None) -> dict:
     """Time ``iters`` training steps of a validated scenario on ``device``.
 
     ``warmup`` untimed steps come first: besides one-time set-up, glibc only raises its
@@ -28,11 +28,16 @@ def measure(doc: dict, device: str = "cpu", iters: int = 20, warmup: int = 5,
     ``trace``, ``trace_steps`` more steps are recorded with torch.profiler (Kineto JSON,
     gzipped when the name ends in ``.gz``; one ``ProfilerStep#k`` span per step; with
     ``trace_memory``, by default ``memory``, its ``[memory]`` events too: they cost CPU
-    time in the traced steps, which a calibration of overheads does not want).
+    time in the traced steps, which a calibration of overheads does not want).  ``et``
+    (with ``trace``): the same steps' PyTorch execution trace, linked to the Kineto
+    events by their record-function ids (gzipped for ``.gz``).
     Returns the median, the spread and every sample (ms); with ``memory``, also the
     step's peak of allocated tensor memory (``peak_memory_bytes``, see
     :func:`peak_memory`).
     """
+    if et and not trace:
+        raise ValueError("an execution trace is recorded with the Kineto trace: "
+                         "give trace= too")
     platform = resolve_platform(doc["platform"])
     old_threads = torch.get_num_threads()
     if device == "cpu":
@@ -69,7 +74,7 @@ def measure(doc: dict, device: str = "cpu", iters: int = 20, warmup: int = 5,
                                                  "p90_ms", "torch")}
             _record_trace(workload, batch, optimizer, os.fspath(trace), device, sync,
                           trace_steps, memory if trace_memory is None else trace_memory,
-                          unprofiled)
+                          unprofiled, os.fspath(et) if et else None)
     finally:
         torch.set_num_threads(old_threads)
     return result
@@ -118,33 +123,49 @@ def peak_memory(workload, batch, optimizer, device: str) -> int:
 
 
 def _record_trace(workload, batch, optimizer, path: str, device: str, sync=lambda: None,
-                  steps: int = 1, memory: bool = False, unprofiled: dict | None = None) -> None:
+                  steps: int = 1, memory: bool = False, unprofiled: dict | None = None,
+                  et_path: str | None = None) -> None:
     """Record ``steps`` steps with torch.profiler to ``path`` (gzipped for ``.gz``);
     ``unprofiled`` (the untraced steps' figures) goes in as the top-level key
-    :data:`UNPROFILED_KEY`, which Perfetto and chrome://tracing ignore."""
-    from torch.profiler import ProfilerActivity, profile, record_function
-
-    activities = [ProfilerActivity.CPU]
-    if device.startswith("cuda"):
-        activities.append(ProfilerActivity.CUDA)
-    with profile(activities=activities, record_shapes=True, profile_memory=memory) as prof:
-        for k in range(max(1, steps)):
-            # Mark the steps ourselves: without a schedule, prof.step() writes no span.
-            with record_function(f"ProfilerStep#{k}"):
-                training_step(workload.module, batch, optimizer)
-            sync()  # as the timed steps: each starts with the GPU idle
+    :data:`UNPROFILED_KEY`, which Perfetto and chrome://tracing ignore.  ``et_path``:
+    the same steps' execution trace (``ExecutionTraceObserver``)."""
     import gzip
     import json
     import tempfile
 
+    from torch.profiler import (ExecutionTraceObserver, ProfilerActivity, profile,
+                                record_function)
+
     from .fileio import atomic_write_bytes
+
+    activities = [ProfilerActivity.CPU]
+    if device.startswith("cuda"):
+        activities.append(ProfilerActivity.CUDA)
     with tempfile.TemporaryDirectory() as tmp:
+        observer = (ExecutionTraceObserver().register_callback(os.path.join(tmp, "et.json"))
+                    if et_path else None)
+        try:
+            with profile(activities=activities, record_shapes=True, profile_memory=memory,
+                         execution_trace_observer=observer) as prof:
+                for k in range(max(1, steps)):
+                    # Mark the steps ourselves: without a schedule, prof.step() writes no
+                    # span.
+                    with record_function(f"ProfilerStep#{k}"):
+                        training_step(workload.module, batch, optimizer)
+                    sync()  # as the timed steps: each starts with the GPU idle
+        finally:
+            if observer is not None:
+                observer.unregister_callback()
         raw = os.path.join(tmp, "trace.json")
         prof.export_chrome_trace(raw)
-        with open(raw, "rb") as f:
-            data = f.read()
-    if unprofiled is not None:
-        doc = json.loads(data)
-        doc[UNPROFILED_KEY] = unprofiled
-        data = json.dumps(doc).encode()
-    atomic_write_bytes(path, gzip.compress(data) if path.endswith(".gz") else data)
+        outputs = [(path, raw, unprofiled)]
+        if et_path:
+            outputs.append((et_path, os.path.join(tmp, "et.json"), None))
+        for out, src, extra in outputs:
+            with open(src, "rb") as f:
+                data = f.read()
+            if extra is not None:
+                doc = json.loads(data)
+                doc[UNPROFILED_KEY] = extra
+                data = json.dumps(doc).encode()
+            atomic_write_bytes(out, gzip.compress(data) if out.endswith(".gz") else data)

@@ -69,3 +69,28 @@ def test_the_trace_carries_the_untraced_steps_and_a_comparison_is_judged_on_them
     c2 = compare_timelines(pred.timeline, load_recording([other]).timeline)
     assert c2.unprofiled_ms is None and c2.reference_ms == c2.recorded_ms
     assert "unprofiled_ms" not in c2.to_json()
+
+
+def test_the_execution_trace_of_the_traced_step_links_to_its_kineto_events(tmp_path):
+    from predictors.traces.et import link_et, read_et
+    from predictors.traces.kineto import read_kineto
+
+    kineto, et = tmp_path / "step.json.gz", tmp_path / "step_et.json.gz"
+    measure(tiny_dlrm(), iters=1, warmup=1, trace=kineto, et=et)
+    trace, nodes = read_kineto(kineto), read_et(et)
+    ops = nodes.ops()
+    assert any(n.name == "aten::_embedding_bag" for n in ops)
+    link = link_et(nodes, trace)
+    assert link.method == "rf_id=Record function id"
+    assert len(link.pairs) >= 0.95 * len(ops) > 100
+
+
+def test_an_execution_trace_needs_the_kineto_trace(tmp_path, capsys):
+    from predictors.cli import main
+
+    with pytest.raises(ValueError, match="trace="):
+        measure(tiny_dlrm(), iters=1, warmup=0, et=tmp_path / "et.json")
+    code = main(["measure", str(SCENARIOS / "small_dlrm.json"), "--et",
+                 str(tmp_path / "et.json")])
+    assert code == 2 and "--trace" in capsys.readouterr().err
+    assert not (tmp_path / "et.json").exists()
