@@ -3,7 +3,8 @@ in collectives.
 
 Each rank's walk follows issue order, which is the order the real threads issue ops in:
 the main thread runs forward and the optimizer and blocks in ``backward()`` while the
-autograd thread issues the backward ops.  On a GPU a kernel starts at
+autograd thread issues the backward ops (on the CPU device the main thread runs them
+itself: one lane).  On a GPU a kernel starts at
 ``max(launch end + launch latency, stream free, inputs ready)``; on the CPU device the
 kernel runs inline on the issuing thread (launch latency zero), as design.md requires.
 
@@ -42,8 +43,11 @@ def _walk(costed: CostedGraph, rank: int, tl: TimelineBuilder,
 
     dev, oh = costed.device, costed.overheads
     on_gpu = dev.kind != "cpu"
-    cpu_lanes = {"main": tl.lane(rank, "cpu", "CPU main thread"),
-                 "autograd": tl.lane(rank, "cpu", "CPU autograd thread")}
+    main = tl.lane(rank, "cpu", "CPU main thread")
+    # On the CPU device the autograd engine runs the backward on the thread that called
+    # backward() (its ready queue has no worker thread): one lane, as a recording shows
+    cpu_lanes = {"main": main,
+                 "autograd": tl.lane(rank, "cpu", "CPU autograd thread") if on_gpu else main}
     stream = tl.lane(rank, "stream", "stream 0 (compute)") if on_gpu else None
     comm = None
     cpu_t = 0.0  # one clock: the main thread blocks while the autograd thread works
