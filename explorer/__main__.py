@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 __all__ = ["main"]
@@ -36,6 +37,7 @@ def main(argv: list[str] | None = None, predict_fn=None) -> int:
             and sys.platform.startswith("linux"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+    from predictors.fileio import writable_target
     from predictors.scenario import ScenarioError, load_scenario
 
     from .app import DEFAULT_SCENARIO
@@ -46,14 +48,20 @@ def main(argv: list[str] | None = None, predict_fn=None) -> int:
     except ScenarioError as exc:
         print(f"explorer: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    for flag, out in (("--screenshot", args.screenshot), ("--export-timeline", args.export_timeline)):
+        try:
+            if out:
+                writable_target(out)
+        except OSError as exc:
+            print(f"explorer: error: {flag}: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+
     if args.export_timeline:
         suffix = Path(args.export_timeline).suffix.lower()
         if suffix not in (".png", ".svg", ".pdf"):
             print(f"explorer: error: --export-timeline: unsupported format {suffix!r} "
                   "(use .png, .svg or .pdf)", file=sys.stderr)
             return EXIT_USAGE
-
-    from PySide6.QtCore import QEventLoop, QSettings, QTimer
     from PySide6.QtWidgets import QApplication
 
     from .app import APP_NAME, MainWindow
@@ -61,14 +69,27 @@ def main(argv: list[str] | None = None, predict_fn=None) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName(APP_NAME)
     app.setOrganizationName("ml-dse")
-    settings = None
-    if batch:  # batch runs neither read nor change the user's saved layout
-        settings = QSettings(os.devnull, QSettings.IniFormat)
-    window = MainWindow(path, predict_fn=predict_fn, settings=settings)
     if not batch:
+        window = MainWindow(path, predict_fn=predict_fn)
         window.show()
         return app.exec()
+    # Batch runs neither read nor change the user's saved layout: their settings live in a
+    # folder of their own, removed afterwards.  (QSettings saves by renaming a temporary
+    # file over its path, so it must never be pointed at a path this run did not create.)
+    with tempfile.TemporaryDirectory(prefix="ml-dse-batch-") as folder:
+        return _batch(app, args, path, predict_fn, Path(folder) / "settings.ini")
 
+
+def _batch(app, args, path: Path, predict_fn, settings_path: Path) -> int:
+    """Predict, write the requested files, close the window; the exit code."""
+    from PySide6.QtCore import QBuffer, QEventLoop, QIODevice, QSettings, QTimer
+
+    from predictors.fileio import atomic_write_bytes
+
+    from .app import MainWindow
+
+    settings = QSettings(str(settings_path), QSettings.IniFormat)
+    window = MainWindow(path, predict_fn=predict_fn, settings=settings)
     window.resize(1600, 1000)
     window.show()
     outcome: dict = {}
@@ -94,16 +115,28 @@ def main(argv: list[str] | None = None, predict_fn=None) -> int:
         for _ in range(3):  # let the docks lay out and the Gantt paint
             app.processEvents()
         if args.export_timeline:
-            window.export_timeline(args.export_timeline)
+            try:
+                window.export_timeline(args.export_timeline)
+            except OSError as exc:
+                print(f"explorer: error: --export-timeline: {exc}", file=sys.stderr)
+                code = EXIT_FAILED
     if args.screenshot:
         window.gantt.fit()
         app.processEvents()
-        if not window.grab().save(args.screenshot):
-            print(f"explorer: error: could not write {args.screenshot}", file=sys.stderr)
+        buffer = QBuffer()
+        buffer.open(QIODevice.WriteOnly)
+        try:
+            if not window.grab().save(buffer, "PNG"):
+                raise OSError(f"could not encode {args.screenshot}")
+            atomic_write_bytes(args.screenshot, bytes(buffer.data()))
+        except OSError as exc:
+            print(f"explorer: error: --screenshot: {exc}", file=sys.stderr)
             code = EXIT_FAILED
     c.shutdown()
     window.editor.undo_stack.setClean()  # nothing to ask about on close
     window.close()
+    app.processEvents()
+    settings.sync()  # flushed while its folder exists; nothing is left to write later
     return code
 
 

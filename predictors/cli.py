@@ -215,6 +215,11 @@ def _cmd_measure(args) -> int:
         print("error: --et: the execution trace is recorded with the Kineto trace; give "
               "--trace OUT.json[.gz] too", file=sys.stderr)
         return 2
+    for flag, target in (("--trace", args.trace), ("--et", args.et)):
+        problem = _unwritable(target) if target else None
+        if problem:  # say so now, not after the measured steps
+            print(f"error: {flag} {target}: {problem}", file=sys.stderr)
+            return 2
     if args.threads:
         doc["platform"] = {"preset": "local-cpu", "threads": args.threads}
     result = measure(doc, device=args.device, iters=args.iters, warmup=args.warmup,
@@ -378,8 +383,14 @@ def _unwritable(path: str) -> str | None:
     import tempfile
     from pathlib import Path
 
+    from .fileio import writable_target
+
     if Path(path).expanduser().is_dir():
         return "is a folder; give a file name such as PROFILE.json"
+    try:
+        writable_target(Path(path).expanduser())
+    except OSError as exc:
+        return str(exc)
     folder = Path(path).expanduser().resolve().parent
     try:
         folder.mkdir(parents=True, exist_ok=True)

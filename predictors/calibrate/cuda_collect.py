@@ -20,6 +20,7 @@ import os
 import platform as _platform
 import socket
 import statistics
+import tempfile
 import time
 from pathlib import Path
 from typing import Callable
@@ -27,6 +28,7 @@ from typing import Callable
 import torch
 
 from ..devices.specs import cpu_model
+from ..fileio import atomic_write_bytes
 
 __all__ = ["time_kernel", "device_info", "measure_peaks", "gemm_sweep", "kernel_sweep",
            "scenario_runs", "collect", "gpu_scenarios", "single_gpu_preset",
@@ -292,12 +294,14 @@ def kernel_sweep(device: torch.device, deadline: float, trace: str | None = None
 
 
 def _export(prof, path: str) -> None:
-    raw = path[:-3] if path.endswith(".gz") else path
-    prof.export_chrome_trace(raw)
-    if path.endswith(".gz"):
-        with open(raw, "rb") as f, gzip.open(path, "wb") as g:
-            g.write(f.read())
-        os.remove(raw)
+    """The profile's Chrome trace at ``path`` (gzipped for ``.gz``), written atomically; the
+    raw trace goes through a temporary folder, never beside ``path``."""
+    with tempfile.TemporaryDirectory(prefix="ml-dse-trace-") as tmp:
+        raw = os.path.join(tmp, "trace.json")
+        prof.export_chrome_trace(raw)
+        with open(raw, "rb") as f:
+            data = f.read()
+    atomic_write_bytes(path, gzip.compress(data) if path.endswith(".gz") else data)
 
 
 # Traced steps per scenario: the calibration takes each op's median over them.  One
@@ -465,9 +469,7 @@ def collect(folder: str | os.PathLike, *, device: str = "cuda", gemm_shapes=(),
     gemm_shapes, scenarios = list(gemm_shapes), list(scenarios)
 
     def save():
-        tmp = folder / "measurements.json.tmp"
-        tmp.write_text(json.dumps(doc, indent=1))
-        os.replace(tmp, folder / "measurements.json")
+        atomic_write_bytes(folder / "measurements.json", json.dumps(doc, indent=1).encode())
 
     def check(fraction: float | None = None, stage: str = ""):
         if cancelled is not None and cancelled():

@@ -3,11 +3,14 @@ models on CSVs, rebuilt from public data, and checked against real recorded trac
 from __future__ import annotations
 
 import csv
+import io
 import json
 import sys
 from pathlib import Path
 
 import numpy as np
+
+from ..fileio import atomic_write_bytes
 
 __all__ = ["register", "predict_rows"]
 
@@ -164,12 +167,16 @@ def _cmd_predict(args) -> int:
     except _UsageError as exc:
         return _fail(f"{args.inp}: {exc}" if not str(exc).startswith("--") else str(exc))
     out_fields = fields + (["pred_ms"] if "pred_ms" not in fields else [])
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    with open(args.out, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=out_fields, extrasaction="ignore")
-        writer.writeheader()
-        for row, ms in zip(rows, pred):
-            writer.writerow(row | {"pred_ms": f"{ms:.6g}"})
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=out_fields, extrasaction="ignore")
+    writer.writeheader()
+    for row, ms in zip(rows, pred):
+        writer.writerow(row | {"pred_ms": f"{ms:.6g}"})
+    try:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(args.out, text.getvalue().encode())
+    except OSError as exc:
+        return _fail(f"--out: {exc}")
     print(f"{args.out}: {len(rows)} rows, {args.op} on {profile.name} ({profile.kind})")
     return 0
 

@@ -1,4 +1,6 @@
 import json
+import os
+import stat
 import subprocess
 import sys
 
@@ -48,6 +50,19 @@ def test_calibrate_refuses_an_unwritable_out_before_measuring(tmp_path, capsys):
     assert "cannot write" in capsys.readouterr().err
     assert main(["calibrate", "--device", "cpu", "--out", str(tmp_path)]) == 2
     assert "is a folder" in capsys.readouterr().err
+    assert main(["calibrate", "--device", "cpu", "--out", os.devnull]) == 2
+    assert "character device" in capsys.readouterr().err
+
+
+def test_outputs_that_are_not_regular_files_are_refused(tmp_path, capsys):
+    """measure's trace and predict's Chrome trace never replace a device."""
+    small = str(SCENARIOS / "small_dlrm.json")
+    assert main(["measure", small, "--iters", "1", "--warmup", "0", "--trace", os.devnull]) == 2
+    assert "character device" in capsys.readouterr().err
+    out = run("predict", small, "--chrome-trace", os.devnull)
+    assert out.returncode != 0 and "character device" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
 
 
 def test_validate_record_stores_the_figures_in_the_profile(tmp_path, monkeypatch, capsys):
