@@ -24,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from predictors.gpu import BUNDLED_GPUS, profile_for_device  # noqa: E402
+from predictors.gpu.build import BUNDLED_GPUS, profile_for_device  # noqa: E402
 from predictors.gpu.data import load_neusight  # noqa: E402
 from predictors.gpu.features import (DEVICE_FEATURES, FEATURE_NAMES, TILES,  # noqa: E402
                                      gemm_flops_bytes)

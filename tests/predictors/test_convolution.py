@@ -6,7 +6,7 @@ import pytest
 from predictors.devices.convolution import conv_flops, conv_gemms, conv_pass
 from predictors.devices.roofline import classify, kernel_cost
 from predictors.devices.specs import GPU_SPECS
-from predictors.gpu import profile_for_device
+from predictors.gpu.build import profile_for_device
 
 
 def conv(name, ins, outs=()):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from predictors.devices.specs import GPU_SPECS
-from predictors.gpu import PROFILE_DIR, BUNDLED_GPUS, profile_for_device
+from predictors.gpu.build import PROFILE_DIR, BUNDLED_GPUS, profile_for_device
 from predictors.gpu.build import profile_slug
 from predictors.gpu.data import neusight_dir
 from predictors.gpu.embedding_model import (BAG_FORWARD, EmbeddingLookupModel,

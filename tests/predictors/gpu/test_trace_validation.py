@@ -11,7 +11,7 @@ import pytest
 
 from paths import ROOT, SHARED_DATA
 from predictors.cli import main
-from predictors.gpu import profile_for_device
+from predictors.gpu.build import profile_for_device
 from predictors.gpu.overheads import innermost_ops, overhead_check, trace_overheads
 from predictors.gpu.trace_validation import (collective_sizes_from_et, dtype_from_kernel,
                                              model_kernels, node_from_trace,
