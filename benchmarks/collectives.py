@@ -1,4 +1,4 @@
-"""The collective model (predictors/devices/collectives.py) against recorded collectives.
+"""The collective model (predictors/costs/collectives.py) against recorded collectives.
 
     .venv/bin/python benchmarks/collectives.py [--data ../shared/data]
 
@@ -36,9 +36,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from predictors.devices.collectives import (  # noqa: E402
-    arch_of, bus_factor, collective_kind, collective_time)
-from predictors.devices.platforms import LINK_KINDS  # noqa: E402
+from predictors.costs.collectives import (
+    arch_of,
+    bus_factor,
+    collective_kind,
+    collective_time,
+)
+from predictors.hardware.platforms import LINK_KINDS  # noqa: E402
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 V100_DIR = Path("traces") / "param-dlrm-v100-8rank"

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def _neusight_shapes(rng, n: int, max_flops: float) -> list[tuple[int, int, int, int]]:
-    from predictors.gpu.data import neusight_dir
+    from predictors.calibrate.public_data import neusight_dir
 
     folder = neusight_dir()
     shapes = set()
@@ -86,8 +86,8 @@ def cmd_run(args) -> int:
 def gemm_errors(doc: dict, profile) -> list[dict]:
     """Per op and dtype: the GMAE of ``profile``'s GEMM predictions on the measured GEMMs
     (kernel times from CUDA-graph replays), and the median predicted / measured ratio."""
-    from predictors.gpu.cli import predict_rows
-    from predictors.gpu.train import gmae
+    from predictors.calibrate.gemm_fit import gmae
+    from predictors.cli.kernels import predict_rows
 
     rows = [r for r in doc.get("gemm") or [] if r.get("ms")]
     out = []
@@ -120,9 +120,12 @@ def _other_profile(path: str):
 
 
 def cmd_report(args) -> int:
-    from predictors.calibrate.cuda_profile import (geomean_abs_pct, load_measurements,
-                                                   scenario_errors)
-    from predictors.gpu.build import profile_for_device
+    from predictors.calibrate.cuda_profile import (
+        geomean_abs_pct,
+        load_measurements,
+        scenario_errors,
+    )
+    from predictors.calibrate.gpu_profiles import profile_for_device
 
     doc = load_measurements(args.folder)
     dev = doc["device"]
@@ -153,7 +156,7 @@ def cmd_report(args) -> int:
             rows = [r for r in doc.get("gemm") or [] if r.get("ms") and r["dtype"] in dtypes]
             if model is None or not rows:
                 continue
-            from predictors.gpu.train import gmae
+            from predictors.calibrate.gemm_fit import gmae
             print(f"\n{'/'.join(dtypes)} GEMMs against the model measured for "
                   f"{args.profile_from} ({model.info.get('source')}):")
             for op in ("linear", "bmm"):

@@ -5,7 +5,7 @@
     .venv/bin/python benchmarks/feature_ab.py /tmp/p-samples.json.gz [--versions 2,3] \\
         [--classes gemm,elementwise] [--splits 4] [--kinds gbm]
 
-Every class is refitted once per feature version (``predictors.calibrate.features``) and
+Every class is refitted once per feature version (``predictors.costs.op_features``) and
 random 80/20 split, exactly as calibration fits it (``fit_class_model``), and the held-out
 GMAE is averaged over the splits.  The measurements are the same for every version, so
 the differences are the features' alone, not the run-to-run spread of two calibrations
@@ -22,10 +22,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from predictors.calibrate.features import FEATURES_VERSION  # noqa: E402
 from predictors.calibrate.kept_samples import load_samples  # noqa: E402
-from predictors.calibrate.models import fit_class_model  # noqa: E402
-from predictors.devices.specs import local_cpu_spec  # noqa: E402
+from predictors.costs.learned_models import fit_class_model  # noqa: E402
+from predictors.costs.op_features import FEATURES_VERSION  # noqa: E402
+from predictors.hardware.specs import local_cpu_spec  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -27,12 +27,12 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from predictors.calibrate.models import gmae  # noqa: E402
 from predictors.calibrate.samples import random_dlrm  # noqa: E402
-from predictors.embedding_blocks import with_kernel  # noqa: E402
-from predictors.predict import predict  # noqa: E402
-from predictors.scenario import validate_scenario  # noqa: E402
-from predictors.workload import build_workload, training_step  # noqa: E402
+from predictors.costs.learned_models import gmae  # noqa: E402
+from predictors.engine.predict import predict  # noqa: E402
+from predictors.model.embedding_blocks import with_kernel  # noqa: E402
+from predictors.model.workload import build_workload, training_step  # noqa: E402
+from predictors.scenario.format import validate_scenario  # noqa: E402
 
 KERNELS = ("per_table", "fused")
 

@@ -13,7 +13,7 @@ Two kinds of measurement, both in ``resources/measurements/nvidia-h200-*``:
 
 Prints GMAE, MAPE and the median pred/measured per set, for the model in the profile and
 the traffic model it replaced.  ``--fit`` refits the three latency constants
-(:data:`predictors.gpu.embedding_model.BAG_FORWARD`) on the microbenchmarks and the first
+(:data:`predictors.costs.gpu_embedding.BAG_FORWARD`) on the microbenchmarks and the first
 start's scenarios, and reports the held-out sets (other scenarios, other starts).
 """
 from __future__ import annotations
@@ -52,8 +52,11 @@ def micro_cases() -> list[dict]:
 def step_cases(model) -> list[dict]:
     """Bag forwards of the traced DLRM steps, each aligned with its captured op (as the
     calibration aligns them), with the model's reuse distance of each."""
-    from predictors.calibrate.cuda_profile import (_aligned_steps, _recordings,
-                                                   load_measurements)
+    from predictors.calibrate.cuda_profile import (
+        _aligned_steps,
+        _recordings,
+        load_measurements,
+    )
 
     out = []
     for folder in FOLDERS:
@@ -78,7 +81,7 @@ def step_cases(model) -> list[dict]:
 
 
 def predict_us(case: dict, model, constants: dict | None = None, old: bool = False) -> float:
-    from predictors.gpu.embedding_model import bag_forward_ms, embedding_bag_ms
+    from predictors.costs.gpu_embedding import bag_forward_ms, embedding_bag_ms
 
     args = (case["rows"], case["dim"], case["batch"], case["pooling"],
             case["distribution"], model.peaks)

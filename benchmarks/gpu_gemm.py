@@ -24,12 +24,21 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from predictors.gpu.build import BUNDLED_GPUS, profile_for_device  # noqa: E402
-from predictors.gpu.data import load_neusight  # noqa: E402
-from predictors.gpu.features import (DEVICE_FEATURES, FEATURE_NAMES, TILES,  # noqa: E402
-                                     gemm_flops_bytes)
-from predictors.gpu.train import (DEVICE_WEIGHT, fit_regressor,  # noqa: E402
-                                  heldout_validation, leave_one_gpu_out, training_set)
+from predictors.calibrate.gemm_fit import (
+    DEVICE_WEIGHT,
+    fit_regressor,
+    heldout_validation,
+    leave_one_gpu_out,
+    training_set,
+)
+from predictors.calibrate.gpu_profiles import BUNDLED_GPUS, profile_for_device  # noqa: E402
+from predictors.calibrate.public_data import load_neusight  # noqa: E402
+from predictors.costs.gemm_features import (
+    DEVICE_FEATURES,
+    FEATURE_NAMES,
+    TILES,
+    gemm_flops_bytes,
+)
 
 
 def _row(name, f):

@@ -25,9 +25,12 @@ sys.path.insert(0, str(ROOT))
 def in_step_kernels(folder: str, profile, only: str = "") -> list[dict]:
     """``{scenario, op, model, recorded_us, predicted_us}`` per captured op that launched
     device work, over the folder's traced steps (scenario names starting with ``only``)."""
-    from predictors.calibrate.cuda_profile import (_aligned_steps, _recordings,
-                                                   load_measurements)
-    from predictors.devices.costs import kernel_seconds
+    from predictors.calibrate.cuda_profile import (
+        _aligned_steps,
+        _recordings,
+        load_measurements,
+    )
+    from predictors.costs.op_costs import kernel_seconds
 
     doc = load_measurements(folder)
     doc["scenarios"] = [s for s in doc.get("scenarios") or []

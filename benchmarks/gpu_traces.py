@@ -18,11 +18,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from predictors.gpu.build import profile_for_device  # noqa: E402
-from predictors.gpu.cli import print_validation  # noqa: E402
-from predictors.gpu.public_traces import TRACES_DIR, discover_jobs  # noqa: E402
-from predictors.gpu.trace_validation import validate_recording  # noqa: E402
+from predictors.calibrate.gpu_profiles import profile_for_device  # noqa: E402
+from predictors.calibrate.public_traces import TRACES_DIR, discover_jobs  # noqa: E402
+from predictors.calibrate.trace_validation import validate_recording  # noqa: E402
+from predictors.cli.kernels import print_validation  # noqa: E402
 from predictors.traces.recording import load_recording  # noqa: E402
+
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

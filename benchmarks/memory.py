@@ -11,7 +11,7 @@ measured before session 10 have none) with the GPU captures' predictions.
 Each random scenario (the issue-3 ranges: DLRMs and transformer LMs, plus the bundled
 small DLRM) is captured on the meta device, as ``predict`` does, and its predicted peak
 (``StepMemory.peak``) is set beside the peak that the same step allocates for real
-(``predictors.measure.peak_memory``: the profiler's memory events on the CPU,
+(``predictors.calibrate.measure.peak_memory``: the profiler's memory events on the CPU,
 ``max_memory_allocated`` on CUDA), after two warm-up steps.  Prints one row per scenario
 and the geomean and worst absolute errors; the memory sizes do not depend on the
 machine's speed, so unlike the time figures they carry no noise.
@@ -30,11 +30,11 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
+from predictors.calibrate.measure import peak_memory  # noqa: E402
 from predictors.calibrate.samples import random_scenarios  # noqa: E402
-from predictors.capture import capture_training_step  # noqa: E402
-from predictors.measure import peak_memory  # noqa: E402
-from predictors.scenario import OPTIMIZERS, load_scenario  # noqa: E402
-from predictors.workload import build_workload, training_step  # noqa: E402
+from predictors.model.capture import capture_training_step  # noqa: E402
+from predictors.model.workload import build_workload, training_step  # noqa: E402
+from predictors.scenario.format import OPTIMIZERS, load_scenario  # noqa: E402
 
 
 def measured_peak(doc: dict, device: str) -> int:
@@ -54,7 +54,7 @@ def measured_cases(folders: list[str]) -> list[tuple[dict, object]]:
     """``(scenario, peak)`` of every measured scenario with a peak in ``folders``."""
     import gzip
 
-    from predictors.scenario import validate_scenario
+    from predictors.scenario.format import validate_scenario
 
     cases = []
     for folder in folders:

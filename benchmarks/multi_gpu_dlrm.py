@@ -23,10 +23,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from predictors.calibrate.models import gmae  # noqa: E402
-from predictors.embedding_blocks import with_kernel  # noqa: E402
-from predictors.predict import predict  # noqa: E402
-from predictors.scenario import load_scenario  # noqa: E402
+from predictors.costs.learned_models import gmae  # noqa: E402
+from predictors.engine.predict import predict  # noqa: E402
+from predictors.model.embedding_blocks import with_kernel  # noqa: E402
+from predictors.scenario.format import load_scenario  # noqa: E402
 
 SCENARIO = ROOT / "resources" / "scenarios" / "torchrec_dlrm_criteo1tb.json"
 

@@ -37,8 +37,8 @@ def main(argv: list[str] | None = None, predict_fn=None) -> int:
             and sys.platform.startswith("linux"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-    from predictors.fileio import writable_target
-    from predictors.scenario import ScenarioError, load_scenario
+    from predictors.scenario.format import ScenarioError, load_scenario
+    from predictors.utils.fileio import writable_target
 
     from .app import DEFAULT_SCENARIO
 
@@ -84,7 +84,7 @@ def _batch(app, args, path: Path, predict_fn, settings_path: Path) -> int:
     """Predict, write the requested files, close the window; the exit code."""
     from PySide6.QtCore import QBuffer, QEventLoop, QIODevice, QSettings, QTimer
 
-    from predictors.fileio import atomic_write_bytes
+    from predictors.utils.fileio import atomic_write_bytes
 
     from .app import MainWindow
 

@@ -8,12 +8,24 @@ from pathlib import Path
 
 from PySide6.QtCore import QMimeData, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
-from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox,
-                               QTabWidget, QWidget)
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QTabWidget,
+    QWidget,
+)
 
-from predictors.devices.platforms import PLATFORM_PRESETS
-from predictors.scenario import (ScenarioError, migrate_scenario, read_scenario, save_scenario,
-                                 validate_scenario)
+from predictors.hardware.platforms import PLATFORM_PRESETS
+from predictors.scenario.format import (
+    ScenarioError,
+    migrate_scenario,
+    read_scenario,
+    save_scenario,
+    validate_scenario,
+)
 
 from .canvas.model_scene import ModelScene, ModelView
 from .compare import install_compare
@@ -22,13 +34,13 @@ from .document.scenario_document import empty_scenario
 from .export import EXPORT_FORMATS, export_timeline_image
 from .inspector import Inspector
 from .palette import BlockPalette
+from .platform import PlatformPage
 from .prediction import PredictionController
 from .profiles_install import install_profiles
 from .sharding import install_sharding
-from .sweep import install_sweep
 from .summary import SummaryPanel
+from .sweep import install_sweep
 from .timeline.gantt import GanttWidget
-from .platform import PlatformPage
 from .widgets import ErrorBar, PredictionProgress, stacked
 
 __all__ = ["MainWindow", "ErrorBar", "PlatformPage", "DEFAULT_SCENARIO", "APP_NAME"]

@@ -15,7 +15,7 @@ from typing import Callable
 
 from PySide6.QtCore import QObject, QThread, Signal
 
-from predictors.gc_pause import pause_collection, resume_collection
+from predictors.utils.gc_pause import pause_collection, resume_collection
 
 __all__ = ["BackgroundRunner"]
 
@@ -103,7 +103,7 @@ class BackgroundRunner(QObject):
         self._current = th
         # No automatic garbage collection until this worker has stopped (resumed in
         # _reap, on this thread): a collection the GUI thread starts while a worker holds
-        # torch objects can crash (see predictors.gc_pause; seen with rankings too).
+        # torch objects can crash (see predictors.utils.gc_pause; seen with rankings too).
         if self.pause_gc:
             pause_collection()
         th.start()

@@ -10,12 +10,32 @@ import os
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QBuffer, QIODevice, QMarginsF, QPointF, QRectF, QSize, QSizeF, Qt
-from PySide6.QtGui import (QColor, QFont, QFontMetricsF, QGuiApplication, QImage, QPageLayout,
-                           QPageSize, QPainter, QPdfWriter, QPen, QPolygonF)
+from PySide6.QtCore import (
+    QBuffer,
+    QIODevice,
+    QMarginsF,
+    QPointF,
+    QRectF,
+    QSize,
+    QSizeF,
+    Qt,
+)
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QFontMetricsF,
+    QGuiApplication,
+    QImage,
+    QPageLayout,
+    QPageSize,
+    QPainter,
+    QPdfWriter,
+    QPen,
+    QPolygonF,
+)
 
-from predictors.fileio import atomic_write_bytes
-from predictors.timeline import CATEGORIES, Timeline
+from predictors.engine.timeline import CATEGORIES, Timeline
+from predictors.utils.fileio import atomic_write_bytes
 
 from .timeline.colors import CATEGORY_COLORS, CATEGORY_LABELS, COUNTER_COLOR
 from .timeline.layout import LaneLayout, counter_curves, nice_step

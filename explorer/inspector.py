@@ -10,15 +10,30 @@ import copy
 import math
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QFormLayout, QFrame, QHBoxLayout, QLabel, QPushButton,
-                               QScrollArea, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QFormLayout,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QVBoxLayout,
+    QWidget,
+)
 
-from predictors.devices.platforms import PLATFORM_PRESETS
-from predictors.registry import BLOCK_KINDS, validate_params
-from predictors.scenario import DTYPES, OPTIMIZERS, ROW_WISE
+from predictors.hardware.platforms import PLATFORM_PRESETS
+from predictors.scenario.format import DTYPES, OPTIMIZERS, ROW_WISE
+from predictors.scenario.registry import BLOCK_KINDS, validate_params
 
-from .inspector_fields import (ERROR_STYLE, ChoiceField, NumberField, ParamField, TablesField,
-                               TextField, make_field)
+from .inspector_fields import (
+    ERROR_STYLE,
+    ChoiceField,
+    NumberField,
+    ParamField,
+    TablesField,
+    TextField,
+    make_field,
+)
 
 __all__ = ["Inspector", "ParamField"]
 

@@ -8,12 +8,27 @@ from __future__ import annotations
 import copy
 
 from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDoubleSpinBox, QHBoxLayout,
-                               QHeaderView, QLabel, QLineEdit, QPushButton, QSizePolicy, QSpinBox,
-                               QStyle, QStyleOptionComboBox, QStylePainter, QTableWidget,
-                               QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QDoubleSpinBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSizePolicy,
+    QSpinBox,
+    QStyle,
+    QStyleOptionComboBox,
+    QStylePainter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
-from predictors.registry import DEFAULT_TABLE, ParamSpec
+from predictors.scenario.registry import DEFAULT_TABLE, ParamSpec
 
 __all__ = ["ParamField", "NumberField", "TextField", "ChoiceField", "IntListField",
            "TablesField", "make_field", "ERROR_STYLE"]

@@ -7,10 +7,16 @@ from __future__ import annotations
 
 from PySide6.QtCore import QMimeData, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QIcon, QPainter, QPixmap
-from PySide6.QtWidgets import (QAbstractItemView, QLineEdit, QTreeWidget, QTreeWidgetItem,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QLineEdit,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
-from predictors.registry import BLOCK_KINDS
+from predictors.scenario.registry import BLOCK_KINDS
 
 from .canvas.items import CATEGORY_COLORS, UNKNOWN_COLOR
 from .canvas.model_scene import BLOCK_MIME_TYPE

@@ -11,9 +11,9 @@ from typing import Callable
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from predictors.predict import Cancelled, predict
+from predictors.engine.predict import Cancelled, predict
 from predictors.profiles import ProfileError
-from predictors.scenario import ScenarioError
+from predictors.scenario.format import ScenarioError
 
 from .background import BackgroundRunner
 
@@ -40,7 +40,7 @@ class PredictionController(QObject):
     Parameters
     ----------
     document : object with ``snapshot() -> dict`` and a ``sigChanged`` signal, optional
-    predict_fn : callable like :func:`predictors.predict.predict` (tests inject fakes)
+    predict_fn : callable like :func:`predictors.engine.predict.predict` (tests inject fakes)
     debounce_ms : delay after the last edit before a run starts
     profile : what ``predict_fn`` gets as ``profile=`` (None: not passed, i.e. automatic)
     overheads : what ``predict_fn`` gets as ``overheads=``, an
@@ -50,7 +50,7 @@ class PredictionController(QObject):
     -------
     sigStarted()                   a run began (the previous result is now stale)
     sigProgress(float, str)        fraction done and stage name
-    sigFinished(object)            the :class:`~predictors.predict.Prediction`
+    sigFinished(object)            the :class:`~predictors.engine.predict.Prediction`
     sigFailed(str)                 one-line error; ``last_error`` holds the exception
     sigCancelled()                 the user cancelled the run
     """

@@ -11,9 +11,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from PySide6.QtCore import QRect, QSize, Qt
-from PySide6.QtWidgets import (QAbstractItemView, QGroupBox, QHeaderView, QLabel, QSplitter,
-                               QStyledItemDelegate, QTableWidget, QTableWidgetItem,
-                               QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QGroupBox,
+    QHeaderView,
+    QLabel,
+    QSplitter,
+    QStyledItemDelegate,
+    QTableWidget,
+    QTableWidgetItem,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from predictors.profiles import PROFILE_FORMAT, PROFILE_VERSION, load_profile
 

@@ -20,16 +20,36 @@ from typing import Callable
 
 from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont
-from PySide6.QtWidgets import (QComboBox, QFileDialog, QFrame, QGridLayout, QGroupBox,
-                               QHBoxLayout, QHeaderView, QLabel, QProgressBar, QPushButton,
-                               QScrollArea, QSplitter, QToolButton, QTreeWidget,
-                               QTreeWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QFrame,
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QToolButton,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from predictors.profiles import OverheadTable, bundled_profiles
 
 from .compare.loader import TraceLoader
-from .profile_details import (KIND_COLORS, KIND_SHORT, ProfileDetails,
-                              ProfileInfo, read_profile_info)
+from .profile_details import (
+    KIND_COLORS,
+    KIND_SHORT,
+    ProfileDetails,
+    ProfileInfo,
+    read_profile_info,
+)
 from .user_overheads import TraceOverheads, measure_trace_overheads
 
 __all__ = ["ProfilesPanel", "AUTOMATIC",
@@ -351,7 +371,7 @@ class ProfilesPanel(QWidget):
         if not self.platform:
             return None
         try:
-            from predictors.devices.platforms import resolve_platform
+            from predictors.hardware.platforms import resolve_platform
             from predictors.profiles import default_profile
             p = resolve_platform(self.platform)
             prof = default_profile(p.device, "cpu" if p.device == "cpu" else "gpu", p.threads)
@@ -422,7 +442,7 @@ class ProfilesPanel(QWidget):
         if not self.platform:
             return False
         try:
-            from predictors.devices.platforms import resolve_platform
+            from predictors.hardware.platforms import resolve_platform
             return resolve_platform(self.platform).device != "cpu"
         except Exception:
             return False
@@ -473,7 +493,7 @@ class ProfilesPanel(QWidget):
             info = self.info_for(self._choice)
         if info is not None and info.overheads_source:
             return info.title, info.overheads_source, info.overhead_ops
-        from predictors.devices.overheads import default_overheads
+        from predictors.costs.overheads import default_overheads
         table = default_overheads("gpu" if self.platform_has_gpu() else "cpu")
         return "built-in defaults", table.source, len(table.per_op)
 
@@ -551,7 +571,7 @@ class ProfilesPanel(QWidget):
     def _other_cpu_note(self) -> str | None:
         """Why the automatic CPU profile may be off: it describes another kind of CPU."""
         try:
-            from predictors.devices.platforms import resolve_platform
+            from predictors.hardware.platforms import resolve_platform
             from predictors.profiles import default_profile, other_cpu_note
             p = resolve_platform(self.platform)
             if p.device != "cpu":
@@ -563,7 +583,7 @@ class ProfilesPanel(QWidget):
 
     def _device_words(self) -> str:
         try:
-            from predictors.devices.platforms import resolve_platform
+            from predictors.hardware.platforms import resolve_platform
             p = resolve_platform(self.platform)
         except Exception:
             return "this platform"
@@ -588,7 +608,7 @@ class ProfilesPanel(QWidget):
         if info is None or info.error or not self.platform:
             return ""
         try:
-            from predictors.devices.platforms import resolve_platform
+            from predictors.hardware.platforms import resolve_platform
             p = resolve_platform(self.platform)
         except Exception:
             return ""

@@ -14,14 +14,24 @@ import json
 import pyqtgraph as pg
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel,
-                               QProgressBar, QPushButton, QSplitter, QTableWidget,
-                               QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
-from predictors.predict import Cancelled
+from predictors.engine.predict import Cancelled
 from predictors.profiles import ProfileError
-from predictors.scenario import ScenarioError
-from predictors.sharding import format_bytes
+from predictors.scenario.format import ScenarioError
+from predictors.utils.formatting import format_bytes
 
 from .background import BackgroundRunner
 from .widgets import ErrorBar

@@ -4,14 +4,20 @@ from __future__ import annotations
 import html
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QPixmap, QIcon
-from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QTableWidgetItem, QVBoxLayout,
-                               QWidget)
+from PySide6.QtGui import QColor, QIcon, QPixmap
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
-from predictors.sharding import format_bytes
+from predictors.utils.formatting import format_bytes
 
-from .widgets import read_only_table
 from .timeline.colors import CATEGORY_COLORS, CATEGORY_LABELS
+from .widgets import read_only_table
 
 __all__ = ["SummaryPanel", "device_active_fraction"]
 
@@ -148,7 +154,7 @@ class SummaryPanel(QWidget):
         return (self.iteration, self.active, self.comm, self.memory, self.ops, self.where)
 
     def set_prediction(self, prediction) -> None:
-        """Show ``prediction`` (a :class:`predictors.predict.Prediction`)."""
+        """Show ``prediction`` (a :class:`predictors.engine.predict.Prediction`)."""
         self.prediction = prediction
         self.iteration.value.setText(f"{prediction.iteration_ms:.3f} ms")
         frac = device_active_fraction(prediction)

@@ -1,5 +1,5 @@
 """CPU overheads measured from the user's own recorded GPU trace, for the Profiles tab (the
-measuring runs in a worker thread; :func:`predictors.gpu.overheads.overheads_from_recording`
+measuring runs in a worker thread; :func:`predictors.traces.overhead_tables.overheads_from_recording`
 does the work)."""
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def measure_trace_overheads(paths, progress: Callable[[float, str], None] | None
     Runs in a worker thread.  Raises :class:`~predictors.traces.TraceError` with one line for
     a file that cannot be read, a CPU-only trace (its op times include the kernels) or a
     trace without CPU ops; :class:`~predictors.traces.Cancelled` when ``cancelled()``."""
-    from predictors.gpu.overheads import overheads_from_recording
+    from predictors.traces.overhead_tables import overheads_from_recording
     from predictors.traces.recording import load_recording
 
     paths = [os.fspath(p) for p in paths]

@@ -19,9 +19,9 @@ from typing import Protocol
 
 import numpy as np
 
-from .devices.footprint import FootprintScale
-from .devices.specs import DeviceSpec
-from .fileio import atomic_write_bytes
+from .hardware.specs import DeviceSpec
+from .model.footprint import FootprintScale
+from .utils.fileio import atomic_write_bytes
 
 __all__ = ["PROFILE_FORMAT", "PROFILE_VERSION", "OpOverheads", "OverheadTable", "KernelModel",
            "DeviceProfile", "save_profile", "load_profile", "ProfileError",
@@ -116,8 +116,9 @@ class KernelModel(Protocol):
 # type name -> class with a ``from_json(meta, arrays)`` classmethod; model modules register
 # themselves on import, and :func:`load_profile` imports the modules listed here first.
 KERNEL_MODEL_TYPES: dict[str, type] = {}
-KERNEL_MODEL_MODULES = ["predictors.calibrate.models", "predictors.gpu.gemm_model",
-                        "predictors.gpu.embedding_model", "predictors.gpu.roofline_model"]
+KERNEL_MODEL_MODULES = ["predictors.costs.learned_models", "predictors.costs.gpu_gemm",
+                        "predictors.costs.gpu_embedding", "predictors.costs.gpu_roofline",
+                        "predictors.costs.tensor_core_gemm"]
 
 
 @dataclass
@@ -387,7 +388,7 @@ def default_profile(device_name: str, kind: str, threads: int = 1) -> DeviceProf
             fallback = fallback or prof
     if cpus:
         # this CPU's own calibration first, then one with its vector ISA, then its vendor's
-        from .devices.specs import cpu_signature
+        from .hardware.specs import cpu_signature
 
         host = cpu_signature()
         isa, vendor = host.rsplit(", ", 1)[-1], host.split(" ", 1)[0]
@@ -407,7 +408,7 @@ def other_cpu_note(profile: DeviceProfile | None,
     ``how`` names the way to calibrate this one."""
     if profile is None or profile.device.kind != "cpu":
         return None
-    from .devices.specs import cpu_signature
+    from .hardware.specs import cpu_signature
 
     theirs, host = profile.provenance.get("cpu_signature"), cpu_signature()
     if theirs is None or theirs == host:   # not recorded (calibrated before session 11)

@@ -3,9 +3,9 @@ import pkgutil
 import subprocess
 import sys
 
-import predictors
-
 from paths import ROOT
+
+import predictors
 
 
 def test_predictors_imports_no_gui():

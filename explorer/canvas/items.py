@@ -8,11 +8,20 @@ from __future__ import annotations
 import math
 
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import (QBrush, QColor, QFont, QFontMetricsF, QPainter, QPainterPath,
-                           QPainterPathStroker, QPen, QPolygonF)
+from PySide6.QtGui import (
+    QBrush,
+    QColor,
+    QFont,
+    QFontMetricsF,
+    QPainter,
+    QPainterPath,
+    QPainterPathStroker,
+    QPen,
+    QPolygonF,
+)
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsObject, QGraphicsPathItem, QStyle
 
-from predictors.registry import BLOCK_KINDS, summarize
+from predictors.scenario.registry import BLOCK_KINDS, summarize
 
 __all__ = ["CATEGORY_COLORS", "category_color", "PortItem", "BlockItem", "EdgeItem"]
 

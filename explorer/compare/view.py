@@ -7,11 +7,20 @@ import os
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QFont
-from PySide6.QtWidgets import (QHBoxLayout, QHeaderView, QLabel, QProgressBar, QPushButton,
-                               QSplitter, QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
-from predictors.sharding import format_bytes
 from predictors.traces.compare import Comparison, compare_timelines
+from predictors.utils.formatting import format_bytes
 
 from ..timeline.colors import CATEGORY_COLORS, CATEGORY_LABELS
 from ..timeline.gantt import GanttWidget
@@ -124,7 +133,7 @@ class CompareView(QWidget):
     # --- public API ---------------------------------------------------------------------
 
     def set_prediction(self, prediction) -> None:
-        """Show a :class:`~predictors.predict.Prediction` (``None`` clears)."""
+        """Show a :class:`~predictors.engine.predict.Prediction` (``None`` clears)."""
         self.prediction = prediction
         self._refresh()
 

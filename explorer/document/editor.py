@@ -10,11 +10,20 @@ import copy
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QUndoStack
 
-from predictors.registry import BLOCK_KINDS, default_params
+from predictors.scenario.registry import BLOCK_KINDS, default_params
 
-from .commands import (AddEdgeCommand, AddNodeCommand, MoveNodesCommand, RemoveEdgeCommand,
-                       RemoveNodesCommand, SetNameCommand, SetParamsCommand, SetPlatformCommand,
-                       SetParallelismCommand, SetTrainingCommand)
+from .commands import (
+    AddEdgeCommand,
+    AddNodeCommand,
+    MoveNodesCommand,
+    RemoveEdgeCommand,
+    RemoveNodesCommand,
+    SetNameCommand,
+    SetParallelismCommand,
+    SetParamsCommand,
+    SetPlatformCommand,
+    SetTrainingCommand,
+)
 from .scenario_document import ScenarioDocument
 
 __all__ = ["DocumentEditor", "FRAGMENT_FORMAT"]

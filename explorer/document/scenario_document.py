@@ -10,8 +10,14 @@ import math
 
 from PySide6.QtCore import QObject, Signal
 
-from predictors.registry import BLOCK_KINDS, default_params
-from predictors.scenario import FORMAT, VERSION, Issue, ScenarioError, validate_scenario
+from predictors.scenario.format import (
+    FORMAT,
+    VERSION,
+    Issue,
+    ScenarioError,
+    validate_scenario,
+)
+from predictors.scenario.registry import BLOCK_KINDS, default_params
 
 __all__ = ["ScenarioDocument", "empty_scenario", "DEFAULT_TRAINING"]
 

@@ -4,12 +4,23 @@ from __future__ import annotations
 
 from PySide6.QtCore import QMimeData, QPointF, Qt, QTimer
 from PySide6.QtGui import QDrag
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QPushButton, QSpinBox,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
 
-from predictors.devices.platforms import (GPU_MODELS, LINK_KINDS, PLATFORM_PRESETS,
-                                          resolve_platform)
-from predictors.scenario import ScenarioError, validate_platform
+from predictors.hardware.platforms import (
+    GPU_MODELS,
+    LINK_KINDS,
+    PLATFORM_PRESETS,
+    resolve_platform,
+)
+from predictors.scenario.format import ScenarioError, validate_platform
 
 from ..canvas.view import CanvasView
 from .scene import DEVICE_KINDS, DEVICE_MIME, PlatformScene, link_text

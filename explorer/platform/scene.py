@@ -1,7 +1,7 @@
 """The platform canvas: devices (GPUs, CPUs, NVSwitches, PCIe switches, NICs, hosts) and the
 links between them, drawn from the document and edited only through the editor.
 
-A preset shows as its graph (:func:`predictors.devices.platforms.preset_graph`); the first
+A preset shows as its graph (:func:`predictors.hardware.platforms.preset_graph`); the first
 edit that changes devices or links turns it into a custom graph, in the same undo step.
 Moving devices only changes their canvas positions (``layout.platform``).  Shift-drag from
 one device to another links them; the link's kind defaults from its ends and the GPU
@@ -13,14 +13,30 @@ import copy
 import re
 
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import (QBrush, QColor, QFont, QPainter, QPainterPath,
-                           QPainterPathStroker, QPen)
-from PySide6.QtWidgets import (QGraphicsItem, QGraphicsLineItem, QGraphicsObject,
-                               QGraphicsScene)
+from PySide6.QtGui import (
+    QBrush,
+    QColor,
+    QFont,
+    QPainter,
+    QPainterPath,
+    QPainterPathStroker,
+    QPen,
+)
+from PySide6.QtWidgets import (
+    QGraphicsItem,
+    QGraphicsLineItem,
+    QGraphicsObject,
+    QGraphicsScene,
+)
 
-from predictors.devices.platforms import (GPU_MODELS, LINK_KINDS, LINK_LABELS,
-                                          PLATFORM_PRESETS, preset_graph)
-from predictors.devices.specs import find_gpu_spec
+from predictors.hardware.platforms import (
+    GPU_MODELS,
+    LINK_KINDS,
+    LINK_LABELS,
+    PLATFORM_PRESETS,
+    preset_graph,
+)
+from predictors.hardware.specs import find_gpu_spec
 
 __all__ = ["PlatformScene", "DeviceItem", "LinkItem", "DEVICE_KINDS", "default_link",
            "effective_graph", "auto_positions", "DEVICE_MIME"]

@@ -10,7 +10,7 @@ __all__ = ["ShardingController", "install_sharding"]
 
 
 def _rank_shardings(snapshot, **kwargs):
-    from predictors.rank_sharding import rank_shardings
+    from predictors.plan.rank_sharding import rank_shardings
     return rank_shardings(snapshot, **kwargs)
 
 
@@ -20,7 +20,7 @@ class ShardingController(ResultsController):
     Parameters
     ----------
     window : the :class:`~explorer.app.MainWindow`
-    rank_fn : callable like :func:`predictors.rank_sharding.rank_shardings` (tests inject
+    rank_fn : callable like :func:`predictors.plan.rank_sharding.rank_shardings` (tests inject
         fakes); it gets the prediction's ``profile=`` and ``overheads=`` where they are set
     """
 

@@ -12,7 +12,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QWidget
 
-from predictors.sharding import format_bytes
+from predictors.utils.formatting import format_bytes
 
 from ..run_dock import ResultsView, memory_text
 from ..timeline.colors import CATEGORY_COLORS, COUNTER_COLOR
@@ -43,7 +43,7 @@ def compute_ms(timeline, rank: int) -> float:
 
 
 class ShardingView(ResultsView):
-    """Ranked plans (a :class:`~predictors.rank_sharding.ShardingRanking`) and one plan's
+    """Ranked plans (a :class:`~predictors.plan.rank_sharding.ShardingRanking`) and one plan's
     ranks."""
 
     def __init__(self, parent: QWidget | None = None):
@@ -81,7 +81,7 @@ class ShardingView(ResultsView):
         return text
 
     def set_ranking(self, ranking) -> None:
-        """Show a :class:`~predictors.rank_sharding.ShardingRanking`."""
+        """Show a :class:`~predictors.plan.rank_sharding.ShardingRanking`."""
         best = ranking.plans[0].iteration_ms if ranking.plans else 0.0
         rows, tips = [], []
         for i, res in enumerate(ranking.plans):

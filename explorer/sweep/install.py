@@ -3,13 +3,12 @@ thread (progress, cancel), and Apply Value, which sets the selected value in the
 as one undo step."""
 from __future__ import annotations
 
-from predictors.devices.platforms import PLATFORM_PRESETS, resolve_platform
-from predictors.scenario import DTYPES, OPTIMIZERS, ScenarioError
-from predictors.sweep import SWEEPABLE, parse_values
-
-from predictors.predict import Cancelled
+from predictors.engine.predict import Cancelled
+from predictors.hardware.platforms import PLATFORM_PRESETS, resolve_platform
+from predictors.plan.sweep import SWEEPABLE, parse_values
 from predictors.profiles import ProfileError
-from predictors.sharding import format_bytes
+from predictors.scenario.format import DTYPES, OPTIMIZERS, ScenarioError
+from predictors.utils.formatting import format_bytes
 
 from ..background import BackgroundRunner
 from ..run_dock import ResultsController
@@ -19,12 +18,12 @@ __all__ = ["SweepController", "install_sweep", "default_values"]
 
 
 def _sweep(snapshot, param, values, **kwargs):
-    from predictors.sweep import sweep
+    from predictors.plan.sweep import sweep
     return sweep(snapshot, param, values, **kwargs)
 
 
 def _largest_batch(snapshot, **kwargs):
-    from predictors.capacity import largest_batch
+    from predictors.plan.capacity import largest_batch
     return largest_batch(snapshot, **kwargs)
 
 
@@ -59,7 +58,7 @@ class SweepController(ResultsController):
     Parameters
     ----------
     window : the :class:`~explorer.app.MainWindow`
-    sweep_fn : callable like :func:`predictors.sweep.sweep` (tests inject fakes)
+    sweep_fn : callable like :func:`predictors.plan.sweep.sweep` (tests inject fakes)
     """
 
     title = "Sweep"

@@ -14,7 +14,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox, QLineEdit, QPushButton, QWidget
 
-from predictors.sweep import SWEEPABLE
+from predictors.plan.sweep import SWEEPABLE
 
 from ..run_dock import ResultsView, memory_text
 
@@ -47,7 +47,7 @@ def none_text(result) -> str:
 
 
 class SweepView(ResultsView):
-    """A :class:`~predictors.sweep.SweepResult` as a table and a throughput chart.
+    """A :class:`~predictors.plan.sweep.SweepResult` as a table and a throughput chart.
 
     Signals
     -------
@@ -101,7 +101,7 @@ class SweepView(ResultsView):
         return text
 
     def set_sweep(self, result) -> None:
-        """Show a :class:`~predictors.sweep.SweepResult`."""
+        """Show a :class:`~predictors.plan.sweep.SweepResult`."""
         best = result.best()
         # the gap to the best value that fits; to the fastest that ran when none fits
         ran = [r.records_per_s for r in result.rows if r.records_per_s]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from PySide6.QtGui import QColor
 
-from predictors.timeline import CATEGORIES
+from predictors.engine.timeline import CATEGORIES
 
 __all__ = ["CATEGORY_COLORS", "CATEGORY_LABELS", "category_color", "STALE_COLOR",
            "COUNTER_COLOR"]

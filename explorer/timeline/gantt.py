@@ -12,10 +12,16 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QCursor, QFontMetrics
-from PySide6.QtWidgets import (QGraphicsRectItem, QLabel, QMenu, QToolTip, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import (
+    QGraphicsRectItem,
+    QLabel,
+    QMenu,
+    QToolTip,
+    QVBoxLayout,
+    QWidget,
+)
 
-from predictors.timeline import CATEGORIES, Timeline
+from predictors.engine.timeline import CATEGORIES, Timeline
 
 from .colors import CATEGORY_COLORS, CATEGORY_LABELS, COUNTER_COLOR
 from .layout import LaneLayout, counter_curves, lane_title
@@ -323,7 +329,7 @@ class GanttWidget(QWidget):
 
     def counter_text(self, lane: int, t_ms: float) -> str:
         """``rank 0 · memory allocated at 1.200 ms: 46.5 MB (peak 46.5 MB)``."""
-        from predictors.sharding import format_bytes
+        from predictors.utils.formatting import format_bytes
 
         tl = self.timeline
         value = tl.counter_at(lane, t_ms * 1e3)

@@ -5,8 +5,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from predictors.sharding import format_bytes
-from predictors.timeline import Lane, Timeline
+from predictors.engine.timeline import Lane, Timeline
+from predictors.utils.formatting import format_bytes
 
 __all__ = ["LaneLayout", "lane_title", "nice_step", "counter_steps", "counter_range",
            "counter_curves"]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from predictors.timeline import Timeline, TimelineBuilder
+from predictors.engine.timeline import Timeline, TimelineBuilder
 
 __all__ = ["synthetic_timeline"]
 

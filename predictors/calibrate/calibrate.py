@@ -24,21 +24,22 @@ from typing import Callable
 import numpy as np
 import torch
 
-from . import CalibrationCancelled
-from ..devices.costs import cost_op_graph
-from ..devices.footprint import FootprintScale, fit_footprint_scale, step_footprint
-from ..devices.platforms import resolve_platform
-from ..devices.roofline import VIEW_OPS, kernel_cost
-from ..devices.specs import cpu_signature, local_cpu_spec
+from ..costs.learned_models import fit_class_model, gmae
+from ..costs.op_costs import cost_op_graph
+from ..costs.op_features import MODEL_CLASSES, model_class
+from ..costs.roofline import kernel_cost
+from ..hardware.platforms import resolve_platform
+from ..hardware.specs import cpu_signature, local_cpu_spec
+from ..model.footprint import FootprintScale, fit_footprint_scale, step_footprint
+from ..model.op_classes import VIEW_OPS
 from ..profiles import DeviceProfile, OpOverheads, OverheadTable
-from .features import MODEL_CLASSES, model_class
+from . import CalibrationCancelled
 from .hostload import OtherProcesses
-from .speed import combine, probe
 from .microbench import embedding_cases, gemm_cases, profiler_overhead_us, run_case
-from .models import fit_class_model, gmae
 from .noise import class_floor, pair_floor, steps_floor
 from .profiling import profile_step
 from .samples import random_dlrm, random_transformer
+from .speed import combine, probe
 
 __all__ = ["calibrate_cpu", "CalibrationCancelled", "gap_overheads", "pooled_profiler_cost"]
 

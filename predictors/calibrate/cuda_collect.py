@@ -27,8 +27,8 @@ from typing import Callable
 
 import torch
 
-from ..devices.specs import cpu_model
-from ..fileio import atomic_write_bytes
+from ..hardware.specs import cpu_model
+from ..utils.fileio import atomic_write_bytes
 
 __all__ = ["time_kernel", "device_info", "measure_peaks", "gemm_sweep", "kernel_sweep",
            "scenario_runs", "collect", "gpu_scenarios", "single_gpu_preset",
@@ -205,7 +205,7 @@ def _kernel_cases(device: torch.device, scale: int = 1):
     import numpy as np
     import torch.nn.functional as F
 
-    from ..embedding_blocks import bag_input as _bag_input
+    from ..model.embedding_blocks import bag_input as _bag_input
 
     gen = torch.Generator(device=device).manual_seed(0)
     for numel in np.unique(np.geomspace(1 << 10, (1 << 28) // scale, 12).astype(int)):
@@ -313,10 +313,10 @@ TRACED_STEPS = 3
 def scenario_runs(docs: list[dict], device: torch.device, folder: Path, deadline: float,
                   iters: int = 30, warmup: int = 10, trace_every: int = 1,
                   check: Callable[[int, str], None] | None = None) -> list[dict]:
-    """Measure each scenario's training iteration (:func:`predictors.measure.measure`)
+    """Measure each scenario's training iteration (:func:`predictors.calibrate.measure.measure`)
     and record :data:`TRACED_STEPS` traced steps of every ``trace_every``-th; ``check(i, name)`` is called
     before each (progress, and a cancel that raises)."""
-    from ..measure import measure
+    from .measure import measure
 
     rows = []
     for i, doc in enumerate(docs):
@@ -370,7 +370,7 @@ def calibration_gemm_shapes(seed: int = 0, n: int = 600, n_fp32: int = 200) -> l
 def single_gpu_preset(name: str) -> str:
     """The one-GPU platform preset of the GPU called ``name`` (the H100's for GPUs without
     one: a prediction takes the device from its profile, the platform only says one GPU)."""
-    from ..devices.platforms import PLATFORM_PRESETS
+    from ..hardware.platforms import PLATFORM_PRESETS
 
     for preset in PLATFORM_PRESETS.values():
         if preset.device == name and preset.gpus == 1 and preset.nodes == 1:

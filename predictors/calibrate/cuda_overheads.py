@@ -1,9 +1,9 @@
 """CPU overheads of GPU training steps, measured per *captured* op.
 
 The public traces behind the bundled GPU profiles come without their models, so their
-overheads are read per dispatch-level op (:mod:`predictors.gpu.overheads`).  A calibration on the
+overheads are read per dispatch-level op (:mod:`predictors.traces.overhead_tables`).  A calibration on the
 device knows each traced step's scenario, and so does better: it captures the scenario as
-a prediction would (:func:`~predictors.capture.capture_training_step` with ``gpu=True``)
+a prediction would (:func:`~predictors.model.capture.capture_training_step` with ``gpu=True``)
 and pairs each captured compute op with its recorded twin, as the CPU calibration does
 (:mod:`predictors.traces.dispatch`).  Per aligned op:
 
@@ -32,11 +32,16 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..devices.roofline import classify, kernel_cost
-from ..devices.specs import local_cpu_spec
+from ..costs.roofline import kernel_cost
+from ..hardware.specs import local_cpu_spec
+from ..model.op_classes import classify
 from ..profiles import OpOverheads, OverheadTable
-from ..traces.dispatch import (dispatch_level_ops, fused_token, nest,
-                               runtime_calls_per_op)
+from ..traces.dispatch import (
+    dispatch_level_ops,
+    fused_token,
+    nest,
+    runtime_calls_per_op,
+)
 from ..traces.kineto import Kind
 from ..traces.ops import runtime_flags
 from .profiling import StepProfile
@@ -63,9 +68,9 @@ def aligned_step(doc: dict, rec, iteration_ms: float, *, gpu: bool = True) -> St
     the op's CPU duration, for launching ops ``launch_raw`` = (T2, T4), and the device
     time of what it launched (``kernel_us``), in microseconds.  ``iteration_ms``: the
     scenario's unprofiled iteration (``step_us``)."""
-    from ..capture import capture_training_step
-    from ..scenario import validate_scenario
-    from ..workload import build_workload
+    from ..model.capture import capture_training_step
+    from ..model.workload import build_workload
+    from ..scenario.format import validate_scenario
 
     doc = validate_scenario(doc)
     graph = capture_training_step(build_workload(doc), gpu=gpu)
@@ -205,7 +210,7 @@ def _table(steps: list[StepProfile], per_event: float, source: str = "") -> Over
 
 def dispatch_us(table: OverheadTable, step: StepProfile) -> float:
     """The CPU time ``table`` gives the aligned ops of ``step`` (gaps, launches, the
-    training loop), as :func:`predictors.devices.costs.cost_op_graph` looks them up."""
+    training loop), as :func:`predictors.costs.op_costs.cost_op_graph` looks them up."""
     total, previous, previous_bytes = table.step_s, None, 0.0
     for r in step.records:
         node, nbytes = r["node"], r["bytes"]

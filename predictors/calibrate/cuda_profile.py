@@ -94,7 +94,7 @@ def _peaks(doc: dict, base, stream: dict | None):
     """The measured peaks of ``doc`` (``base``'s where it has none).  DRAM bandwidth: what
     elementwise kernels stream at (``stream``: :func:`stream_fit`), else the
     device-to-device copy's (cudaMemcpy's path: 0.64x the kernels' on the H200)."""
-    from ..gpu.peaks import MeasuredPeaks
+    from ..hardware.peaks import MeasuredPeaks
 
     p = doc.get("peaks") or {}
     if not p.get("dram_copy_gbps") or not p.get("gemm_fp32_tflops"):
@@ -116,8 +116,8 @@ def _gemm_models(doc: dict, base: DeviceProfile, extra: list[dict] = ()) -> dict
     """GEMM models fitted on the measured GEMMs of ``doc`` (and of ``extra`` folders of
     the same GPU): ``gemm_half`` (fp16/bf16) and ``gemm_fp32``, each where at least
     :data:`MIN_GEMMS` were measured."""
-    from ..gpu.features import figures_from_spec
-    from ..gpu.tensor_core_gemm import FP32_DTYPES, HALF_DTYPES, TensorCoreGemmModel
+    from ..costs.gemm_features import figures_from_spec
+    from ..costs.tensor_core_gemm import FP32_DTYPES, HALF_DTYPES, TensorCoreGemmModel
 
     spec, out = base.device, {}
     sources = [doc, *extra]
@@ -143,7 +143,7 @@ def _held_out(fit, rows: list[dict], seed: int = 0) -> dict:
     fitted on four in five rows, GMAE and MAPE on the fifth."""
     import numpy as np
 
-    from ..gpu.train import gmae
+    from .gemm_fit import gmae
 
     order = np.random.default_rng(seed).permutation(len(rows))
     cut = len(rows) * 4 // 5
@@ -162,8 +162,8 @@ def _measured_parts(folder: str | Path, base: DeviceProfile | None = None,
     GEMM models fitted on the measured GEMMs (of ``gemms_from`` folders too), the launch
     map of the traces (predictions do not read it, so every fold shares it) and every
     traced scenario's step aligned with its capture."""
-    from ..gpu.build import profile_for_device
-    from ..gpu.roofline_model import MeasuredRooflineModel
+    from ..costs.gpu_roofline import MeasuredRooflineModel
+    from .gpu_profiles import profile_for_device
 
     doc = load_measurements(folder)
     if base is None:
@@ -202,7 +202,7 @@ def _measured_parts(folder: str | Path, base: DeviceProfile | None = None,
     recordings = _recordings(doc)
     launch_map = base.launch_map
     if recordings:
-        from ..gpu.overheads import trace_overheads
+        from ..traces.overhead_tables import trace_overheads
 
         _, launch_map, _ = trace_overheads(list(recordings.values()),
                                            ["this host"] * len(recordings))
@@ -223,7 +223,11 @@ def _assemble(doc: dict, base: DeviceProfile, models: dict, gemms: dict, launch_
               steps: dict, exclude: set[int] = frozenset()) -> DeviceProfile:
     """The measured profile, T1-T5 from the traced steps not in ``exclude``, per
     captured op (:mod:`.cuda_overheads`)."""
-    from ..gpu.roofline_model import MeasuredRooflineModel, fit_op_efficiency, fit_op_floor
+    from ..costs.gpu_roofline import (
+        MeasuredRooflineModel,
+        fit_op_efficiency,
+        fit_op_floor,
+    )
     from .cuda_overheads import aligned_overheads
 
     dev = doc["device"]
@@ -294,7 +298,7 @@ def scenario_errors(folder: str | Path, *, profile: DeviceProfile | None = None,
     overheads come from the *other* scenarios' traces (leave one out; the models and
     recordings are made once; ``gemms_from`` as for :func:`profile_from_measurements`).
     ``only``: the scenario indices to predict (default all)."""
-    from ..predict import predict
+    from ..engine.predict import predict
 
     parts = _measured_parts(folder, gemms_from=gemms_from) if profile is None else None
     doc = parts[0] if parts is not None else load_measurements(folder)
@@ -318,7 +322,7 @@ def scenario_errors(folder: str | Path, *, profile: DeviceProfile | None = None,
 def _step_kernels(step, prof: DeviceProfile) -> list[tuple[str, float, float]]:
     """``(model class, recorded us, predicted us)`` of every captured op of a traced step
     that launched device work, predicted with ``prof`` (the whole step at once)."""
-    from ..devices.costs import kernel_seconds
+    from ..costs.op_costs import kernel_seconds
 
     nodes = [r["node"] for r in step.records]
     _, seconds, models = kernel_seconds(nodes, prof.device, prof)

@@ -11,7 +11,7 @@ import json
 import os
 from pathlib import Path
 
-from ..fileio import atomic_write_bytes
+from ..utils.fileio import atomic_write_bytes
 
 __all__ = ["save_samples", "load_samples"]
 

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from ..embedding_blocks import bag_input as _bag_input
+from ..model.embedding_blocks import bag_input as _bag_input
 
 __all__ = ["profiler_overhead_us", "gemm_cases", "embedding_cases", "run_case",
            "FreshInputs"]
@@ -22,7 +22,7 @@ __all__ = ["profiler_overhead_us", "gemm_cases", "embedding_cases", "run_case",
 def _tiny_step():
     """A tiny transformer LM's training step: almost all of its time is dispatch, so the
     profiler's share of it is large and its event mix is a real step's."""
-    from ..workload import build_workload, training_step
+    from ..model.workload import build_workload, training_step
     from .samples import tiny_transformer
 
     workload = build_workload(tiny_transformer(), device="cpu", fast_init=True)

@@ -24,10 +24,10 @@ import torch
 from torch.autograd.profiler import record_function
 from torch.profiler import ProfilerActivity, profile
 
-from ..capture import capture_training_step
-from ..devices.roofline import classify
-from ..devices.platforms import resolve_platform
-from ..workload import build_workload, training_step
+from ..hardware.platforms import resolve_platform
+from ..model.capture import capture_training_step
+from ..model.op_classes import classify
+from ..model.workload import build_workload, training_step
 
 __all__ = ["StepProfile", "profile_step", "comparable_events", "recorded_events", "warm_up",
            "STEP_SPAN", "RECOVERY_STEPS"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..scenario import FORMAT, VERSION, validate_scenario
+from ..scenario.format import FORMAT, VERSION, validate_scenario
 
 __all__ = ["random_dlrm", "random_transformer", "random_scenarios", "tiny_transformer"]
 

@@ -12,10 +12,10 @@ import math
 import socket
 from typing import Callable
 
-from ..measure import measure
-from ..predict import predict
+from ..engine.predict import predict
 from ..profiles import DeviceProfile
 from .hostload import OtherProcesses
+from .measure import measure
 from .samples import random_scenarios
 from .speed import combine, probe, relative_speed
 

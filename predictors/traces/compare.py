@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..timeline import Timeline
+from ..engine.timeline import Timeline
 
 __all__ = ["Comparison", "compare_timelines", "recorded_iteration"]
 

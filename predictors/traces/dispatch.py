@@ -1,7 +1,7 @@
 """Which recorded ops a dispatch-level capture sees.
 
 The profiler nests ops (``aten::linear`` > ``aten::addmm`` > ``aten::empty``); the
-capture (:mod:`predictors.capture`, a ``TorchDispatchMode``) sees the ops that reach the
+capture (:mod:`predictors.model.capture`, a ``TorchDispatchMode``) sees the ops that reach the
 dispatcher below autograd, and the simulator walks exactly those.  Overheads measured on
 any other level (the leaves, say) land on names the simulator never asks for.  A recorded
 op is *dispatch-level* when it is an aten compute op (not a view), no captured or
@@ -18,7 +18,7 @@ import functools
 
 import numpy as np
 
-from ..devices.roofline import classify
+from ..model.op_classes import classify
 from .kineto import Kind, KinetoTrace
 
 __all__ = ["nest", "dispatch_level_ops", "fused_token", "dispatched_names",

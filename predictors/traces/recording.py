@@ -1,4 +1,4 @@
-"""One recorded job (one Kineto file per rank) -> a :class:`~predictors.timeline.Timeline`.
+"""One recorded job (one Kineto file per rank) -> a :class:`~predictors.engine.timeline.Timeline`.
 
 Lanes per rank: CPU threads (``thread N (main)``, ``thread N (autograd)``), the rank's
 annotations (``ProfilerStep#N``, ``## forward ##`` ...), Python functions, and one lane per
@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..timeline import CATEGORIES, Lane, Span, Timeline
+from ..engine.timeline import CATEGORIES, Lane, Span, Timeline
 from .kineto import Kind, KinetoTrace, TraceError, read_kineto, stream_label
 from .ops import CpuOps, cpu_ops
 
@@ -77,7 +77,7 @@ _BY_PRIORITY = np.array([_CAT["cpu_op"]] + [_CAT[c] for c in sorted(_PRIORITY, k
 
 
 def _cpu_category(name: str) -> str:
-    from ..devices.roofline import classify
+    from ..model.op_classes import classify
     if name.startswith("aten::"):
         return classify(name)
     return "cpu_op"

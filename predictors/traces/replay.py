@@ -7,10 +7,10 @@ This is how the simulator's rules are checked against reality, one at a time:
   order (ranges such as a 2021 ``ProfilerStep#N`` op are not ops: their contents are,
   :class:`~predictors.traces.ops.CpuOps`); each op takes its name's mean T1 gap, T2 to
   its first runtime call, T5 between calls, T4 per launch and T3 after the last call
-  (:mod:`~predictors.traces.stats`);
+  (:mod:`~predictors.traces.overheads`);
 - an op that waited for another thread in the recording (its thread sat idle longer than
   its gaps explain while that thread worked: the autograd thread starting ``backward``,
-  the main thread resuming after it; :func:`~predictors.traces.stats.thread_waits`)
+  the main thread resuming after it; :func:`~predictors.traces.overheads.thread_waits`)
   starts its T1 gap when the op it waited for ends, if that is later than its own
   thread's clock; a thread's first op that waited for nothing starts when it did in the
   recording.  Ops are visited in recorded start order, which is also the order their
@@ -38,11 +38,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..timeline import CATEGORIES, Lane, Span, Timeline
+from ..engine.timeline import CATEGORIES, Lane, Span, Timeline
 from .kineto import Kind, KinetoTrace, TraceError, stream_label
 from .ops import CpuOps, blocking_copies, runtime_flags
+from .overheads import TraceStats, item_times, overhead_stats
 from .recording import Recording, kernel_categories, kernel_category
-from .stats import TraceStats, item_times, overhead_stats
 
 __all__ = ["ReplayResult", "replay"]
 
@@ -306,7 +306,7 @@ def replay(rec: Recording, stats: TraceStats | None = None,
     max_iterations : passes of the rank-synchronization fixed point
     durations : per rank, a duration (us) per event of its trace that replaces the
         recorded one for device events (NaN: keep the recording); this is how modeled
-        kernels are replayed (:mod:`predictors.gpu.trace_validation`)
+        kernels are replayed (:mod:`predictors.calibrate.trace_validation`)
     """
     own = [stats] * len(rec.traces) if stats else [
         overhead_stats([t], [o]) for t, o in zip(rec.traces, rec.ops)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..timeline import CATEGORIES
+from ..engine.timeline import CATEGORIES
 from .kineto import Kind
 from .recording import Recording
 

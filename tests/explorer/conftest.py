@@ -8,7 +8,7 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
-from predictors.scenario import load_scenario  # noqa: E402
+from predictors.scenario.format import load_scenario  # noqa: E402
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "resources" / "scenarios"
 

@@ -90,7 +90,7 @@ def test_a_target_that_is_not_a_regular_file_is_refused(tmp_path, flag):
 def test_main_in_process_with_a_fake_predictor(qapp, tmp_path):
     from explorer.__main__ import main
     from explorer.timeline.sample import synthetic_timeline
-    from predictors.predict import Prediction
+    from predictors.engine.predict import Prediction
 
     def fake(scenario, progress=None, cancelled=None):
         tl = synthetic_timeline(ranks=2)

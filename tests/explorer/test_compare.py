@@ -13,8 +13,8 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication
 
 from explorer.compare import CompareView, TraceLoader
-from predictors.predict import predict
-from predictors.scenario import load_scenario
+from predictors.engine.predict import predict
+from predictors.scenario.format import load_scenario
 from predictors.traces import load_recording
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,7 +137,7 @@ def test_main_window_import_drop_and_export(qtbot, tmp_path, cpu_prediction):
 
 
 def test_recorded_memory_sits_under_the_predicted_memory(qtbot, cpu_prediction, tmp_path):
-    from predictors.measure import measure
+    from predictors.calibrate.measure import measure
 
     doc = load_scenario(ROOT / "resources" / "scenarios" / "small_dlrm.json")
     doc["platform"] = {"preset": "local-cpu", "threads": 1}

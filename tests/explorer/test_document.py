@@ -3,7 +3,7 @@ import pytest
 
 from explorer.document.editor import DocumentEditor
 from explorer.document.scenario_document import ScenarioDocument, empty_scenario
-from predictors.scenario import validate_scenario
+from predictors.scenario.format import validate_scenario
 
 
 def test_load_snapshot_round_trip(qtbot, default_scenario):

@@ -11,7 +11,7 @@ from PySide6.QtGui import QImage
 
 from explorer.export import export_timeline_image, picture_size
 from explorer.timeline.sample import synthetic_timeline
-from predictors.timeline import CATEGORIES, Lane, Timeline
+from predictors.engine.timeline import CATEGORIES, Lane, Timeline
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -89,7 +89,7 @@ def test_exported_file_readable_by_others(qapp, tmp_path, timeline, ext):
 
 def test_memory_counters_are_in_the_picture(qapp, tmp_path):
     from explorer.timeline.colors import COUNTER_COLOR
-    from predictors.timeline import TimelineBuilder
+    from predictors.engine.timeline import TimelineBuilder
 
     b = TimelineBuilder("mem")
     b.add(b.lane(0, "cpu", "main"), 0.0, 1000.0, "cpu_op", "aten::mm")

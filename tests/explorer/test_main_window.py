@@ -10,8 +10,8 @@ import time
 from PySide6.QtCore import Qt
 
 from explorer.app import DEFAULT_SCENARIO
-from predictors.predict import Cancelled
-from predictors.scenario import load_scenario
+from predictors.engine.predict import Cancelled
+from predictors.scenario.format import load_scenario
 
 
 def wait_for_timeline(qtbot, w, timeout=120_000):
@@ -77,7 +77,7 @@ def test_platform_tab_changes_the_platform_undoably(make_window):
 
 
 def test_failed_prediction_shows_the_field_and_keeps_the_document(make_window, qtbot):
-    from predictors.scenario import Issue, ScenarioError
+    from predictors.scenario.format import Issue, ScenarioError
 
     def failing(scenario, progress=None, cancelled=None):
         raise ScenarioError([Issue("model.nodes[1].params.layers", "must not be empty",

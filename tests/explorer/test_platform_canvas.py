@@ -12,8 +12,8 @@ from PySide6.QtTest import QTest
 from explorer.document.editor import DocumentEditor
 from explorer.platform import PlatformPage, default_link
 from explorer.platform.scene import DEVICE_MIME, DeviceItem, LinkItem
-from predictors.devices.platforms import resolve_platform
-from predictors.scenario import ScenarioError, validate_platform
+from predictors.hardware.platforms import resolve_platform
+from predictors.scenario.format import ScenarioError, validate_platform
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ from PySide6.QtCore import QSettings
 from explorer import profiles_panel
 from explorer.profiles_panel import ROOFLINE, ProfilesPanel
 from explorer.timeline.sample import synthetic_timeline
-from predictors.devices.specs import DeviceSpec
-from predictors.predict import Prediction
+from predictors.engine.predict import Prediction
+from predictors.hardware.specs import DeviceSpec
 from predictors.profiles import DeviceProfile, bundled_profiles, save_profile
 
 CPU_VALIDATION = {
@@ -348,7 +348,7 @@ def test_recorded_end_to_end_validation_reads_one_line_per_scenario(qtbot, tmp_p
 
 
 def test_automatic_says_when_the_cpu_profile_is_another_cpus(qtbot, tmp_path, monkeypatch):
-    import predictors.devices.specs as specs
+    import predictors.hardware.specs as specs
 
     panel = ProfilesPanel(settings_in(tmp_path))
     qtbot.addWidget(panel)

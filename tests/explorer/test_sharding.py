@@ -7,12 +7,11 @@ import threading
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest
+from paths import SCENARIOS
 
 from explorer.sharding.view import COLUMNS
-from predictors.predict import Cancelled
-from predictors.scenario import load_scenario
-
-from paths import SCENARIOS
+from predictors.engine.predict import Cancelled
+from predictors.scenario.format import load_scenario
 
 
 @pytest.fixture
@@ -66,7 +65,7 @@ def test_ranks_plans_and_applies_one(make_window, qtbot, dgx_scenario, tmp_path)
 
 def test_an_edit_during_the_ranking_shows_it_out_of_date(make_window, qtbot, dgx_scenario):
     gate = threading.Event()
-    from predictors.rank_sharding import rank_shardings
+    from predictors.plan.rank_sharding import rank_shardings
 
     def gated(snapshot, **kwargs):
         gate.wait(30)
@@ -83,7 +82,7 @@ def test_an_edit_during_the_ranking_shows_it_out_of_date(make_window, qtbot, dgx
 
 
 def test_a_ranking_without_plans_is_said_not_raised(make_window, qtbot, dgx_scenario):
-    from predictors.rank_sharding import ShardingRanking
+    from predictors.plan.rank_sharding import ShardingRanking
     empty = ShardingRanking("x", "pcie-4x-a100", 4, [], [("greedy by size", "too big")])
     w = make_window(dgx_scenario, rank_fn=lambda snapshot, **kw: empty)
     with qtbot.waitSignal(w.sharding.runner.sigFinished, timeout=30_000):

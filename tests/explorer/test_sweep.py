@@ -7,7 +7,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from explorer.sweep import default_values
 from explorer.sweep.view import COLUMNS
-from predictors.predict import Cancelled
+from predictors.engine.predict import Cancelled
 
 
 def test_sweeps_batch_sizes_and_applies_one(make_window, qtbot, tmp_path):
@@ -86,11 +86,11 @@ def test_default_values():
 
 
 def test_apply_uses_the_setting_of_the_rows_on_screen(make_window, qtbot):
-    from predictors.sweep import sweep as real_sweep
+    from predictors.plan.sweep import sweep as real_sweep
 
     def fails_for_dtype(snapshot, param, values, **kwargs):
         if param == "dtype":
-            from predictors.scenario import Issue, ScenarioError
+            from predictors.scenario.format import Issue, ScenarioError
             raise ScenarioError([Issue("training.dtype", "no")])
         return real_sweep(snapshot, param, values, **kwargs)
 
@@ -138,7 +138,7 @@ def test_memory_cells_say_when_a_value_does_not_fit():
 
 def test_a_sweep_where_nothing_fits_says_so(qtbot):
     from explorer.sweep.view import SweepView
-    from predictors.sweep import SweepResult, SweepRow
+    from predictors.plan.sweep import SweepResult, SweepRow
 
     view = SweepView()
     qtbot.addWidget(view)
@@ -155,7 +155,7 @@ def test_a_sweep_where_nothing_fits_says_so(qtbot):
 
 
 def test_up_to_what_fits_finds_the_largest_batch_then_sweeps_to_it(make_window, qtbot):
-    from predictors.capacity import largest_batch
+    from predictors.plan.capacity import largest_batch
 
     w = make_window()   # the small DLRM on one A100-40GB
     view = w.sweep.view
@@ -172,7 +172,7 @@ def test_up_to_what_fits_finds_the_largest_batch_then_sweeps_to_it(make_window, 
 
 
 def test_up_to_what_fits_says_why_not(make_window, qtbot):
-    from predictors.scenario import Issue, ScenarioError
+    from predictors.scenario.format import Issue, ScenarioError
 
     def unknown(snapshot, **kwargs):
         raise ScenarioError([Issue("platform", "the device's memory is unknown")])
@@ -188,7 +188,7 @@ def test_up_to_what_fits_says_why_not(make_window, qtbot):
 def test_an_edit_during_the_search_drops_its_answer(make_window, qtbot):
     import threading
 
-    from predictors.capacity import Capacity
+    from predictors.plan.capacity import Capacity
 
     go = threading.Event()
 

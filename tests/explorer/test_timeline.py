@@ -6,13 +6,21 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 import numpy as np
 import pyqtgraph as pg
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PySide6.QtCore import Qt
 
-from explorer.timeline import (CATEGORY_COLORS, EventIndex, GanttWidget, LaneLayout,
-                               category_color, format_us, lane_title)
+from explorer.timeline import (
+    CATEGORY_COLORS,
+    EventIndex,
+    GanttWidget,
+    LaneLayout,
+    category_color,
+    format_us,
+    lane_title,
+)
 from explorer.timeline.sample import synthetic_timeline
-from predictors.timeline import CATEGORIES, Lane, Timeline, TimelineBuilder
+from predictors.engine.timeline import CATEGORIES, Lane, Timeline, TimelineBuilder
 
 
 def small_timeline():

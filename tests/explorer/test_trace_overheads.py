@@ -10,17 +10,17 @@ import threading
 from dataclasses import replace
 
 import pytest
+from paths import ROOT, SHARED_DATA
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QFileDialog
 
 from explorer.prediction import PredictionController
 from explorer.profiles_panel import ProfilesPanel
-from explorer.user_overheads import TraceOverheads, measure_trace_overheads
 from explorer.timeline.sample import synthetic_timeline
-from predictors.predict import Prediction
+from explorer.user_overheads import TraceOverheads, measure_trace_overheads
+from predictors.engine.predict import Prediction
 from predictors.profiles import OverheadTable
 from predictors.traces import Cancelled
-from paths import ROOT, SHARED_DATA
 
 DLRM_TRACE = (SHARED_DATA / "traces" / "param-dlrm-v100-8rank" /
               "worker0_step_12.1694128201545.pt.trace.json.gz")
@@ -59,7 +59,7 @@ class GatedMeasure:
 
 
 def fake_measured(name="fake.json.gz") -> TraceOverheads:
-    from predictors.devices.overheads import default_overheads
+    from predictors.costs.overheads import default_overheads
     table = replace(default_overheads("gpu"), source=f"measured from {name} (3 ops on Fake GPU)")
     return TraceOverheads(table, [f"/traces/{name}"], 3, ["Fake GPU"])
 

@@ -1,7 +1,7 @@
 """Small scenarios on the local CPU that several test modules share."""
-from predictors.scenario import load_scenario
-
 from paths import SCENARIOS
+
+from predictors.scenario.format import load_scenario
 
 
 def small_cpu_dlrm(batch: int) -> dict:

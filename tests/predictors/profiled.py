@@ -4,8 +4,8 @@ from __future__ import annotations
 from torch.profiler import ProfilerActivity, profile
 
 from predictors.calibrate.profiling import comparable_events
-from predictors.devices.roofline import classify
-from predictors.workload import build_workload
+from predictors.model.op_classes import classify
+from predictors.model.workload import build_workload
 
 
 def compute_ops(names: list[str]) -> list[str]:

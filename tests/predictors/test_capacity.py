@@ -5,15 +5,14 @@ import subprocess
 import sys
 
 import pytest
-
-from predictors.capacity import largest_batch
-from predictors.capture import capture_training_step
-from predictors.devices.platforms import resolve_platform
-from predictors.predict import device_memory
-from predictors.scenario import ScenarioError, load_scenario
-from predictors.workload import build_workload
-
 from paths import ROOT, SCENARIOS
+
+from predictors.engine.predict import device_memory
+from predictors.hardware.platforms import resolve_platform
+from predictors.model.capture import capture_training_step
+from predictors.model.workload import build_workload
+from predictors.plan.capacity import largest_batch
+from predictors.scenario.format import ScenarioError, load_scenario
 
 
 def peak(doc, batch):
@@ -55,7 +54,7 @@ def test_when_not_even_the_first_multiple_fits():
 def test_on_the_cpu_the_hosts_memory_is_the_limit(monkeypatch):
     import os
 
-    import predictors.predict as predict_mod
+    import predictors.engine.predict as predict_mod
 
     doc = load_scenario(SCENARIOS / "bert_base.json")
     doc["platform"] = {"preset": "local-cpu"}
@@ -78,7 +77,7 @@ def test_fit_command_prints_json():
 
 
 def test_the_search_stops_at_its_cap_on_a_multiple(monkeypatch):
-    import predictors.capacity as capacity
+    import predictors.plan.capacity as capacity
 
     monkeypatch.setattr(capacity, "MAX_BATCH", 1000)
     cap = largest_batch(load_scenario(SCENARIOS / "small_dlrm.json"), multiple=3)

@@ -3,13 +3,12 @@ import difflib
 
 import networkx as nx
 import pytest
-
-from predictors.capture import capture_training_step, op_sequence
-from predictors.scenario import load_scenario
-from predictors.workload import build_workload
-
 from paths import SCENARIOS
 from profiled import compute_ops, profiled_compute_ops
+
+from predictors.model.capture import capture_training_step, op_sequence
+from predictors.model.workload import build_workload
+from predictors.scenario.format import load_scenario
 
 
 def small_dlrm():
@@ -103,7 +102,7 @@ def test_capture_pauses_automatic_collection_and_restores_it():
     import gc
     import threading
 
-    from predictors.gc_pause import collection_paused
+    from predictors.utils.gc_pause import collection_paused
     assert gc.isenabled()
     seen = []
     with collection_paused():
@@ -118,7 +117,7 @@ def test_capture_pauses_automatic_collection_and_restores_it():
 def _nested():
     import gc
 
-    from predictors.gc_pause import collection_paused
+    from predictors.utils.gc_pause import collection_paused
     with collection_paused():
         return gc.isenabled()
 

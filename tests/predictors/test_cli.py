@@ -5,7 +5,8 @@ import subprocess
 import sys
 
 from paths import ROOT, SCENARIOS
-from predictors.cli import main
+
+from predictors.cli.commands import main
 
 
 def run(*args):
@@ -71,8 +72,9 @@ def test_validate_record_stores_the_figures_in_the_profile(tmp_path, monkeypatch
     crash."""
     import shutil
 
-    import predictors.calibrate.validate as validate
     from paths import ROOT as root
+
+    import predictors.calibrate.validate as validate
     from predictors.profiles import load_profile
 
     src = root / "resources" / "profiles" / "cpu" / "local-cpu-1t.json"

@@ -4,12 +4,18 @@ import itertools
 import math
 
 import pytest
-
 from paths import ROOT, SCENARIOS, SHARED_DATA
-from predictors.devices.collectives import (
-    CANONICAL, CONSTANTS, arch_of, bus_factor, collective_kind, collective_options,
-    collective_time)
-from predictors.devices.platforms import LINK_KINDS
+
+from predictors.costs.collectives import (
+    CANONICAL,
+    CONSTANTS,
+    arch_of,
+    bus_factor,
+    collective_kind,
+    collective_options,
+    collective_time,
+)
+from predictors.hardware.platforms import LINK_KINDS
 
 NV2, NV3, NV4, PCIE4 = (LINK_KINDS[k] for k in ("nvlink2", "nvlink3", "nvlink4", "pcie4"))
 FABRICS = [(NV2, "volta"), (NV3, "ampere"), (NV4, "hopper"), (PCIE4, "ampere")]
@@ -280,7 +286,7 @@ def test_every_option_is_well_formed():
 
 
 def _collective_cli(capsys, *argv):
-    from predictors.cli import main
+    from predictors.cli.commands import main
     rc = main(["collective", *argv])
     out = capsys.readouterr()
     return rc, out.out, out.err

@@ -3,10 +3,11 @@ import math
 
 import pytest
 
-from predictors.devices.convolution import conv_flops, conv_gemms, conv_pass
-from predictors.devices.roofline import classify, kernel_cost
-from predictors.devices.specs import GPU_SPECS
-from predictors.gpu.build import profile_for_device
+from predictors.calibrate.gpu_profiles import profile_for_device
+from predictors.costs.convolution import conv_flops, conv_gemms, conv_pass
+from predictors.costs.roofline import kernel_cost
+from predictors.hardware.specs import GPU_SPECS
+from predictors.model.op_classes import classify
 
 
 def conv(name, ins, outs=()):

@@ -1,13 +1,12 @@
 """The local CPU's default profile is the one calibrated on this kind of CPU."""
 import pytest
-
-import predictors.devices.specs as specs
-from predictors import profiles
-from predictors.predict import predict
-from predictors.profiles import default_profile, other_cpu_note
-from predictors.scenario import load_scenario
-
 from paths import SCENARIOS
+
+import predictors.hardware.specs as specs
+from predictors import profiles
+from predictors.engine.predict import predict
+from predictors.profiles import default_profile, other_cpu_note
+from predictors.scenario.format import load_scenario
 
 ZEN3 = "AuthenticAMD family 25 model 1, avx2"
 ZEN4 = "AuthenticAMD family 25 model 17, avx512"

@@ -4,7 +4,7 @@ import stat
 
 import pytest
 
-from predictors.fileio import atomic_write_bytes, writable_target
+from predictors.utils.fileio import atomic_write_bytes, writable_target
 
 
 def test_writes_a_new_file_and_replaces_an_old_one(tmp_path):

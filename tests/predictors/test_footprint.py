@@ -5,17 +5,20 @@ import math
 
 import numpy as np
 import pytest
-
-from predictors.capture import capture_scenario
-from predictors.devices.costs import cost_op_graph
-from predictors.devices.footprint import FootprintScale, fit_footprint_scale, step_footprint
-from predictors.devices.platforms import resolve_platform
-from predictors.predict import predict
-from predictors.profiles import ProfileError, load_profile, save_profile
-from predictors.scenario import load_scenario
-
 from cpu_scenarios import small_cpu_dlrm as dlrm
 from paths import ROOT, SCENARIOS
+
+from predictors.costs.op_costs import cost_op_graph
+from predictors.engine.predict import predict
+from predictors.hardware.platforms import resolve_platform
+from predictors.model.capture import capture_scenario
+from predictors.model.footprint import (
+    FootprintScale,
+    fit_footprint_scale,
+    step_footprint,
+)
+from predictors.profiles import ProfileError, load_profile, save_profile
+from predictors.scenario.format import load_scenario
 
 CPU = ROOT / "resources" / "profiles" / "cpu" / "local-cpu-1t.json"
 GPU = ROOT / "resources" / "profiles" / "gpu" / "nvidia-h200.json"

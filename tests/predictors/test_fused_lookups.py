@@ -3,21 +3,24 @@ import copy
 
 import pytest
 import torch
-
-from predictors.capture import capture_training_step
-from predictors.devices.costs import cost_op_graph, kernel_seconds
-from predictors.devices.fused_lookups import fused_seconds, split_fused
-from predictors.devices.platforms import resolve_platform
-from predictors.devices.specs import device_spec
-from predictors.embedding_blocks import (FusedEmbeddingTables, fused_groups, per_table_doc,
-                                        with_kernel)
-from predictors.parallel import RankGraphs
-from predictors.predict import predict
-from predictors.scenario import ScenarioError, load_scenario, validate_scenario
-from predictors.sharding import tables_of
-from predictors.workload import RankShard, build_workload, training_step
-
 from paths import SCENARIOS
+
+from predictors.costs.fused_lookups import fused_seconds, split_fused
+from predictors.costs.op_costs import cost_op_graph, kernel_seconds
+from predictors.engine.parallel import RankGraphs
+from predictors.engine.predict import predict
+from predictors.hardware.platforms import resolve_platform
+from predictors.hardware.specs import device_spec
+from predictors.model.capture import capture_training_step
+from predictors.model.embedding_blocks import (
+    FusedEmbeddingTables,
+    fused_groups,
+    per_table_doc,
+    with_kernel,
+)
+from predictors.model.sharding import tables_of
+from predictors.model.workload import RankShard, build_workload, training_step
+from predictors.scenario.format import ScenarioError, load_scenario, validate_scenario
 
 
 def _with_kernel(doc: dict, kernel: str) -> dict:

@@ -2,11 +2,10 @@ import gzip
 import json
 
 import pytest
-
-from predictors.measure import measure
-from predictors.scenario import load_scenario
-
 from paths import SCENARIOS
+
+from predictors.calibrate.measure import measure
+from predictors.scenario.format import load_scenario
 
 
 def tiny_dlrm():
@@ -43,7 +42,7 @@ def test_memory_peak_with_or_without_memory_events_in_the_trace(tmp_path):
 
 
 def test_the_trace_carries_the_untraced_steps_and_a_comparison_is_judged_on_them(tmp_path):
-    from predictors.predict import predict
+    from predictors.engine.predict import predict
     from predictors.traces import load_recording
     from predictors.traces.compare import compare_timelines
     from predictors.traces.recording import UNPROFILED_KEY
@@ -86,7 +85,7 @@ def test_the_execution_trace_of_the_traced_step_links_to_its_kineto_events(tmp_p
 
 
 def test_an_execution_trace_needs_the_kineto_trace(tmp_path, capsys):
-    from predictors.cli import main
+    from predictors.cli.commands import main
 
     with pytest.raises(ValueError, match="trace="):
         measure(tiny_dlrm(), iters=1, warmup=0, et=tmp_path / "et.json")

@@ -4,17 +4,16 @@ import copy
 import numpy as np
 import pytest
 import torch
-
-from predictors.calibrate.samples import random_dlrm, random_transformer
-from predictors.capture import capture_training_step
-from predictors.measure import measure
-from predictors.memory import GPU_BLOCK, memory_note, rank_memory
-from predictors.predict import predict
-from predictors.scenario import load_scenario
-from predictors.sweep import sweep
-from predictors.workload import RankShard, build_workload
-
 from paths import SCENARIOS
+
+from predictors.calibrate.measure import measure
+from predictors.calibrate.samples import random_dlrm, random_transformer
+from predictors.engine.predict import predict
+from predictors.model.capture import capture_training_step
+from predictors.model.memory import GPU_BLOCK, memory_note, rank_memory
+from predictors.model.workload import RankShard, build_workload
+from predictors.plan.sweep import sweep
+from predictors.scenario.format import load_scenario
 
 
 def small(doc: dict, batch: int = 64) -> dict:

@@ -9,21 +9,26 @@ import networkx as nx
 import numpy as np
 import pytest
 import torch
-
-from predictors.capture import capture_training_step
-from predictors.comm_ops import BUCKET_BYTES, FIRST_BUCKET_BYTES, GradientBuckets
-from predictors.devices.collectives import platform_collective
-from predictors.devices.platforms import resolve_platform
-from predictors.parallel import RankGraphs
-from predictors.predict import predict
-from predictors.rank_sharding import rank_shardings
-from predictors.scenario import ScenarioError, load_scenario, validate_scenario
-from predictors.timeline import CATEGORIES
-from predictors.sharding import (Plan, PlanError, TableRef, candidate_plans, greedy_plan,
-                                 tables_of)
-from predictors.workload import RankShard, build_workload
-
 from paths import ROOT, SCENARIOS
+
+from predictors.costs.collectives import platform_collective
+from predictors.engine.parallel import RankGraphs
+from predictors.engine.predict import predict
+from predictors.engine.timeline import CATEGORIES
+from predictors.hardware.platforms import resolve_platform
+from predictors.model.capture import capture_training_step
+from predictors.model.comm_ops import BUCKET_BYTES, FIRST_BUCKET_BYTES, GradientBuckets
+from predictors.model.sharding import (
+    Plan,
+    PlanError,
+    TableRef,
+    candidate_plans,
+    greedy_plan,
+    tables_of,
+)
+from predictors.model.workload import RankShard, build_workload
+from predictors.plan.rank_sharding import rank_shardings
+from predictors.scenario.format import ScenarioError, load_scenario, validate_scenario
 
 
 @pytest.fixture
@@ -324,8 +329,8 @@ def test_unknown_parallelism_settings_are_named(dlrm):
 
 
 def test_every_preset_as_a_graph_resolves_to_the_preset():
-    from predictors.devices.platforms import PLATFORM_PRESETS, preset_graph
-    from predictors.scenario import validate_platform
+    from predictors.hardware.platforms import PLATFORM_PRESETS, preset_graph
+    from predictors.scenario.format import validate_platform
     for name, p in PLATFORM_PRESETS.items():
         r = resolve_platform(validate_platform(preset_graph(name)))
         assert (r.device, r.gpus, r.nodes, r.intra_link, r.inter_link) == \
@@ -335,7 +340,7 @@ def test_every_preset_as_a_graph_resolves_to_the_preset():
 # --- row-wise sharding ---------------------------------------------------------------
 
 def test_a_row_wise_rank_looks_up_its_block_and_reduce_scatters(dlrm):
-    from predictors.sharding import index_cdf
+    from predictors.model.index_law import index_cdf
 
     tables = tables_of(dlrm)
     rw = frozenset(t.key for t in tables[:2])   # table 0: Zipf 1.05, table 1: uniform
@@ -365,8 +370,8 @@ def test_a_row_wise_rank_looks_up_its_block_and_reduce_scatters(dlrm):
 
 
 def test_index_cdf_is_the_distribution_the_batches_draw():
-    from predictors.sharding import index_cdf
-    from predictors.embedding_blocks import bag_input as _bag_input
+    from predictors.model.embedding_blocks import bag_input as _bag_input
+    from predictors.model.index_law import index_cdf
 
     gen = torch.Generator().manual_seed(0)
     for dist in ({"kind": "uniform"}, {"kind": "zipf", "alpha": 1.05},
@@ -414,7 +419,7 @@ def test_the_scenario_may_place_a_table_row_wise(dlrm):
 
 
 def test_row_wise_plans_know_which_rank_is_hot():
-    from predictors.sharding import greedy_with_rowwise
+    from predictors.model.sharding import greedy_with_rowwise
 
     zipf = {"kind": "zipf", "alpha": 1.05}
     tables = [TableRef("t/0", "t", 0, 781_000_000, 16, 4, zipf, 4)] + [

@@ -2,12 +2,11 @@ import json
 
 import numpy as np
 import pytest
-
-from predictors.predict import Cancelled, predict
-from predictors.scenario import ScenarioError, load_scenario
-from predictors.timeline import CATEGORIES
-
 from paths import SCENARIOS
+
+from predictors.engine.predict import Cancelled, predict
+from predictors.engine.timeline import CATEGORIES
+from predictors.scenario.format import ScenarioError, load_scenario
 
 
 @pytest.fixture(scope="module")

@@ -5,13 +5,12 @@ import shutil
 
 import numpy as np
 import pytest
-
-from predictors.cli import main
-from predictors.predict import predict
-from predictors.profiles import ProfileError, load_profile
-from predictors.scenario import load_scenario
-
 from paths import ROOT, SCENARIOS
+
+from predictors.cli.commands import main
+from predictors.engine.predict import predict
+from predictors.profiles import ProfileError, load_profile
+from predictors.scenario.format import load_scenario
 
 CPU = ROOT / "resources" / "profiles" / "cpu" / "local-cpu-1t.json"
 GPU = ROOT / "resources" / "profiles" / "gpu" / "nvidia-h200.json"

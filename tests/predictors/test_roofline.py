@@ -1,14 +1,15 @@
-from hypothesis import given, settings, strategies as st
-
-from predictors.capture import capture_training_step
-from predictors.devices.costs import cost_op_graph
-from predictors.devices.platforms import PLATFORM_PRESETS
-from predictors.devices.roofline import classify, kernel_cost
-from predictors.devices.specs import GPU_SPECS, local_cpu_spec
-from predictors.scenario import load_scenario
-from predictors.workload import build_workload
-
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from paths import SCENARIOS
+
+from predictors.costs.op_costs import cost_op_graph
+from predictors.costs.roofline import kernel_cost
+from predictors.hardware.platforms import PLATFORM_PRESETS
+from predictors.hardware.specs import GPU_SPECS, local_cpu_spec
+from predictors.model.capture import capture_training_step
+from predictors.model.op_classes import classify
+from predictors.model.workload import build_workload
+from predictors.scenario.format import load_scenario
 
 DEVICES = list(GPU_SPECS.values()) + [local_cpu_spec(1), local_cpu_spec(8)]
 
@@ -134,8 +135,7 @@ def test_training_batch_norm_reads_its_input_twice():
 
 def test_fused_attention_flops_and_efficiency():
     """4·B·H·S²·D forward, 2.5x backward, in both layouts; its own share of the peak."""
-    from predictors.devices.roofline import (attention_efficiency, attention_flops,
-                                             classify)
+    from predictors.costs.roofline import attention_efficiency, attention_flops
     fwd = attention_flops("_scaled_dot_product_flash_attention",
                           [(8, 16, 1024, 128), (8, 16, 1024, 128), (8, 16, 1024, 128)])
     assert fwd == 4.0 * 8 * 16 * 1024 * 1024 * 128

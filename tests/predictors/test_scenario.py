@@ -2,11 +2,15 @@ import copy
 import json
 
 import pytest
-
-from predictors import scenario as sc
-from predictors.scenario import ScenarioError, load_scenario, save_scenario, validate_scenario
-
 from paths import SCENARIOS
+
+from predictors.scenario import format as sc
+from predictors.scenario.format import (
+    ScenarioError,
+    load_scenario,
+    save_scenario,
+    validate_scenario,
+)
 
 
 @pytest.fixture
@@ -132,7 +136,7 @@ def test_unreadable_and_invalid_json_files(tmp_path):
 
 
 def test_wiring_errors_name_the_block(doc):
-    from predictors.workload import build_workload
+    from predictors.model.workload import build_workload
 
     doc["model"]["nodes"][1]["params"]["layers"] = [128, 64, 32]  # dot needs 16 = dim
     with pytest.raises(ScenarioError) as info:
@@ -207,7 +211,7 @@ def test_huge_layer_counts_and_nan_dropout_are_refused():
 
 
 def test_custom_gpu_model_may_be_the_name_the_gpu_reports():
-    from predictors.devices.platforms import resolve_platform
+    from predictors.hardware.platforms import resolve_platform
 
     plat = {"nodes": [{"kind": "gpu", "id": "g", "params": {"model": "nvidia-h100-80gb-hbm3"}}]}
     assert resolve_platform(sc.validate_platform(plat)).device == "NVIDIA H100 80GB HBM3"

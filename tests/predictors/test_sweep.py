@@ -4,13 +4,12 @@ import subprocess
 import sys
 
 import pytest
-
-from predictors.capture import capture_scenario
-from predictors.predict import Cancelled
-from predictors.scenario import load_scenario
-from predictors.sweep import parse_values, sweep
-
 from paths import ROOT, SCENARIOS
+
+from predictors.engine.predict import Cancelled
+from predictors.model.capture import capture_scenario
+from predictors.plan.sweep import parse_values, sweep
+from predictors.scenario.format import load_scenario
 
 
 @pytest.fixture

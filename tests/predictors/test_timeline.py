@@ -1,6 +1,6 @@
 import numpy as np
 
-from predictors.timeline import TimelineBuilder
+from predictors.engine.timeline import TimelineBuilder
 
 
 def build():

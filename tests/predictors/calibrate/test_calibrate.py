@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from predictors.calibrate.calibrate import calibrate_cpu
-from predictors.calibrate.features import unique_fraction
 from predictors.calibrate.validate import format_report, validate_cpu
-from predictors.predict import predict
+from predictors.costs.op_features import unique_fraction
+from predictors.engine.predict import predict
 from predictors.profiles import load_profile, save_profile
 
 
@@ -89,7 +89,7 @@ def test_quick_profile_predicts_real_runs_within_a_loose_bound(quick_profile):
 def test_unique_fraction_matches_sampling():
     import torch
 
-    from predictors.embedding_blocks import bag_input as _bag_input
+    from predictors.model.embedding_blocks import bag_input as _bag_input
 
     gen = torch.Generator().manual_seed(0)
     for dist in ({"kind": "uniform"}, {"kind": "zipf", "alpha": 1.05},
@@ -101,9 +101,9 @@ def test_unique_fraction_matches_sampling():
 
 
 def test_predict_uses_a_given_profile(quick_profile):
-    from predictors.scenario import load_scenario
-
     from paths import SCENARIOS
+
+    from predictors.scenario.format import load_scenario
 
     _, path = quick_profile
     doc = load_scenario(SCENARIOS / "small_dlrm.json")

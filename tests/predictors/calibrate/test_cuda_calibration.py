@@ -6,15 +6,22 @@ import time
 
 import pytest
 import torch
-
-from predictors.calibrate.cuda_collect import (gemm_sweep, gpu_scenarios, measure_peaks,
-                                               single_gpu_preset, time_kernel)
-from predictors.calibrate.cuda_profile import (load_measurements, profile_from_measurements,
-                                               scenario_errors)
-from predictors.cli import main
-from predictors.profiles import ProfileError
-
 from paths import ROOT
+
+from predictors.calibrate.cuda_collect import (
+    gemm_sweep,
+    gpu_scenarios,
+    measure_peaks,
+    single_gpu_preset,
+    time_kernel,
+)
+from predictors.calibrate.cuda_profile import (
+    load_measurements,
+    profile_from_measurements,
+    scenario_errors,
+)
+from predictors.cli.commands import main
+from predictors.profiles import ProfileError
 
 H200 = ROOT / "resources" / "measurements" / "nvidia-h200-2026-11-29"
 CPU = torch.device("cpu")
@@ -129,11 +136,10 @@ def test_tensor_core_gemm_model_learns_alignment_and_transfers():
     NeuSight's (mostly unaligned) shapes; the roofline's error there was 72 %."""
     import numpy as np
 
-    from predictors.gpu.features import figures_from_spec
-    from predictors.gpu.tensor_core_gemm import TensorCoreGemmModel
-    from predictors.gpu.train import gmae
-
-    from predictors.gpu.build import profile_for_device
+    from predictors.calibrate.gemm_fit import gmae
+    from predictors.calibrate.gpu_profiles import profile_for_device
+    from predictors.costs.gemm_features import figures_from_spec
+    from predictors.costs.tensor_core_gemm import TensorCoreGemmModel
 
     spec = profile_for_device("NVIDIA H200").device
     model = TensorCoreGemmModel.fit(figures_from_spec(spec), spec.flops("bfloat16"),
@@ -156,10 +162,10 @@ def test_measured_fp32_gemm_model_beats_the_public_one_on_held_out_shapes():
     trained on other GPUs' public measurements misses them by 19.6 % (21 % fast)."""
     import numpy as np
 
-    from predictors.gpu.build import profile_for_device
-    from predictors.gpu.features import figures_from_spec
-    from predictors.gpu.tensor_core_gemm import FP32_DTYPES, TensorCoreGemmModel
-    from predictors.gpu.train import gmae
+    from predictors.calibrate.gemm_fit import gmae
+    from predictors.calibrate.gpu_profiles import profile_for_device
+    from predictors.costs.gemm_features import figures_from_spec
+    from predictors.costs.tensor_core_gemm import FP32_DTYPES, TensorCoreGemmModel
 
     doc = json.loads(gzip.decompress((H200 / "measurements.json.gz").read_bytes()))
     rows = [r for r in doc["gemm"] if r.get("ms") and r["dtype"] == "float32"]
@@ -226,8 +232,8 @@ def test_validate_cuda_composes_measuring_and_predicting(tmp_path, capsys, monke
     the default H200 profile, the table, and --record into a copy of the profile."""
     import shutil
 
-    from predictors import cli
     from predictors.calibrate import cuda_collect
+    from predictors.cli import commands as cli
 
     seed11 = ROOT / "resources" / "measurements" / "nvidia-h200-2026-11-29-seed11"
     monkeypatch.setattr(cli, "_cuda_available", lambda: True)
@@ -278,10 +284,13 @@ def test_collect_reports_progress_and_cancels(tmp_path):
 
 
 def test_op_efficiency_recovers_a_known_share_and_drops_inconsistent_ops():
-    from predictors.devices.specs import GPU_SPECS
-    from predictors.gpu.peaks import MeasuredPeaks
-    from predictors.gpu.roofline_model import (MeasuredRooflineModel, fit_op_efficiency,
-                                               fit_op_floor)
+    from predictors.costs.gpu_roofline import (
+        MeasuredRooflineModel,
+        fit_op_efficiency,
+        fit_op_floor,
+    )
+    from predictors.hardware.peaks import MeasuredPeaks
+    from predictors.hardware.specs import GPU_SPECS
 
     peaks = MeasuredPeaks(50e12, 4e12, 8e12, 50e6, 132, "test")
     model = MeasuredRooflineModel(GPU_SPECS["NVIDIA H200"], peaks, floor_ms=0.001,

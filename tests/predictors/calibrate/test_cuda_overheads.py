@@ -1,17 +1,20 @@
 """GPU overheads per captured op, from the H200 traces of session 5."""
 import pytest
-
-from predictors.calibrate.cuda_overheads import (aligned_overheads, aligned_step,
-                                                 dispatch_us, fit_profiler_cost,
-                                                 launch_bound)
-from predictors.calibrate.cuda_profile import _recordings, load_measurements
-from predictors.capture import capture_training_step, op_sequence
-from predictors.devices.roofline import kernel_cost
-from predictors.devices.specs import device_spec
-from predictors.workload import build_workload
-
 from paths import ROOT
 from test_capture import small_transformer
+
+from predictors.calibrate.cuda_overheads import (
+    aligned_overheads,
+    aligned_step,
+    dispatch_us,
+    fit_profiler_cost,
+    launch_bound,
+)
+from predictors.calibrate.cuda_profile import _recordings, load_measurements
+from predictors.costs.roofline import kernel_cost
+from predictors.hardware.specs import device_spec
+from predictors.model.capture import capture_training_step, op_sequence
+from predictors.model.workload import build_workload
 
 SEED11 = ROOT / "resources" / "measurements" / "nvidia-h200-2026-11-29-seed11"
 
@@ -111,7 +114,7 @@ def test_several_traced_steps_give_per_op_medians(tmp_path):
     here: the same code, with the capture of a CPU run."""
     from test_measure import tiny_dlrm
 
-    from predictors.measure import measure
+    from predictors.calibrate.measure import measure
     from predictors.traces.recording import load_recording
 
     path = tmp_path / "steps.json.gz"

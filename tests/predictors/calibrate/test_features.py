@@ -2,11 +2,11 @@
 import numpy as np
 import pytest
 
-import predictors.calibrate.models as models
-from predictors.calibrate.features import FEATURES_VERSION, _alignment, featurize
+import predictors.costs.learned_models as models
 from predictors.calibrate.microbench import _log_sizes
 from predictors.calibrate.samples import random_scenarios
-from predictors.devices.specs import local_cpu_spec
+from predictors.costs.op_features import FEATURES_VERSION, _alignment, featurize
+from predictors.hardware.specs import local_cpu_spec
 from predictors.profiles import ProfileError
 
 
@@ -82,9 +82,9 @@ def test_copy_features_tell_a_transposed_input_from_a_contiguous_one():
 
 
 def test_captured_ops_carry_their_first_inputs_strides():
-    from predictors.capture import capture_training_step
-    from predictors.scenario import validate_scenario
-    from predictors.workload import build_workload
+    from predictors.model.capture import capture_training_step
+    from predictors.model.workload import build_workload
+    from predictors.scenario.format import validate_scenario
 
     doc = validate_scenario(random_scenarios(2, 3, kinds=("transformer",))[0])
     graph = capture_training_step(build_workload(doc))
@@ -152,9 +152,9 @@ def test_random_scenarios_draw_round_and_arbitrary_sizes_in_range():
 
 
 def test_a_tables_update_and_lookup_see_the_steps_bytes_written_not_the_table():
-    from predictors.capture import capture_training_step
-    from predictors.scenario import validate_scenario
-    from predictors.workload import build_workload
+    from predictors.model.capture import capture_training_step
+    from predictors.model.workload import build_workload
+    from predictors.scenario.format import validate_scenario
 
     doc = validate_scenario(random_scenarios(2, 7777, kinds=("dlrm",))[1])
     graph = capture_training_step(build_workload(doc))
@@ -175,7 +175,7 @@ def test_a_tables_update_and_lookup_see_the_steps_bytes_written_not_the_table():
 def test_an_inputs_age_is_the_bytes_written_since_it_was():
     import torch
 
-    from predictors.capture import OpRecorder
+    from predictors.model.capture import OpRecorder
 
     x = torch.empty(1000, device="meta")            # made before the step
     weight = torch.empty(10, 100, device="meta")

@@ -1,19 +1,18 @@
 """The calibration's step-footprint curve: steps predicted by models that never saw them."""
 import numpy as np
 import pytest
-
-from predictors.calibrate.calibrate import footprint_curve
-from predictors.calibrate.features import model_class
-from predictors.calibrate.models import fit_class_model
-from predictors.calibrate.profiling import StepProfile
-from predictors.capture import capture_scenario
-from predictors.devices.costs import cost_op_graph
-from predictors.devices.footprint import step_footprint
-from predictors.devices.platforms import resolve_platform
-from predictors.profiles import load_profile
-
 from cpu_scenarios import small_cpu_dlrm as dlrm
 from paths import ROOT
+
+from predictors.calibrate.calibrate import footprint_curve
+from predictors.calibrate.profiling import StepProfile
+from predictors.costs.learned_models import fit_class_model
+from predictors.costs.op_costs import cost_op_graph
+from predictors.costs.op_features import model_class
+from predictors.hardware.platforms import resolve_platform
+from predictors.model.capture import capture_scenario
+from predictors.model.footprint import step_footprint
+from predictors.profiles import load_profile
 
 CPU = ROOT / "resources" / "profiles" / "cpu" / "local-cpu-1t.json"
 

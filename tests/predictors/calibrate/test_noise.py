@@ -3,8 +3,13 @@ import math
 
 import numpy as np
 
-from predictors.calibrate.models import gmae
-from predictors.calibrate.noise import class_floor, median_shrink, pair_floor, steps_floor
+from predictors.calibrate.noise import (
+    class_floor,
+    median_shrink,
+    pair_floor,
+    steps_floor,
+)
+from predictors.costs.learned_models import gmae
 
 
 def _noisy(rng, truth, sigma, n):

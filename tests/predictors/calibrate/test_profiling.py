@@ -7,12 +7,17 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from predictors.calibrate.calibrate import gap_overheads, pooled_profiler_cost
-from predictors.calibrate.profiling import (StepProfile, comparable_events, profile_step,
-                                            recorded_events, warm_up)
+from predictors.calibrate.profiling import (
+    StepProfile,
+    comparable_events,
+    profile_step,
+    recorded_events,
+    warm_up,
+)
 from predictors.calibrate.samples import tiny_transformer
-from predictors.capture import capture_training_step
+from predictors.model.capture import capture_training_step
+from predictors.model.workload import build_workload, training_step
 from predictors.profiles import OpOverheads, OverheadTable
-from predictors.workload import build_workload, training_step
 
 
 def test_warm_up_runs_until_the_step_time_stops_falling():

@@ -4,19 +4,38 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from predictors.devices.specs import GPU_SPECS
-from predictors.gpu.build import PROFILE_DIR, BUNDLED_GPUS, profile_for_device
-from predictors.gpu.build import profile_slug
-from predictors.gpu.data import neusight_dir
-from predictors.gpu.embedding_model import (BAG_FORWARD, EmbeddingLookupModel,
-                                            bag_forward_ms, embedding_bag_ms, l2_hit_model)
-from predictors.gpu.features import (DEVICE_FEATURES, FEATURE_NAMES, figures_from_spec,
-                                     gemm_features)
-from predictors.gpu.gemm_model import GemmKernelModel, gemm_dims
-from predictors.gpu.peaks import measured_peaks
-from predictors.gpu.regressors import (MlpRegressor, PooledRegressor, TreeEnsemble, fit_gbm,
-                                       fit_mlp, regressor_from_arrays)
-from predictors.gpu.train import TrainingSet, fit_regressor, leave_one_gpu_out
+from predictors.calibrate.gemm_fit import TrainingSet, fit_regressor, leave_one_gpu_out
+from predictors.calibrate.gpu_profiles import (
+    BUNDLED_GPUS,
+    PROFILE_DIR,
+    profile_for_device,
+    profile_slug,
+)
+from predictors.calibrate.public_data import neusight_dir
+from predictors.costs.gemm_features import (
+    DEVICE_FEATURES,
+    FEATURE_NAMES,
+    figures_from_spec,
+    gemm_features,
+)
+from predictors.costs.gpu_embedding import (
+    BAG_FORWARD,
+    EmbeddingLookupModel,
+    bag_forward_ms,
+    embedding_bag_ms,
+    l2_hit_model,
+)
+from predictors.costs.gpu_gemm import GemmKernelModel, gemm_dims
+from predictors.costs.regressors import (
+    MlpRegressor,
+    PooledRegressor,
+    TreeEnsemble,
+    fit_gbm,
+    fit_mlp,
+    regressor_from_arrays,
+)
+from predictors.hardware.peaks import measured_peaks
+from predictors.hardware.specs import GPU_SPECS
 from predictors.profiles import DeviceProfile, ProfileError, load_profile, save_profile
 
 needs_data = pytest.mark.skipif(neusight_dir() is None,
@@ -289,8 +308,8 @@ def test_unseen_gpu_from_datasheet_is_finite_and_monotone():
 
 @needs_data
 def test_fit_on_a_subsample_generalizes_loosely():
-    from predictors.gpu.data import load_neusight
-    from predictors.gpu.train import gmae, training_set
+    from predictors.calibrate.gemm_fit import gmae, training_set
+    from predictors.calibrate.public_data import load_neusight
 
     ts = training_set(load_neusight())
     rng = np.random.default_rng(0)

@@ -6,9 +6,9 @@ import subprocess
 import sys
 
 import pytest
-
 from paths import ROOT
-from predictors.cli import main
+
+from predictors.cli.commands import main
 
 
 def _write(path, header, rows):

@@ -8,14 +8,22 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from paths import ROOT, SHARED_DATA
-from predictors.cli import main
-from predictors.gpu.build import profile_for_device
-from predictors.gpu.overheads import innermost_ops, overhead_check, trace_overheads
-from predictors.gpu.trace_validation import (collective_sizes_from_et, dtype_from_kernel,
-                                             model_kernels, node_from_trace,
-                                             validate_recording)
+
+from predictors.calibrate.gpu_profiles import profile_for_device
+from predictors.calibrate.trace_validation import (
+    collective_sizes_from_et,
+    dtype_from_kernel,
+    model_kernels,
+    node_from_trace,
+    validate_recording,
+)
+from predictors.cli.commands import main
+from predictors.traces.overhead_tables import (
+    innermost_ops,
+    overhead_check,
+    trace_overheads,
+)
 from predictors.traces.recording import load_recording
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "traces"))
@@ -171,7 +179,7 @@ def test_a_trace_without_kernels_or_ops_is_refused(tmp_path, capsys):
 
 
 def test_send_recv_moves_all_bytes_to_one_peer():
-    from predictors.devices.collectives import collective_time
+    from predictors.costs.collectives import collective_time
     two = collective_time("send_recv", 1e9, 2, 300e9, "ampere").us
     eight = collective_time("send_recv", 1e9, 8, 300e9, "ampere").us
     assert eight == pytest.approx(two, rel=0.05)  # same bytes to one peer

@@ -1,6 +1,6 @@
 """Comparing a prediction with a recording: lanes pair by kind and position, and streams
 that carry collectives pair with each other."""
-from predictors.timeline import TimelineBuilder
+from predictors.engine.timeline import TimelineBuilder
 from predictors.traces.compare import compare_timelines
 
 
@@ -27,7 +27,7 @@ def test_communication_streams_pair_with_each_other():
 
 
 def _with_memory(name, times, values, step=None):
-    from predictors.timeline import Span
+    from predictors.engine.timeline import Span
 
     tb = TimelineBuilder()
     tb.add(tb.lane(0, "cpu", "CPU main thread"), 0.0, 100.0, "cpu_op", "aten::mm")

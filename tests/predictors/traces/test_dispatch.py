@@ -1,13 +1,16 @@
 """The recorded ops a dispatch-level capture sees, on a real H200 trace (session 5)."""
 import numpy as np
-
-from predictors.gpu.overheads import trace_overheads
-from predictors.traces.dispatch import (dispatch_level_ops, dispatched_names, fused_token,
-                                        nest)
-from predictors.traces.kineto import Kind
-from predictors.traces.recording import load_recording
-
 from paths import ROOT
+
+from predictors.traces.dispatch import (
+    dispatch_level_ops,
+    dispatched_names,
+    fused_token,
+    nest,
+)
+from predictors.traces.kineto import Kind
+from predictors.traces.overhead_tables import trace_overheads
+from predictors.traces.recording import load_recording
 
 LM_TRACE = (ROOT / "resources" / "measurements" / "nvidia-h200-2026-11-29-seed11"
             / "scenario03.json.gz")  # random LM 4x128, fp32, dropout

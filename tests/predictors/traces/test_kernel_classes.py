@@ -1,12 +1,12 @@
 """Kernel classification by name (plain substrings since the regular expressions were slow)."""
 import numpy as np
 import pytest
+from synth import new_format, write
 
-from predictors.timeline import CATEGORIES
+from predictors.engine.timeline import CATEGORIES
 from predictors.traces import load_recording
 from predictors.traces.kineto import Kind
 from predictors.traces.recording import kernel_categories, kernel_category
-from synth import new_format, write
 
 
 @pytest.mark.parametrize("name, category", [

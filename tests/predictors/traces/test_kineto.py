@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from paths import SHARED_DATA
+from synth import new_format, old_format, write
 
-from predictors.timeline import CATEGORIES
+from predictors.engine.timeline import CATEGORIES
 from predictors.traces import TraceError, load_recording, read_kineto
 from predictors.traces import kineto as kineto_mod
 from predictors.traces.kineto import Kind, parse_kineto_bytes
-from paths import SHARED_DATA
-from synth import new_format, old_format, write
 
 DATA = Path(__file__).parent / "data"
 TRACES = SHARED_DATA / "traces"
@@ -204,7 +204,7 @@ def test_fuzz_truncation(cut):
 
 
 def test_million_events_in_columns():
-    from predictors.timeline import Lane, Timeline
+    from predictors.engine.timeline import Lane, Timeline
     n = 1_000_000
     rng = np.random.default_rng(0)
     start = np.sort(rng.uniform(0, 1e6, n))

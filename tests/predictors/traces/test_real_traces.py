@@ -6,7 +6,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from predictors.cli import main
+from predictors.cli.commands import main
 from predictors.traces import load_recording
 from predictors.traces.et import link_et, read_et
 from predictors.traces.replay import replay

@@ -4,13 +4,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from synth import write
 
 from predictors.traces import load_recording
 from predictors.traces.kineto import Kind
 from predictors.traces.ops import blocking_copies
+from predictors.traces.overheads import item_times, overhead_stats, thread_waits
 from predictors.traces.replay import replay
-from predictors.traces.stats import item_times, overhead_stats, thread_waits
-from synth import write
 
 ROOT = Path(__file__).resolve().parents[3]
 SHARED = ROOT.parent / "shared" / "data" / "traces"

@@ -2,14 +2,14 @@
 from pathlib import Path
 
 import pytest
+from synth import new_format, write
 
 from predictors.profiles import OverheadTable
 from predictors.traces import load_recording
 from predictors.traces.et import link_et, read_et
 from predictors.traces.kineto import TraceError
+from predictors.traces.overheads import overhead_stats
 from predictors.traces.replay import replay
-from predictors.traces.stats import overhead_stats
-from synth import new_format, write
 
 DATA = Path(__file__).parent / "data"
 
@@ -99,7 +99,7 @@ def test_replay_refuses_a_step_it_cannot_replay(tmp_path):
 def test_collective_sizes_survive_odd_execution_trace_nodes(tmp_path):
     import json
 
-    from predictors.gpu.trace_validation import collective_sizes_from_et
+    from predictors.calibrate.trace_validation import collective_sizes_from_et
 
     nodes = [{"id": None, "name": "record_param_comms", "inputs": 5},
              {"id": "7", "name": "record_param_comms", "inputs": ["allreduce"],

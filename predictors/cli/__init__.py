@@ -1,0 +1,7 @@
+"""``python -m predictors``: the headless command line (no Qt is imported).
+
+:mod:`.commands` holds the main commands; :mod:`.collective`, :mod:`.kernels` and
+:mod:`.traces` add their own."""
+from .commands import main
+
+__all__ = ["main"]

@@ -1,1 +1,0 @@
-"""Device specifications, platform presets, kernel cost models and CPU overheads."""

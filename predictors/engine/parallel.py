@@ -1,0 +1,167 @@
+"""Multi-GPU steps: one captured graph per rank, collectives timed on the topology.
+
+The job is hybrid parallel, as facebookresearch/dlrm and TorchRec run a DLRM: embedding
+tables are sharded table-wise (:mod:`predictors.model.sharding`), each rank looks its own tables
+up for the global batch and an all-to-all hands every rank its share of the samples; the
+dense part is data parallel, ``ceil(batch / ranks)`` samples per rank, its gradients
+all-reduced in DDP's buckets during backward.  A model without tables is plain data
+parallel.
+
+A rank's graph depends only on which tables it holds, so graphs are captured and costed
+once per distinct table set and reused across ranks and plans (:class:`RankGraphs`).
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+from ..costs.op_costs import CostedGraph, CostedOp, cost_op_graph
+from ..hardware.platforms import Platform
+from ..model.embedding_blocks import per_table_doc
+from ..model.sharding import (
+    Plan,
+    TableRef,
+    candidate_plans,
+    greedy_with_rowwise,
+    tables_of,
+)
+from .timeline import Timeline
+
+__all__ = ["RankGraphs", "collective_timer", "auto_plan"]
+
+
+class RankGraphs:
+    """Captured and costed rank graphs of one scenario on one platform, by table set."""
+
+    def __init__(self, doc: dict, platform: Platform, profile=None, overheads=None,
+                 cancelled: Callable[[], bool] | None = None):
+        self.doc, self.platform = doc, platform
+        self.cancelled = cancelled  # polled before every capture
+        self.profile, self.overheads = profile, overheads
+        self.ranks = platform.ranks
+        self.global_batch = int(doc["training"]["batch_size"])
+        self.local_batch = max(1, math.ceil(self.global_batch / self.ranks))
+        self.tables: list[TableRef] = tables_of(doc)
+        self._costed: dict[frozenset, CostedGraph] = {}
+        self._table_seconds: dict[str, float] | None = None
+        self.notes: list[str] = []  # what the collective model assumed
+
+    def costed(self, local: frozenset, rank: int = 0,
+               rowwise: frozenset = frozenset()) -> CostedGraph:
+        """The costed graph of a rank holding the tables ``local`` and its block of the
+        ``rowwise`` tables' rows (cached; with row-wise tables, per rank)."""
+        key = (local, rowwise, rank if rowwise else None)
+        hit = self._costed.get(key)
+        if hit is None:
+            from ..model.capture import capture_scenario
+            from .predict import Cancelled
+
+            if self.cancelled is not None and self.cancelled():
+                raise Cancelled("capturing a rank")
+            from ..model.workload import RankShard
+
+            # a padded batch: every rank's share is looked up, padding included
+            shard = RankShard(rank, self.ranks, local, self.local_batch,
+                              self.local_batch * self.ranks, rowwise=rowwise)
+            graph = capture_scenario(self.doc, gpu=self.platform.device != "cpu",
+                                     shard=shard)
+            hit = self._costed[key] = cost_op_graph(graph, self.platform, self.profile,
+                                                    self.overheads)
+        return hit
+
+    @property
+    def captured(self) -> int:
+        """How many distinct rank graphs were captured so far."""
+        return len(self._costed)
+
+    def table_seconds(self) -> dict[str, float]:
+        """Each table's predicted kernel time in one step (lookup forward, backward and
+        sparse update at the global batch), from a rank that holds every table."""
+        if self._table_seconds is None:
+            # fused lookups price their tables together: ask the per-table kernels
+            unfused = per_table_doc(self.doc)
+            source = self if unfused is self.doc else RankGraphs(
+                unfused, self.platform, self.profile, self.overheads, self.cancelled)
+            every = source.costed(frozenset(t.key for t in self.tables))
+            seconds = {t.key: 0.0 for t in self.tables}
+            for op in every.ops:
+                if op.table in seconds:
+                    seconds[op.table] += op.kernel_s
+            self._table_seconds = seconds
+        return self._table_seconds
+
+    def candidates(self) -> tuple[list[Plan], list[tuple[str, str]]]:
+        return candidate_plans(self.tables, self.ranks, self.global_batch,
+                               self.table_seconds(), self.memory_bytes())
+
+    def memory_bytes(self) -> float:
+        from ..hardware.specs import device_spec
+
+        try:
+            return device_spec(self.platform.device).memory_bytes
+        except KeyError:
+            return 0.0
+
+    def simulate(self, plan: Plan, title: str = "",
+                 cancelled: Callable[[], bool] | None = None,
+                 progress: Callable[[int], None] | None = None) -> Timeline:
+        """The step of every rank under ``plan``, walked together."""
+        from .simulate import simulate_ranks
+
+        graphs = []
+        for r in range(self.ranks):
+            graphs.append(self.costed(plan.local(r), r, plan.rowwise))
+            if progress is not None:
+                progress(r)
+        timer = collective_timer(self.platform)
+        timeline = simulate_ranks(graphs, timer, title, cancelled)
+        self.notes.extend(n for n in timer.notes if n not in self.notes)
+        return timeline
+
+    def batch_note(self) -> str:
+        """How the global batch splits over the ranks."""
+        note = (f"{self.ranks} ranks: {self.local_batch} of the {self.global_batch} samples "
+                "each")
+        if self.global_batch % self.ranks:
+            note += (f" (the batch does not divide by {self.ranks}: every rank takes "
+                     f"ceil({self.global_batch}/{self.ranks}), as DistributedSampler pads)")
+        return note
+
+
+def auto_plan(graphs: RankGraphs) -> Plan:
+    """``"auto"``: longest predicted table first onto the least loaded rank that has
+    memory for it, the largest tables row-wise where that cannot fit (the kernel-time
+    planner of :func:`~predictors.model.sharding.candidate_plans`)."""
+    seconds = graphs.table_seconds()
+    return greedy_with_rowwise("auto (greedy by kernel time)", graphs.tables, graphs.ranks,
+                       lambda t: seconds.get(t.key, 0.0), graphs.memory_bytes(),
+                       how="the longest predicted lookup (forward, backward, update) first")
+
+
+class collective_timer:  # noqa: N801 - used like the function it replaced
+    """The collective model on ``platform``, as :func:`~predictors.engine.simulate.simulate_ranks`
+    asks for it: the ranks' twin ops -> (seconds, detail).  The message is the largest
+    any rank sends or receives; results are cached per kind and size.  What the model had
+    to assume (e.g. PCIe where the platform names no GPU link) collects in ``notes``."""
+
+    def __init__(self, platform: Platform):
+        self.platform = platform
+        self.cache: dict[tuple[str, float], tuple[float, str]] = {}
+        self.notes: list[str] = []
+
+    def __call__(self, ops: list[CostedOp]) -> tuple[float, str]:
+        from ..costs.collectives import platform_collective
+        from ..model.comm_ops import COLLECTIVE_OPS
+        from ..scenario.format import Issue, ScenarioError
+
+        kind = COLLECTIVE_OPS[ops[0].name]
+        nbytes = max(op.bytes for op in ops)
+        key = (kind, nbytes)
+        if key not in self.cache:
+            try:
+                est, _, _, notes = platform_collective(kind, nbytes, self.platform, len(ops))
+            except ValueError as exc:  # a topology the collectives cannot cross
+                raise ScenarioError([Issue("platform", str(exc))]) from None
+            self.notes.extend(n for n in notes if n not in self.notes)
+            self.cache[key] = (est.us * 1e-6, f"{nbytes / 1e6:,.2f} MB, {est.detail}")
+        return self.cache[key]

@@ -1,0 +1,254 @@
+"""The prediction pipeline: scenario -> module -> captured op graph -> costs -> Timeline."""
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .timeline import Timeline
+
+__all__ = ["Prediction", "Cancelled", "predict"]
+
+
+class Cancelled(Exception):
+    """Raised inside :func:`predict` when its ``cancelled`` callback answers True."""
+
+
+@dataclass
+class Prediction:
+    """One predicted training iteration."""
+
+    scenario_name: str
+    platform: str
+    device: str
+    timeline: Timeline
+    iteration_ms: float
+    per_rank: list[dict]
+    num_ops: int
+    top_ops: list[dict]
+    notes: list[str] = field(default_factory=list)
+    profile: str = "roofline"
+    elapsed_s: float = 0.0
+    sharding: dict | None = None  # the embedding plan of a multi-GPU step
+
+    def to_json(self) -> dict:
+        out = {"scenario": self.scenario_name, "platform": self.platform,
+               "device": self.device, "profile": self.profile,
+               "iteration_ms": self.iteration_ms, "per_rank": self.per_rank,
+               "num_ops": self.num_ops, "num_events": len(self.timeline),
+               "top_ops": self.top_ops, "notes": self.notes,
+               "elapsed_s": round(self.elapsed_s, 4)}
+        if self.sharding is not None:
+            out["sharding"] = self.sharding
+        return out
+
+
+def rank_figures(timeline: Timeline, memories=(), device_bytes: float = 0.0) -> list[dict]:
+    """Per rank: iteration (its span), device active and idle, exposed communication, ms;
+    with ``memories`` (each rank's :class:`~predictors.model.memory.StepMemory`), its peak
+    memory and whether that fits ``device_bytes``."""
+    from ..model.memory import rank_memory
+
+    out = []
+    memories = list(memories)
+    for i, rank in enumerate(timeline.ranks):
+        iteration = timeline.span_ms(rank)
+        active = timeline.device_active_ms(rank)
+        out.append({"rank": rank, "iteration_ms": iteration, "device_active_ms": active,
+                    "device_idle_ms": max(0.0, iteration - active),
+                    "exposed_comm_ms": timeline.exposed_comm_ms(rank),
+                    **rank_memory(memories[i] if i < len(memories) else None,
+                                  device_bytes)})
+    return out
+
+
+def _predict_ranks(doc, platform, profile, overheads, step, cancelled, notes):
+    """Every rank of a multi-GPU platform: ``(timeline, ops, device, sharding,
+    memories)``."""
+    from ..model.sharding import PlanError, check_memory, plan_from_scenario
+    from ..scenario.format import Issue, ScenarioError
+    from .parallel import RankGraphs, auto_plan
+
+    graphs = RankGraphs(doc, platform, profile, overheads, cancelled)
+    ranks = graphs.ranks
+    step(0.1, "planning the embedding sharding")
+    try:
+        plan = plan_from_scenario(doc, graphs.tables, ranks, lambda: auto_plan(graphs))
+        check_memory(plan, graphs.tables, graphs.memory_bytes())
+    except PlanError as exc:
+        raise ScenarioError([Issue("parallelism.embedding_sharding", str(exc))]) from None
+
+    def captured(rank):
+        step(0.2 + 0.6 * (rank + 1) / ranks, f"capturing rank {rank + 1} of {ranks}")
+
+    timeline = graphs.simulate(plan, doc["name"] or "prediction", cancelled, captured)
+    rowwise = len(plan.rowwise)
+    how = (f"; tables sharded table-wise ({plan.name})" if not rowwise else
+           f"; tables sharded row-wise ({plan.name})" if rowwise == len(graphs.tables) else
+           f"; tables sharded table-wise, {rowwise} of them row-wise ({plan.name})")
+    notes.append(graphs.batch_note() + (how if graphs.tables else "; data parallel"))
+    notes.extend(plan.notes + graphs.notes)
+    costed = [graphs.costed(plan.local(r), r, plan.rowwise) for r in range(ranks)]
+    num_ops = sum(len(c.ops) for c in costed)
+    sharding = None
+    if graphs.tables:
+        sharding = dict(plan.to_json(), rank_bytes=plan.rank_bytes(graphs.tables))
+    return timeline, num_ops, costed[0].device.name, sharding, [c.memory for c in costed]
+
+
+def device_memory(platform) -> float:
+    """One device's memory in bytes on ``platform`` (0: unknown): a GPU's datasheet
+    memory, or on the CPU this host's physical memory (other processes use some too)."""
+    from ..hardware.specs import device_spec
+
+    try:
+        return device_spec(platform.device, platform.threads).memory_bytes
+    except KeyError:
+        return 0.0
+
+
+def check_fits(doc: dict, platform) -> None:
+    """Raise :class:`~predictors.scenario.format.ScenarioError` when the embedding tables'
+    weights alone exceed the memory of all the platform's devices together (no placement
+    can hold them), naming the largest table; unknown memory sizes are not checked."""
+    from ..hardware.specs import device_spec
+    from ..model.op_classes import ITEMSIZE
+    from ..scenario.format import Issue, ScenarioError
+
+    try:
+        memory = device_spec(platform.device, platform.threads).memory_bytes
+    except KeyError:
+        return
+    memory *= max(1, platform.ranks) if platform.device != "cpu" else 1
+    itemsize = ITEMSIZE.get(doc["training"]["dtype"], 4)
+    tables = [(t["rows"] * t["dim"] * itemsize, f"model.nodes[{i}].params.tables[{j}]", n["id"])
+              for i, n in enumerate(doc["model"]["nodes"]) if n["kind"] == "embedding_tables"
+              for j, t in enumerate(n["params"]["tables"])]
+    total = sum(t[0] for t in tables)
+    if memory > 0 and total > memory:
+        largest, where, node_id = max(tables)
+        raise ScenarioError([Issue(where, f"the embedding tables need {total / 1e9:,.1f} GB "
+                                          f"(this one {largest / 1e9:,.1f} GB), more than "
+                                          f"the {memory / 1e9:,.0f} GB of {platform.name}",
+                                   node_id)])
+
+
+@contextmanager
+def torch_errors_as_scenario_errors():
+    """Sizes torch cannot hold (overflow, out of memory, a tensor too big for its index
+    type) become a :class:`~predictors.scenario.format.ScenarioError` on ``model``."""
+    from ..scenario.format import Issue, ScenarioError
+
+    try:
+        yield
+    except (RuntimeError, OverflowError, MemoryError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ScenarioError([Issue("model", f"torch cannot build this model: {first}")]) \
+            from None
+
+
+def progress_stepper(progress, cancelled):
+    """``step(fraction, stage)``: report progress, and raise :class:`Cancelled` when asked."""
+    def step(fraction: float, stage: str) -> None:
+        if cancelled is not None and cancelled():
+            raise Cancelled(stage)
+        if progress is not None:
+            progress(fraction, stage)
+    return step
+
+
+def prepare(scenario: dict, profile=None):
+    """Validate ``scenario`` and pick its profile (as :func:`predict` documents):
+    ``(doc, platform, profile or None)``.  A profile of the other device kind is a
+    :class:`~predictors.profiles.ProfileError`."""
+    from ..hardware.platforms import resolve_platform
+    from ..profiles import ProfileError, default_profile, resolve_profile
+    from ..scenario.format import validate_scenario
+
+    doc = validate_scenario(scenario)
+    platform = resolve_platform(doc["platform"])
+    if profile is None:
+        profile = default_profile(platform.device, "cpu" if platform.device == "cpu"
+                                  else "gpu", platform.threads)
+    elif profile == "roofline":
+        profile = None
+    elif isinstance(profile, str):
+        profile = resolve_profile(profile)
+    wanted = "cpu" if platform.device == "cpu" else "gpu"
+    if profile is not None and profile.device.kind != wanted:
+        raise ProfileError(f"profile {profile.name!r} describes a {profile.device.kind.upper()} "
+                           f"({profile.device.name}); platform {platform.name} runs on "
+                           f"{'the CPU' if wanted == 'cpu' else platform.device}")
+    check_fits(doc, platform)
+    return doc, platform, profile
+
+
+def predict(scenario: dict, *, profile=None, overheads=None,
+            progress: Callable[[float, str], None] | None = None,
+            cancelled: Callable[[], bool] | None = None) -> Prediction:
+    """Predict one training iteration of ``scenario`` (a scenario document).
+
+    ``profile`` is a :class:`~predictors.profiles.DeviceProfile`, a profile name or path,
+    ``"roofline"`` (datasheet figures only) or None: the bundled profile of the platform's
+    device when there is one.  ``overheads`` (an
+    :class:`~predictors.profiles.OverheadTable`, e.g. measured from the user's own trace
+    by :func:`predictors.traces.overhead_tables.trace_overheads`) replaces the profile's.  ``progress(fraction, stage)`` is called between stages;
+    ``cancelled()`` is polled and, when it returns True, :class:`Cancelled` is raised.
+    Invalid scenarios raise :class:`predictors.scenario.format.ScenarioError`.
+    """
+    from ..costs.op_costs import cost_op_graph
+    from ..model.capture import capture_scenario
+    from ..model.footprint import footprint_note, step_footprint
+    from ..model.memory import memory_note
+    from .simulate import simulate_rank
+
+    t0 = time.perf_counter()
+    step = progress_stepper(progress, cancelled)
+    step(0.0, "validating")
+    doc, platform, profile = prepare(scenario, profile)
+    title = doc["name"] or "prediction"
+    notes = [f"profile: {profile.name} ({profile.kind})" if profile is not None
+             else "profile: datasheet roofline (no calibrated profile for this device)"]
+    if platform.device == "cpu":
+        from ..profiles import other_cpu_note
+
+        notes.extend(filter(None, [other_cpu_note(profile)]))
+    sharding = None
+    with torch_errors_as_scenario_errors():
+        if platform.ranks > 1:
+            timeline, num_ops, device_name, sharding, memories = _predict_ranks(
+                doc, platform, profile, overheads, step, cancelled, notes)
+        else:
+            step(0.1, "capturing the training step")
+            graph = capture_scenario(doc, gpu=platform.device != "cpu")
+            step(0.6, "costing kernels")
+            costed = cost_op_graph(graph, platform, profile, overheads)
+            notes.extend(filter(None, [footprint_note(costed.footprint_scale,
+                                                      step_footprint(graph))]))
+            step(0.8, "simulating")
+            timeline = simulate_rank(costed, title=title, cancelled=cancelled)
+            num_ops, device_name = graph.number_of_nodes(), costed.device.name
+            memories = [costed.memory]
+    step(0.95, "analyzing")
+    per_rank = rank_figures(timeline, memories, device_memory(platform))
+    note = memory_note(per_rank, platform.device)
+    if note:
+        notes.insert(0, note)
+    iteration_ms = max(r["iteration_ms"] for r in per_rank)
+    if (profile is not None and platform.device != "cpu"
+            and profile.device.name != platform.device):
+        notes.append(f"the profile describes {profile.device.name}, the platform "
+                     f"{platform.device}: its figures are used")
+    if overheads is not None:
+        notes.append(f"overheads: {overheads.source}")
+    slowest = max(per_rank, key=lambda r: r["iteration_ms"])["rank"]
+    device_lanes = timeline.lanes_of(slowest, "stream") or timeline.lanes_of(slowest, "cpu")
+    result = Prediction(doc["name"], platform.name, device_name, timeline,
+                        iteration_ms, per_rank, num_ops,
+                        timeline.top_ops(10, device_lanes), notes,
+                        profile=profile.name if profile is not None else "roofline",
+                        sharding=sharding)
+    result.elapsed_s = time.perf_counter() - t0
+    step(1.0, "done")
+    return result

@@ -1,0 +1,274 @@
+"""Embedding sharding: which rank holds each embedding table, or each table's rows.
+
+A multi-GPU DLRM is hybrid parallel (facebookresearch/dlrm, TorchRec): the dense part is
+data parallel over the ranks, the tables are sharded.  *Table-wise*, a table lives whole
+on one rank, which looks it up for the global batch and hands each rank its samples in
+an all-to-all.  *Row-wise* (TorchRec's RW), every rank holds a contiguous block of the
+rows, looks up the global batch's indices that fall in it, and a reduce-scatter sums the
+partial bags and hands each rank its samples; a table too big for one GPU can only go
+this way.  A plan maps table keys (``"<block id>/<table index>"``) to a rank or to
+``"rw"``.  The scenario gives one (``parallelism.embedding_sharding``) or ``"auto"``; the
+planners here make candidates, and :mod:`predictors.plan.rank_sharding` predicts each one.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .index_law import row_block
+
+ROW_WISE = "rw"   # as predictors.scenario.format.ROW_WISE (imported there without torch)
+
+__all__ = ["TableRef", "Plan", "PlanError", "tables_of", "plan_from_scenario", "greedy_plan", "greedy_with_rowwise", "round_robin_plan", "rowwise_plan",
+           "candidate_plans", "PLANNERS", "ROW_WISE"]
+
+
+class PlanError(ValueError):
+    """A plan that cannot run: unknown tables, ranks out of range, or a rank's memory."""
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """One embedding table of the scenario."""
+
+    key: str          # "<block id>/<index>"
+    block: str
+    index: int
+    rows: int
+    dim: int
+    pooling: int
+    distribution: dict
+    itemsize: int
+
+    @property
+    def bytes(self) -> float:
+        """Its weights."""
+        return float(self.rows) * self.dim * self.itemsize
+
+    def lookup_bytes(self, batch: int) -> float:
+        """The rows one step reads for ``batch`` samples."""
+        return float(batch) * self.pooling * self.dim * self.itemsize
+
+    def shard_bytes(self, ranks: int) -> float:
+        """One rank's block of its rows when sharded row-wise (the largest block)."""
+        return float(math.ceil(self.rows / ranks)) * self.dim * self.itemsize
+
+    def row_shares(self, ranks: int) -> list[float]:
+        """Each rank's share of the lookups when sharded row-wise."""
+        return [row_block(self.rows, self.distribution, r, ranks)[1] for r in range(ranks)]
+
+
+@dataclass
+class Plan:
+    """A placement of every table: on a rank, or row-wise over all of them."""
+
+    name: str
+    ranks: int
+    assignment: dict[str, int | str]
+    how: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    def local(self, rank: int) -> frozenset[str]:
+        """The tables ``rank`` holds whole."""
+        return frozenset(k for k, r in self.assignment.items() if r == rank)
+
+    @property
+    def rowwise(self) -> frozenset[str]:
+        """The tables whose rows are split over every rank."""
+        return frozenset(k for k, r in self.assignment.items() if r == ROW_WISE)
+
+    def rank_bytes(self, tables: list[TableRef]) -> list[float]:
+        out = [0.0] * self.ranks
+        for t in tables:
+            where = self.assignment[t.key]
+            if where == ROW_WISE:
+                for r in range(self.ranks):
+                    out[r] += t.shard_bytes(self.ranks)
+            else:
+                out[where] += t.bytes
+        return out
+
+    def signature(self, tables: list[TableRef]) -> tuple:
+        """What the plan puts together, blind to swaps of identical tables of one block
+        and to which rank gets which group, unless a row-wise table makes the ranks
+        differ (a Zipf table's hot rows are rank 0's; rows that do not divide leave the
+        last block short): two plans with one signature run the same step."""
+        groups = [[] for _ in range(self.ranks)]
+        rowwise = []
+        for t in tables:
+            spec = (t.block, t.rows, t.dim, t.pooling, tuple(sorted(t.distribution.items())))
+            where = self.assignment[t.key]
+            if where == ROW_WISE:
+                rowwise.append(spec)
+            else:
+                groups[where].append(spec)  # each block has its own exchange
+        placed = [tuple(sorted(g)) for g in groups]
+        uneven = any(self.assignment[t.key] == ROW_WISE and (
+            t.distribution["kind"] != "uniform" or t.rows % self.ranks) for t in tables)
+        return tuple(placed if uneven else sorted(placed)), tuple(sorted(rowwise))
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "how": self.how,
+                "assignment": dict(sorted(self.assignment.items(), key=_key_order))}
+
+
+def _key_order(item):
+    block, _, index = item[0].rpartition("/")
+    return block, int(index) if index.isdigit() else 0
+
+
+def tables_of(doc: dict) -> list[TableRef]:
+    """The embedding tables of a validated scenario, in block and table order."""
+    from .op_classes import ITEMSIZE
+
+    itemsize = ITEMSIZE.get(doc["training"]["dtype"], 4)
+    return [TableRef(f"{n['id']}/{j}", n["id"], j, int(t["rows"]), int(t["dim"]),
+                     int(t["pooling"]), dict(t["distribution"]), itemsize)
+            for n in doc["model"]["nodes"] if n["kind"] == "embedding_tables"
+            for j, t in enumerate(n["params"]["tables"])]
+
+
+def check_memory(plan: Plan, tables: list[TableRef], memory_bytes: float) -> None:
+    """Raise :class:`PlanError` when a rank's tables exceed its device memory."""
+    if memory_bytes <= 0:
+        return
+    for rank, used in enumerate(plan.rank_bytes(tables)):
+        if used > memory_bytes:
+            held = sorted((t for t in tables if plan.assignment[t.key] in (rank, ROW_WISE)),
+                          key=lambda t: -t.bytes)
+            raise PlanError(f"rank {rank} would hold {used / 1e9:,.1f} GB of tables "
+                            f"({', '.join(t.key for t in held[:3])}"
+                            f"{', ...' if len(held) > 3 else ''}), more than its "
+                            f"{memory_bytes / 1e9:,.0f} GB")
+
+
+def greedy_plan(name: str, tables: list[TableRef], ranks: int,
+                weight: Callable[[TableRef], float], memory_bytes: float = 0.0,
+                fixed: dict[str, int] | None = None, how: str = "",
+                by_bytes: bool = False) -> Plan:
+    """Longest-processing-time-first: the heaviest table goes to the least loaded rank
+    that still has memory for it.  ``fixed`` tables keep their rank (and their load; a
+    row-wise one loads each rank by its share of the lookups, or with ``by_bytes``, when
+    the weight is a size, evenly)."""
+    fixed = dict(fixed or {})
+    load, used = [0.0] * ranks, [0.0] * ranks
+    by_key = {t.key: t for t in tables}
+    for key, rank in fixed.items():
+        t = by_key[key]
+        if rank == ROW_WISE:   # each rank does its block's share of the lookups
+            shares = [1.0 / ranks] * ranks if by_bytes else t.row_shares(ranks)
+            for r, share in enumerate(shares):
+                load[r] += weight(t) * share
+                used[r] += t.shard_bytes(ranks)
+        else:
+            load[rank] += weight(t)
+            used[rank] += t.bytes
+    assignment = dict(fixed)
+    for t in sorted((t for t in tables if t.key not in fixed),
+                    key=lambda t: (-weight(t), -t.bytes, t.key)):
+        order = sorted(range(ranks), key=lambda r: (load[r], used[r], r))
+        fits = [r for r in order if memory_bytes <= 0 or used[r] + t.bytes <= memory_bytes]
+        if not fits:
+            raise PlanError(f"table {t.key} ({t.bytes / 1e9:,.1f} GB) fits on no rank "
+                            f"beside the tables placed before it")
+        r = fits[0]
+        assignment[t.key] = r
+        load[r] += weight(t)
+        used[r] += t.bytes
+    return Plan(name, ranks, assignment, how)
+
+
+def greedy_with_rowwise(name: str, tables: list[TableRef], ranks: int,
+                        weight: Callable[[TableRef], float], memory_bytes: float = 0.0,
+                        fixed: dict | None = None, how: str = "",
+                        by_bytes: bool = False) -> Plan:
+    """:func:`greedy_plan`, except that when the tables do not fit table-wise, the
+    largest ones go row-wise (each rank holds a block of their rows) until the rest
+    fits: a table bigger than a GPU can only be placed so."""
+    fixed = dict(fixed or {})
+    for t in sorted(tables, key=lambda t: (-t.bytes, t.key)):
+        try:
+            return greedy_plan(name, tables, ranks, weight, memory_bytes, fixed, how,
+                               by_bytes)
+        except PlanError:
+            if t.key in fixed:
+                continue
+            fixed[t.key] = ROW_WISE
+    plan = greedy_plan(name, tables, ranks, weight, memory_bytes, fixed, how, by_bytes)
+    check_memory(plan, tables, memory_bytes)   # all fixed: nothing was checked placing it
+    return plan
+
+
+def rowwise_plan(tables: list[TableRef], ranks: int) -> Plan:
+    return Plan("row-wise", ranks, {t.key: ROW_WISE for t in tables},
+                "every table's rows split over all ranks (torchrec's row-wise sharding)")
+
+
+def round_robin_plan(tables: list[TableRef], ranks: int) -> Plan:
+    return Plan("round-robin", ranks, {t.key: i % ranks for i, t in enumerate(tables)},
+                "table i on rank i mod ranks (torchrec's naive table-wise placement)")
+
+
+def plan_from_scenario(doc: dict, tables: list[TableRef], ranks: int,
+                       auto: Callable[[], Plan]) -> Plan:
+    """The scenario's own plan: an explicit mapping (tables it leaves out are placed by
+    size, greedily, around the given ones), or ``auto()`` for ``"auto"``."""
+    sharding = doc["parallelism"].get("embedding_sharding", "auto")
+    if not isinstance(sharding, dict):
+        return auto()
+    known = {t.key for t in tables}
+    unknown = sorted(set(sharding) - known)
+    if unknown:
+        raise PlanError(f"parallelism.embedding_sharding names {', '.join(unknown)}, which "
+                        f"is no table (keys are '<block id>/<table index>': "
+                        f"{', '.join(sorted(known)[:4])}{', ...' if len(known) > 4 else ''})")
+    plan = greedy_with_rowwise("scenario", tables, ranks, lambda t: t.bytes,
+                               fixed=dict(sharding), by_bytes=True,
+                               how="the scenario's parallelism.embedding_sharding")
+    missing = len(known) - len(sharding)
+    if missing:
+        plan.notes.append(f"{missing} table(s) the scenario does not place were placed "
+                          f"by size")
+    return plan
+
+
+PLANNERS = {
+    "size": ("greedy by size", lambda t, b: t.bytes,
+             "largest table first onto the rank with the fewest bytes"),
+    "lookups": ("greedy by lookups", lambda t, b: t.lookup_bytes(b),
+                "the most rows read per step first (batch x pooling x dim)"),
+}
+
+
+def candidate_plans(tables: list[TableRef], ranks: int, batch: int,
+                    cost: dict[str, float] | None = None,
+                    memory_bytes: float = 0.0) -> tuple[list[Plan], list[tuple[str, str]]]:
+    """The planners' candidates: greedy by size, by lookups, by predicted kernel time
+    (``cost``: seconds per table key, when given; each puts tables row-wise where
+    table-wise does not fit), round-robin and all row-wise.  Returns the feasible plans,
+    distinct, and ``(name, why)`` for the ones that cannot run."""
+    plans, refused = [], []
+    specs = [(name, lambda t, w=w: w(t, batch), how) for name, w, how in PLANNERS.values()]
+    if cost is not None:
+        specs.insert(0, ("greedy by kernel time", lambda t: cost.get(t.key, 0.0),
+                         "the longest predicted lookup (forward, backward, update) first"))
+    for name, weight, how in specs:
+        try:
+            plans.append(greedy_with_rowwise(name, tables, ranks, weight, memory_bytes,
+                                             how=how, by_bytes=name == PLANNERS["size"][0]))
+        except PlanError as exc:
+            refused.append((name, str(exc)))
+    for fixed in (round_robin_plan(tables, ranks), rowwise_plan(tables, ranks)):
+        try:
+            check_memory(fixed, tables, memory_bytes)
+            plans.append(fixed)
+        except PlanError as exc:
+            refused.append((fixed.name, str(exc)))
+    distinct, seen = [], set()
+    for p in plans:
+        sig = p.signature(tables)
+        if sig not in seen:
+            seen.add(sig)
+            distinct.append(p)
+    return distinct, refused

@@ -1,0 +1,2 @@
+"""Planning questions over many predictions: ranking sharding plans, sweeps of one
+setting, and the largest batch that fits."""
