@@ -27,7 +27,6 @@ import csv
 import glob
 import gzip
 import json
-import math
 import os
 import statistics
 import sys
@@ -43,6 +42,7 @@ from predictors.costs.collectives import (
     collective_time,
 )
 from predictors.hardware.platforms import LINK_KINDS  # noqa: E402
+from predictors.utils.metrics import gmae  # noqa: E402
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 V100_DIR = Path("traces") / "param-dlrm-v100-8rank"
@@ -57,10 +57,11 @@ _DTYPE_BYTES = {"float": 4, "float32": 4, "double": 8, "float64": 8, "half": 2, 
                 "char": 1, "bool": 1, "short": 2}
 
 
-def gmae(pairs) -> float:
-    """Geomean absolute error of (predicted, measured) pairs: exp(mean |ln(p/m)|) - 1."""
-    logs = [abs(math.log(p / m)) for p, m in pairs]
-    return math.exp(sum(logs) / len(logs)) - 1.0 if logs else float("nan")
+def pairs_gmae(pairs) -> float:
+    """The geomean |error| (:func:`predictors.utils.metrics.gmae`) of (predicted, measured)
+    pairs."""
+    pairs = list(pairs)
+    return gmae([p for p, _ in pairs], [m for _, m in pairs])
 
 
 # ----------------------------------------------------------------------------------- V100
@@ -235,7 +236,7 @@ def main(argv=None) -> int:
         print(f"{r['q']:>2} {r['op']:<12} {r['kernel']:<44} {r['nbytes']:>10.0f} "
               f"{r['measured_us']:>7.1f}us {r['predicted_us']:>6.1f}us {err:>+6.0%}  "
               f"{r['algorithm']}/{r['protocol']}")
-    v_err = gmae([(r["predicted_us"], r["measured_us"]) for r in rows])
+    v_err = pairs_gmae([(r["predicted_us"], r["measured_us"]) for r in rows])
     print(f"geomean absolute error over the {len(rows)} collectives: {v_err:.1%}")
     print("  all_to_allv sizes: the largest of any rank's sent or received bytes "
           "(the uneven one is bounded by rank 3 receiving 52 KiB).")
@@ -255,7 +256,7 @@ def main(argv=None) -> int:
               f"{r['calls']:>5} {r['measured_us']:>8.1f}us {r['predicted_us']:>8.1f}us "
               f"{err:>+6.0%} {r['busbw_measured'] / 1e9:>7.1f}GB/s "
               f"{r['busbw_model'] / 1e9:>8.1f}GB/s")
-    a_err = gmae([(r["predicted_us"], r["measured_us"]) for r in a["large"]])
+    a_err = pairs_gmae([(r["predicted_us"], r["measured_us"]) for r in a["large"]])
     print(f"geomean absolute error over the {len(a['large'])} large-message groups: {a_err:.1%}")
     print("  n: the group's size; rows whose comm_group_size is 'None' take the size the same "
           "group states\n  in its other rows (tp_group 2, dp_group 4; aicb runs every call of a "

@@ -86,7 +86,7 @@ def cmd_run(args) -> int:
 def gemm_errors(doc: dict, profile) -> list[dict]:
     """Per op and dtype: the GMAE of ``profile``'s GEMM predictions on the measured GEMMs
     (kernel times from CUDA-graph replays), and the median predicted / measured ratio."""
-    from predictors.calibrate.gemm_fit import gmae
+    from predictors.utils.metrics import gmae
     from predictors.cli.kernels import predict_rows
 
     rows = [r for r in doc.get("gemm") or [] if r.get("ms")]
@@ -120,12 +120,12 @@ def _other_profile(path: str):
 
 
 def cmd_report(args) -> int:
-    from predictors.calibrate.cuda_profile import (
-        geomean_abs_pct,
-        load_measurements,
-        scenario_errors,
-    )
+    from predictors.calibrate.cuda_profile import load_measurements, scenario_errors
     from predictors.calibrate.gpu_profiles import profile_for_device
+    from predictors.utils.metrics import format_summary, summarize
+
+    def errors(rows):
+        return format_summary(summarize(r["error_pct"] / 100 for r in rows))
 
     doc = load_measurements(args.folder)
     dev = doc["device"]
@@ -156,7 +156,7 @@ def cmd_report(args) -> int:
             rows = [r for r in doc.get("gemm") or [] if r.get("ms") and r["dtype"] in dtypes]
             if model is None or not rows:
                 continue
-            from predictors.calibrate.gemm_fit import gmae
+            from predictors.utils.metrics import gmae
             print(f"\n{'/'.join(dtypes)} GEMMs against the model measured for "
                   f"{args.profile_from} ({model.info.get('source')}):")
             for op in ("linear", "bmm"):
@@ -175,13 +175,9 @@ def cmd_report(args) -> int:
                   f"{b['error_pct']:+7.1f}% {a['error_pct']:+8.1f}%")
         if other_profile is not None:
             other = scenario_errors(args.folder, profile=other_profile)
-            print(f"  with the profile {args.profile_from}: geomean |error| "
-                  f"{geomean_abs_pct([r['error_pct'] for r in other]):.1f}% ("
-                  + ", ".join(f"{r['error_pct']:+.0f}%" for r in other) + ")")
-        print(f"  geomean |error|: the profile fitted on public data "
-              f"{geomean_abs_pct([r['error_pct'] for r in base]):.1f}%, with this host's "
-              f"overheads and peaks (leave one out) "
-              f"{geomean_abs_pct([r['error_pct'] for r in loo]):.1f}%")
+            print(f"  with the profile {args.profile_from}: {errors(other)}")
+        print(f"  the profile fitted on public data: {errors(base)}")
+        print(f"  with this host's overheads and peaks (leave one out): {errors(loo)}")
     return 0
 
 

@@ -28,7 +28,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from predictors.calibrate.samples import random_dlrm  # noqa: E402
-from predictors.costs.learned_models import gmae  # noqa: E402
+from predictors.utils.metrics import gmae  # noqa: E402
 from predictors.engine.predict import predict  # noqa: E402
 from predictors.model.embedding_blocks import with_kernel  # noqa: E402
 from predictors.model.workload import build_workload, training_step  # noqa: E402

@@ -28,6 +28,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from predictors.utils.metrics import geomean_abs  # noqa: E402
+
 FOLDERS = ["nvidia-h200-2026-11-29", "nvidia-h200-2026-11-29-rerun",
            "nvidia-h200-2026-11-29-seed7", "nvidia-h200-2026-11-29-seed11"]
 FIT_SETS = {"micro", "nvidia-h200-2026-11-29"}  # what --fit sees; the rest is held out
@@ -97,7 +99,7 @@ def predict_us(case: dict, model, constants: dict | None = None, old: bool = Fal
 def errors(cases, pred) -> dict:
     r = np.array([pred(c) / c["us"] for c in cases])
     e = np.abs(r - 1)
-    return {"n": len(cases), "gmae": float(np.exp(np.mean(np.log(np.maximum(e, 1e-4))))),
+    return {"n": len(cases), "gmae": geomean_abs(e),
             "mape": float(np.mean(e)), "median": float(np.median(r))}
 
 

@@ -21,6 +21,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from predictors.utils.metrics import geomean_abs  # noqa: E402
+
 
 def in_step_kernels(folder: str, profile, only: str = "") -> list[dict]:
     """``{scenario, op, model, recorded_us, predicted_us}`` per captured op that launched
@@ -58,7 +60,7 @@ def summary(rows: list[dict], key) -> list[tuple]:
         rec = np.array([r["recorded_us"] for r in rs])
         pred = np.array([r["predicted_us"] for r in rs])
         ratio = pred / rec
-        gmae = float(np.exp(np.mean(np.log(np.maximum(np.abs(ratio - 1), 1e-4)))))
+        gmae = geomean_abs(ratio - 1)
         out.append((k, len(rs), rec.sum(), pred.sum(), gmae, float(np.median(ratio))))
     return sorted(out, key=lambda t: -t[2])
 

@@ -5,8 +5,8 @@
     .venv/bin/python benchmarks/memory.py --from-measurements DIR [DIR ...]
 
 ``--from-measurements`` compares, anywhere, the peaks that ``calibrate --device cuda``
-measured for its scenarios (``max_memory_allocated``, in ``measurements.json``; folders
-measured before session 10 have none) with the GPU captures' predictions.
+measured for its scenarios (``max_memory_allocated``, in ``measurements.json``; older
+folders have none) with the GPU captures' predictions.
 
 Each random scenario (the issue-3 ranges: DLRMs and transformer LMs, plus the bundled
 small DLRM) is captured on the meta device, as ``predict`` does, and its predicted peak
@@ -85,8 +85,8 @@ def main() -> int:
     if args.from_measurements:
         cases = measured_cases(args.from_measurements)
         if not cases:
-            print("no scenario in these folders has a measured peak (measured before "
-                  "session 10?)", file=sys.stderr)
+            print("no scenario in these folders has a measured peak "
+                  "(max_memory_allocated in measurements.json)", file=sys.stderr)
             return 2
         args.device, gpu = "cuda (measured)", True
     else:

@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from predictors.costs.learned_models import gmae  # noqa: E402
+from predictors.utils.metrics import gmae  # noqa: E402
 from predictors.engine.predict import predict  # noqa: E402
 from predictors.model.embedding_blocks import with_kernel  # noqa: E402
 from predictors.scenario.format import load_scenario  # noqa: E402

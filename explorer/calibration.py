@@ -31,6 +31,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from predictors.utils.progress import Cancelled
+
 from .widgets import ErrorBar
 
 __all__ = ["CalibrationRunner", "CalibrationDialog", "default_profile_path",
@@ -93,7 +95,7 @@ class _CalibrateThread(QThread):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             path = self.save_fn(profile, self.path)
         except Exception as exc:  # reported, never fatal
-            if self.cancel_event.is_set() or type(exc).__name__ == "CalibrationCancelled":
+            if self.cancel_event.is_set() or isinstance(exc, Cancelled):
                 self.sigAborted.emit()
                 return
             traceback.print_exc()

@@ -11,9 +11,10 @@ from typing import Callable
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from predictors.engine.predict import Cancelled, predict
+from predictors.engine.predict import predict
 from predictors.profiles import ProfileError
 from predictors.scenario.format import ScenarioError
+from predictors.utils.progress import Cancelled
 
 from .background import BackgroundRunner
 
@@ -71,7 +72,7 @@ class PredictionController(QObject):
         self.document = None
         self.last_prediction = None
         # newest run wins; GC paused while a worker holds torch objects (a collection
-        # the GUI thread started mid-prediction crashed the GUI tests, session 5)
+        # the GUI thread starts mid-prediction can crash the process)
         self.runner = BackgroundRunner((Cancelled,), (ScenarioError, ProfileError),
                                        "Prediction failed", parent=self, describe=error_text)
         self.runner.sigProgress.connect(self.sigProgress)

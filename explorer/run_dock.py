@@ -28,10 +28,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from predictors.engine.predict import Cancelled
 from predictors.profiles import ProfileError
 from predictors.scenario.format import ScenarioError
 from predictors.utils.formatting import format_bytes
+from predictors.utils.progress import Cancelled
 
 from .background import BackgroundRunner
 from .widgets import ErrorBar

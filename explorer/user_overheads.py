@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from predictors.profiles import OverheadTable
-from predictors.traces import Cancelled
+from predictors.utils.progress import Cancelled
 
 __all__ = ["TraceOverheads", "measure_trace_overheads"]
 

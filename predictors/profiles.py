@@ -411,7 +411,7 @@ def other_cpu_note(profile: DeviceProfile | None,
     from .hardware.specs import cpu_signature
 
     theirs, host = profile.provenance.get("cpu_signature"), cpu_signature()
-    if theirs is None or theirs == host:   # not recorded (calibrated before session 11)
+    if theirs is None or theirs == host:   # not recorded in the profile
         return None
     return (f"the profile was calibrated on another CPU ({theirs}) than this one ({host}): "
             f"{how} measures this one")

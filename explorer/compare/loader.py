@@ -5,7 +5,8 @@ from typing import Callable
 
 from PySide6.QtCore import QObject, Signal
 
-from predictors.traces import Cancelled, TraceError, load_recording
+from predictors.traces import TraceError, load_recording
+from predictors.utils.progress import Cancelled
 
 from ..background import BackgroundRunner
 

@@ -3,12 +3,12 @@ thread (progress, cancel), and Apply Value, which sets the selected value in the
 as one undo step."""
 from __future__ import annotations
 
-from predictors.engine.predict import Cancelled
 from predictors.hardware.platforms import PLATFORM_PRESETS, resolve_platform
 from predictors.plan.sweep import SWEEPABLE, parse_values
 from predictors.profiles import ProfileError
 from predictors.scenario.format import DTYPES, OPTIMIZERS, ScenarioError
 from predictors.utils.formatting import format_bytes
+from predictors.utils.progress import Cancelled
 
 from ..background import BackgroundRunner
 from ..run_dock import ResultsController

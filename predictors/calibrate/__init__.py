@@ -3,6 +3,3 @@
 Importing this package loads no torch; :mod:`.calibrate` does.
 """
 
-
-class CalibrationCancelled(Exception):
-    """Raised inside ``calibrate_cpu`` when its ``cancelled`` callback answers True."""

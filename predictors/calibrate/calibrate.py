@@ -24,7 +24,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from ..costs.learned_models import fit_class_model, gmae
+from ..costs.learned_models import fit_class_model
 from ..costs.op_costs import cost_op_graph
 from ..costs.op_features import MODEL_CLASSES, model_class
 from ..costs.roofline import kernel_cost
@@ -33,7 +33,8 @@ from ..hardware.specs import cpu_signature, local_cpu_spec
 from ..model.footprint import FootprintScale, fit_footprint_scale, step_footprint
 from ..model.op_classes import VIEW_OPS
 from ..profiles import DeviceProfile, OpOverheads, OverheadTable
-from . import CalibrationCancelled
+from ..utils.metrics import gmae
+from ..utils.progress import check_cancelled
 from .hostload import OtherProcesses
 from .microbench import embedding_cases, gemm_cases, profiler_overhead_us, run_case
 from .noise import class_floor, pair_floor, steps_floor
@@ -41,7 +42,7 @@ from .profiling import profile_step
 from .samples import random_dlrm, random_transformer
 from .speed import combine, probe
 
-__all__ = ["calibrate_cpu", "CalibrationCancelled", "gap_overheads", "pooled_profiler_cost"]
+__all__ = ["calibrate_cpu", "gap_overheads", "pooled_profiler_cost"]
 
 # ~14 % of the microbenchmark time buys their noise floor.  Odd, so that both sweeps get
 # repeats, and not a multiple of 3, so that all three embedding cases of a table do.
@@ -149,8 +150,7 @@ def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
     old_threads = torch.get_num_threads()
 
     def tick(stage: str):
-        if cancelled is not None and cancelled():
-            raise CalibrationCancelled(stage)
+        check_cancelled(cancelled, stage)
         if progress is not None:
             used = (time.perf_counter() - t_start) / budget_s
             progress(min(0.99, used), stage)

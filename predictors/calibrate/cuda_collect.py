@@ -29,6 +29,7 @@ import torch
 
 from ..hardware.specs import cpu_model
 from ..utils.fileio import atomic_write_bytes
+from ..utils.progress import Cancelled, check_cancelled
 
 __all__ = ["time_kernel", "device_info", "measure_peaks", "gemm_sweep", "kernel_sweep",
            "scenario_runs", "collect", "gpu_scenarios", "single_gpu_preset",
@@ -304,9 +305,9 @@ def _export(prof, path: str) -> None:
     atomic_write_bytes(path, gzip.compress(data) if path.endswith(".gz") else data)
 
 
-# Traced steps per scenario: the calibration takes each op's median over them.  One
-# traced step (session 5) carried one-offs, such as cuBLAS's first call under the
-# profiler (2.8 ms), and was the noise floor of the launch-bound predictions.
+# Traced steps per scenario: the calibration takes each op's median over them.  A single
+# traced step carries one-offs, such as cuBLAS's first call under the profiler (2.8 ms),
+# and would be the noise floor of the launch-bound predictions.
 TRACED_STEPS = 3
 
 
@@ -380,8 +381,8 @@ def single_gpu_preset(name: str) -> str:
 
 def _gpu_sized(rng, preset: str, seed: int) -> list[dict]:
     """Scenarios that keep a GPU busy: three DLRMs with large batches and tables, three
-    deeper LMs (fp32 and bf16).  Seed 0 gives the sizes measured in session 5; other
-    seeds draw new ones."""
+    deeper LMs (fp32 and bf16).  Seed 0 gives the sizes of the bundled H200
+    measurements; other seeds draw new ones."""
     from .samples import _doc
 
     if seed == 0:
@@ -457,8 +458,7 @@ def collect(folder: str | os.PathLike, *, device: str = "cuda", gemm_shapes=(),
     """Run every measurement within ``budget_s`` and write ``measurements.json`` (after
     each stage, so a stage that fails or runs out of time keeps what came before).
     ``progress(fraction, stage)`` follows the stages and scenarios; when ``cancelled()``
-    answers True, :class:`~predictors.calibrate.CalibrationCancelled` is raised."""
-    from . import CalibrationCancelled
+    answers True, :class:`~predictors.utils.progress.Cancelled` is raised."""
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -472,8 +472,7 @@ def collect(folder: str | os.PathLike, *, device: str = "cuda", gemm_shapes=(),
         atomic_write_bytes(folder / "measurements.json", json.dumps(doc, indent=1).encode())
 
     def check(fraction: float | None = None, stage: str = ""):
-        if cancelled is not None and cancelled():
-            raise CalibrationCancelled(stage)
+        check_cancelled(cancelled, stage)
         if progress is not None and fraction is not None:
             progress(min(0.99, fraction), stage)
 
@@ -497,7 +496,7 @@ def collect(folder: str | os.PathLike, *, device: str = "cuda", gemm_shapes=(),
             log(f"[{start - t0:6.1f} s] {name}")
         try:
             doc[name] = run(t0 + until * budget_s)
-        except CalibrationCancelled:
+        except Cancelled:
             raise
         except Exception as exc:  # noqa: BLE001 - record it and go on to the next stage
             import traceback

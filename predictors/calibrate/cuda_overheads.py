@@ -51,7 +51,7 @@ __all__ = ["aligned_step", "aligned_overheads", "fit_profiler_cost", "dispatch_u
            "MAX_OP_US"]
 
 # The profiler's cost per event when too few launch-bound scenarios estimate it (the
-# H200 host's traces of session 5 gave 1.4-3 us per event; CPU hosts ~1 us).
+# H200 host's traces give 1.4-3 us per event; CPU hosts ~1 us).
 DEFAULT_PROFILER_US = 1.0
 # A single op longer than this is a one-off (cuBLAS's first call under the profiler ran
 # 2.8 ms), not dispatch: its duration is left out of T2-T4.

@@ -6,9 +6,9 @@ public measurements, and replaces what the measurements know better:
 - the peaks its roofline uses: device-to-device copy bandwidth, the fp32 GEMM rate and
   an L2-resident copy's bandwidth;
 - the CPU overheads T1-T5 and the launch map, from the profiled training steps of this
-  host: on the H200 machine measured in session 5 the bundled overheads (pooled from
-  public V100/A100-era traces of other hosts) predicted launch-bound steps 55-190 % too
-  slow, and this host's own traces brought the same scenarios to 12 % (leave one out).
+  host: on the measured H200 machine the bundled overheads (pooled from public
+  V100/A100-era traces of other hosts) predict launch-bound steps 55-190 % too slow, and
+  this host's own traces bring the same scenarios to 12 % (leave one out).
 
 The folder's scenarios also validate the profile: each one's iteration is predicted with
 overheads pooled from the *other* scenarios' traces (leave one out) and compared with its
@@ -25,9 +25,10 @@ from pathlib import Path
 import numpy as np
 
 from ..profiles import DeviceProfile, ProfileError
+from ..utils.metrics import geomean_abs
 
 __all__ = ["load_measurements", "profile_from_measurements", "scenario_errors",
-           "calibrate_cuda", "gpu_end_to_end", "geomean_abs_pct"]
+           "calibrate_cuda", "gpu_end_to_end"]
 
 
 def load_measurements(folder: str | Path) -> dict:
@@ -143,7 +144,7 @@ def _held_out(fit, rows: list[dict], seed: int = 0) -> dict:
     fitted on four in five rows, GMAE and MAPE on the fifth."""
     import numpy as np
 
-    from .gemm_fit import gmae
+    from ..utils.metrics import gmae
 
     order = np.random.default_rng(seed).permutation(len(rows))
     cut = len(rows) * 4 // 5
@@ -353,26 +354,19 @@ def in_step_classes(rows: list[dict]) -> dict:
     for (label, model), r in ratios.items():
         err = np.abs(np.asarray(r) - 1.0)
         out[label] = {"samples": len(r), "held_out": len(r), "chosen": model,
-                      model: {"gmae": float(np.exp(np.mean(np.log(np.maximum(err, 1e-4))))),
+                      model: {"gmae": geomean_abs(err),
                               "mape": float(np.mean(err))}}
     return out
-
-
-def geomean_abs_pct(errors) -> float | None:
-    vals = [abs(e) for e in errors if e is not None]
-    if not vals:
-        return None
-    return math.exp(sum(math.log(max(v, 1e-6)) for v in vals) / len(vals))
 
 
 def gpu_end_to_end(rows: list[dict], provenance: dict, command: str) -> dict:
     """A GPU validation in the shape ``validate --record`` gives CPU profiles (the
     Profiles tab reads both): when, how, the summary and every scenario."""
-    geomean = geomean_abs_pct([r["error_pct"] for r in rows])
+    geomean = geomean_abs(r["error_pct"] / 100 for r in rows)
     return {"date": provenance.get("date"), "host": provenance.get("host"),
             "command": command,
             "summary": {"scenarios": len(rows),
-                        "geomean_abs_error": None if geomean is None else geomean / 100},
+                        "geomean_abs_error": None if math.isnan(geomean) else geomean},
             "rows": [{"scenario": r["scenario"], "measured_ms": round(r["measured_ms"], 3),
                       "predicted_ms": round(r["predicted_ms"], 3),
                       "error": round(r["error_pct"] / 100, 4),
@@ -400,7 +394,7 @@ def calibrate_cuda(budget_s: float = 600.0, seed: int = 0, folder: str | Path | 
                    progress=None, cancelled=None, log=None) -> tuple[DeviceProfile, list[dict]]:
     """Measure this machine's CUDA GPU into ``folder`` (a new temporary folder by default)
     and return its profile, validated, with the validation rows.  Raises
-    :class:`ProfileError` without a GPU and ``CalibrationCancelled`` on cancel."""
+    :class:`ProfileError` without a GPU and ``Cancelled`` on cancel."""
     import tempfile
 
     import torch

@@ -1,7 +1,7 @@
 """Fit and validate the GEMM regressor on the public measurements.
 
-Error metric (as ml_perf_model's ``gmae``): GMAE = geometric mean over shapes of the
-absolute relative error ``|pred / actual - 1|``.  We also report MAPE (arithmetic mean of
+Error metric: GMAE (:func:`predictors.utils.metrics.gmae`), the geometric mean over
+shapes of the absolute relative error ``|pred / actual - 1|``.  We also report MAPE (arithmetic mean of
 the same) and the median ratio ``pred / actual`` (bias).  Errors are on the measured
 latency: the predicted kernel time plus the GPU's measurement overhead (for an unseen GPU,
 the median overhead of the training GPUs; for held-out shapes, the overhead estimated from
@@ -24,6 +24,7 @@ import numpy as np
 
 from ..costs.gemm_features import device_agnostic_columns, gemm_features, roofline_s
 from ..costs.regressors import PooledRegressor, fit_gbm, fit_mlp
+from ..utils.metrics import gmae
 from .public_data import FLOOR_KERNEL_MS, GemmMeasurements, overhead_from_latencies
 
 __all__ = ["TrainingSet", "training_set", "fit_regressor", "error_figures", "gmae",
@@ -35,12 +36,6 @@ HYPERPARAMETERS = {"gbm": {"max_iter": 150, "learning_rate": 0.15, "max_leaf_nod
 # Weight of the regressor that sees the absolute device figures (1: no pooling, 0: none of
 # them); 0.5 was best on leave-one-GPU-out mean and worst of 0, 0.25, 0.5, 0.75, 1.
 DEVICE_WEIGHT = 0.5
-
-
-def gmae(pred: np.ndarray, actual: np.ndarray) -> float:
-    """Geometric mean of ``|pred / actual - 1|`` (zero errors count as 1e-6)."""
-    err = np.abs(np.asarray(pred) / np.asarray(actual) - 1.0)
-    return float(np.exp(np.mean(np.log(np.maximum(err, 1e-6)))))
 
 
 def error_figures(pred: np.ndarray, actual: np.ndarray) -> dict:

@@ -25,7 +25,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..costs.learned_models import gmae
+from ..utils.metrics import gmae
 
 __all__ = ["median_shrink", "pair_floor", "steps_floor", "class_floor"]
 

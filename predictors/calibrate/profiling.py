@@ -35,9 +35,9 @@ __all__ = ["StepProfile", "profile_step", "comparable_events", "recorded_events"
 STEP_SPAN = "ml-dse::training_step"
 # Untimed steps after a profiled step, before the next timed one: the profiler's event
 # buffers evict the caches, and the next steps run slow, the first by 18-30 % on 2-5 ms
-# DLRM steps and the third by 2-7 % (2.5 % and none on an 18 ms one; session 11, Zen 4
-# VM).  Timing the step right after a profiled one made the unprofiled reference slow,
-# the profiler's pooled cost per event small, and small steps over-predicted.
+# DLRM steps and the third by 2-7 % (2.5 % and none on an 18 ms one; Zen 4 VM).  Timing
+# the step right after a profiled one would make the unprofiled reference slow, the
+# profiler's pooled cost per event small, and small steps over-predicted.
 RECOVERY_STEPS = 3
 
 

@@ -1,9 +1,9 @@
 """How fast this machine runs now, against how fast it ran while it was calibrated.
 
 On a shared VM the same GEMM runs at 45, 55 or 67 GFLOP/s from one second to the next,
-and a whole validation can fall into a fast or a slow spell: in session 4 two
-scenarios validated at +32 % and +36 % ran within 4 % of their predictions when
-re-measured in-process ten minutes later.  A fixed probe (a GEMM and a streaming add,
+and a whole validation can fall into a fast or a slow spell: two scenarios validated at
++32 % and +36 % can run within 4 % of their predictions when re-measured in-process ten
+minutes later.  A fixed probe (a GEMM and a streaming add,
 ~0.1 s) is taken through every calibration and stored in the profile; ``validate``
 probes again around each measurement and prints the drift beside the error, so that a
 reader can tell a model error from a machine that changed speed.

@@ -41,6 +41,7 @@ from ..traces.kineto import Kind, KinetoTrace, TraceError, read_json_bytes
 from ..traces.overhead_tables import innermost_ops
 from ..traces.recording import Recording, kernel_category
 from ..traces.replay import replay
+from ..utils.metrics import gmae
 
 __all__ = ["TraceValidation", "ModeledKernels", "model_kernels", "validate_recording",
            "collective_sizes_from_et", "intra_link_bw"]
@@ -467,12 +468,9 @@ def model_kernels(rec: Recording, profile: DeviceProfile,
 
 
 def _gmae(pred, actual) -> float | None:
-    pred, actual = np.asarray(pred, float), np.asarray(actual, float)
-    ok = actual > 0
-    if not ok.any():
-        return None
-    err = np.maximum(np.abs(pred[ok] / actual[ok] - 1.0), 1e-4)
-    return float(np.exp(np.mean(np.log(err))))
+    """:func:`~predictors.utils.metrics.gmae`, None without a positive measurement."""
+    g = gmae(pred, actual)
+    return None if math.isnan(g) else g
 
 
 def _active_ms(tl, ranks) -> float:

@@ -8,23 +8,18 @@ beside the prediction error, and the machine's drift against its calibration bes
 from __future__ import annotations
 
 import datetime
-import math
 import socket
 from typing import Callable
 
 from ..engine.predict import predict
 from ..profiles import DeviceProfile
+from ..utils.metrics import geomean_abs
 from .hostload import OtherProcesses
 from .measure import measure
 from .samples import random_scenarios
 from .speed import combine, probe, relative_speed
 
 __all__ = ["validate_cpu", "format_report", "format_classes"]
-
-
-def _geomean(xs):
-    xs = [max(x, 1e-6) for x in xs]
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
 def validate_cpu(profile: DeviceProfile, n: int = 10, seed: int = 1000, iters: int = 10,
@@ -76,12 +71,12 @@ def validate_cpu(profile: DeviceProfile, n: int = 10, seed: int = 1000, iters: i
         errs = [abs(r["error"]) for r in sel]
         drifts = [abs(r["speed"]) for r in sel if r["speed"] is not None]
         noises = [r["noise"] for r in sel if r["noise"] is not None]
-        summary[kind] = {"n": len(sel), "geomean_abs_error": _geomean(errs),
-                         "abs_speed_geomean": (_geomean(drifts) if len(drifts) == len(sel)
+        summary[kind] = {"n": len(sel), "geomean_abs_error": geomean_abs(errs),
+                         "abs_speed_geomean": (geomean_abs(drifts) if len(drifts) == len(sel)
                                                else None),
                          "mean_abs_error": sum(errs) / len(errs),
                          "worst_abs_error": max(errs),
-                         "noise_geomean": _geomean(noises) if noises else None,
+                         "noise_geomean": geomean_abs(noises) if noises else None,
                          "noise_worst": max(noises) if noises else None}
     return {"rows": rows, "summary": summary,
             "kernel_classes": profile.validation.get("classes", {}),

@@ -7,6 +7,7 @@ import json
 import sys
 
 from ..utils.formatting import format_bytes
+from ..utils.metrics import format_summary, summarize
 
 # Modules that contribute sub-commands through ``register(subparsers)``.
 _COMMAND_MODULES: list[str] = ["predictors.cli.traces", "predictors.cli.kernels",
@@ -313,8 +314,6 @@ def _calibrate_cuda(args) -> int:
 
 
 def _print_gpu_rows(rows: list[dict], how: str) -> None:
-    from ..calibrate.cuda_profile import geomean_abs_pct
-
     for r in rows:
         print(f"  {r['scenario'][:58]:58s} measured {r['measured_ms']:9.3f} ms  predicted "
               f"{r['predicted_ms']:9.3f} ms  {r['error_pct']:+6.1f}%  (spread "
@@ -322,11 +321,10 @@ def _print_gpu_rows(rows: list[dict], how: str) -> None:
     for kind in ("DLRM", "LM"):
         errs = [r["error_pct"] for r in rows if f" {kind} " in f" {r['scenario']}"]
         if errs:
-            print(f"  {kind}: geomean |error| {geomean_abs_pct(errs):.1f}% over {len(errs)} "
-                  f"({how}), worst {max(errs, key=abs):+.1f}%")
-    g = geomean_abs_pct([r["error_pct"] for r in rows])
-    if g is not None:
-        print(f"  all: geomean |error| {g:.1f}% over {len(rows)} scenarios ({how})")
+            print(f"  {kind} ({how}): {format_summary(summarize(e / 100 for e in errs))}")
+    if rows:
+        print(f"  all ({how}): "
+              f"{format_summary(summarize(r['error_pct'] / 100 for r in rows))}")
 
 
 def _validate_cuda(args) -> int:

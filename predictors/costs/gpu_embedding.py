@@ -34,10 +34,9 @@ BACKWARD_OPS = ("_embedding_bag_backward", "_embedding_bag_sparse_backward",
                 "embedding_backward")
 # The sparse backward is one gather kernel (PyTorch 2.x on CUDA: the uncoalesced lookups
 # become the gradient's rows, no sort).  It is latency-bound per row, not bandwidth-bound:
-# the 9 GPU-sized DLRMs of the H200 traces (sessions 5-6: 44k-419k lookups per table,
+# the 9 GPU-sized DLRMs of the H200 traces (resources/measurements: 44k-419k lookups per table,
 # dim 64 and 128, tables of 0.5-2 M rows) all took 0.61-0.64 ns per gathered row whatever
-# the row's size (a share of the copy bandwidth, the model before, ranged 0.15-0.48 with
-# the dim).  So a row costs this long on one SM, rows spread over all SMs (0.6 ns on the
+# the row's size (a share of the copy bandwidth would range 0.15-0.48 with the dim).  So a row costs this long on one SM, rows spread over all SMs (0.6 ns on the
 # H200's 132); the bytes at the copy bandwidth bound it for wide rows.
 GATHER_NS_PER_ROW_PER_SM = 80.0
 # PyTorch's CUDA EmbeddingBag forward (``EmbeddingBag_updateOutputKernel_sum_mean``) runs

@@ -26,14 +26,14 @@ VECTOR_EFFICIENCY = 0.5
 GEMM_EFFICIENCY = 0.7
 # A dense tensor updated with sparse rows (SGD on an embedding table: ``index_add_`` with
 # atomics at random rows) reaches this share of the DRAM bandwidth on the roofline's
-# bytes (H200, session 5: 0.43-0.53 over three GPU-sized DLRMs of the 2.71 TB/s that
-# cudaMemcpy copies at; 0.31 of the 4.33 TB/s that kernels stream at, the bandwidth the
-# profiles hold since session 7).
+# bytes (H200 traces in resources/measurements: 0.43-0.53 over three GPU-sized DLRMs of
+# the 2.71 TB/s that cudaMemcpy copies at; 0.31 of the 4.33 TB/s that kernels stream at,
+# the bandwidth the profiles hold).
 SPARSE_UPDATE_EFFICIENCY = 0.31
 # ``index_put_(..., accumulate=True)`` (the backward of advanced indexing: DLRM's
 # interaction reads the pairs ``Z[:, li, lj]``) runs CUDA's sort-based path, whose
 # accumulate kernel reads the values with a stride: latency-bound, far off the roofline.
-# On the H200 traces of session 5 it took 7-1380 us for 14k-5.75M values, 0.20-0.24 ns
+# On the H200 traces (resources/measurements) it took 7-1380 us for 14k-5.75M values, 0.20-0.24 ns
 # per value from 225k on (the roofline said 3-47 us): this many bytes of DRAM bandwidth
 # per value (0.22 ns x the 4.33 TB/s that kernels stream at).
 ACCUMULATE_BYTES_PER_VALUE = 950.0

@@ -8,15 +8,10 @@ import numpy as np
 
 from ..hardware.specs import DeviceSpec
 from ..profiles import KERNEL_MODEL_TYPES, ProfileError
+from ..utils.metrics import gmae
 from .op_features import FEATURES_VERSION, featurize, model_class
 
-__all__ = ["LearnedKernelModel", "fit_class_model", "gmae", "mape"]
-
-
-def gmae(pred: np.ndarray, actual: np.ndarray) -> float:
-    """Geometric mean of the absolute relative errors |pred / actual - 1| (floor 0.01%)."""
-    err = np.maximum(np.abs(np.asarray(pred) / np.asarray(actual) - 1.0), 1e-4)
-    return float(np.exp(np.mean(np.log(err))))
+__all__ = ["LearnedKernelModel", "fit_class_model", "mape"]
 
 
 def mape(pred: np.ndarray, actual: np.ndarray) -> float:

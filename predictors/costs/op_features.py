@@ -113,9 +113,9 @@ def _age(node: dict) -> float:
     microbenchmark's warm input).  For a table's lookup or sparse update the first input
     is the weight, which no op of the step writes: its age is everything the step wrote
     before, how far the caches have moved on since the table's rows were last read; for
-    a lookup's backward, the incoming gradient's (feature version 5: the sparse update
-    of a 2-ms DLRM step ran at half the time its larger steps' updates had taught the
-    model; session 11)."""
+    a lookup's backward, the incoming gradient's (feature version 5: without it, the
+    sparse update of a 2-ms DLRM step runs at half the time its larger steps' updates
+    teach the model)."""
     return _log(float(node.get("input_age_bytes") or 0) / 1024.0)
 
 
@@ -124,8 +124,8 @@ def _input_features(node: dict) -> list[float]:
     the stride of its innermost dimension, how far from the end its unit-stride dimension
     sits, and the bytes the step wrote since that input was written (its reuse distance:
     whether it is still in a cache).  Two clones of the same shape and layout in every
-    attention backward here take 2-3x apart, the first reading a gradient written long
-    before (session 11).  Nodes without them (traces, microbenchmarks) count as
+    attention backward take 2-3x apart, the first reading a gradient written long
+    before.  Nodes without them (traces, microbenchmarks) count as
     contiguous and just written."""
     age = [_age(node)]
     ins = node["input_shapes"]

@@ -3,7 +3,7 @@ half precision (fp16/bf16, tensor cores) and, where fp32 GEMMs were measured, fp
 
 No public half-precision GEMM measurements exist in ``../shared/data``, and the datasheet
 roofline misses what decides these kernels most: alignment.  Measured on an H200
-(session 5): with N or K not a multiple of 8 elements (16 bytes), cuBLAS leaves the
+(``resources/measurements``): with N or K not a multiple of 8 elements (16 bytes), cuBLAS leaves the
 tensor cores' fast path and a 910x31429x4223 bf16 product runs at 110 TFLOP/s instead of
 ~690; the roofline's GMAE on such shapes was 72 %.  The model takes the fp32 GEMM
 model's shape/wave features (with the dtype's datasheet peak) plus the alignment of M, N

@@ -25,6 +25,7 @@ from ..model.sharding import (
     greedy_with_rowwise,
     tables_of,
 )
+from ..utils.progress import check_cancelled
 from .timeline import Timeline
 
 __all__ = ["RankGraphs", "collective_timer", "auto_plan"]
@@ -54,10 +55,8 @@ class RankGraphs:
         hit = self._costed.get(key)
         if hit is None:
             from ..model.capture import capture_scenario
-            from .predict import Cancelled
 
-            if self.cancelled is not None and self.cancelled():
-                raise Cancelled("capturing a rank")
+            check_cancelled(self.cancelled, "capturing a rank")
             from ..model.workload import RankShard
 
             # a padded batch: every rank's share is looked up, padding included

@@ -6,13 +6,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..utils.progress import check_cancelled
 from .timeline import Timeline
 
-__all__ = ["Prediction", "Cancelled", "predict"]
-
-
-class Cancelled(Exception):
-    """Raised inside :func:`predict` when its ``cancelled`` callback answers True."""
+__all__ = ["Prediction", "predict"]
 
 
 @dataclass
@@ -151,8 +148,7 @@ def torch_errors_as_scenario_errors():
 def progress_stepper(progress, cancelled):
     """``step(fraction, stage)``: report progress, and raise :class:`Cancelled` when asked."""
     def step(fraction: float, stage: str) -> None:
-        if cancelled is not None and cancelled():
-            raise Cancelled(stage)
+        check_cancelled(cancelled, stage)
         if progress is not None:
             progress(fraction, stage)
     return step

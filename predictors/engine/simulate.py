@@ -20,6 +20,7 @@ from typing import Callable, Generator
 
 from ..costs.op_costs import CostedGraph, CostedOp
 from ..model.comm_ops import PROFILER_NAMES
+from ..utils.progress import Cancelled
 from .timeline import Timeline, TimelineBuilder
 
 __all__ = ["simulate_rank", "simulate_ranks", "CollectiveTimer", "CollectiveMismatch"]
@@ -39,7 +40,6 @@ CollectiveTimer = Callable[[list[CostedOp]], tuple[float, str]]
 def _walk(costed: CostedGraph, rank: int, tl: TimelineBuilder,
           cancelled: Callable[[], bool] | None) -> Walk:
     """One rank's ops onto ``tl``; yields at each collective.  Returns the kernel count."""
-    from .predict import Cancelled  # the pipeline's cancellation type
 
     dev, oh = costed.device, costed.overheads
     on_gpu = dev.kind != "cpu"

@@ -261,7 +261,7 @@ def gpu_fused_ops():
 
     - attention: one fused kernel each way (flash attention for 16-bit inputs,
       memory-efficient attention for fp32), not matmul-softmax-matmul.  Measured on an
-      H200 (session 5): a bf16 LM ran cuDNN flash kernels while the meta capture had
+      H200 (``resources/measurements``): a bf16 LM ran cuDNN flash kernels while the meta capture had
       recorded fp32 ``bmm`` s (softmax upcast) that predicted its step 77 % too slow.
       Head dims the fused kernels cannot take run torch's math path (with a fused
       dropout); masks and grouped queries keep the decomposed form;

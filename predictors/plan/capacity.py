@@ -15,6 +15,8 @@ import copy
 from dataclasses import dataclass
 from typing import Callable
 
+from ..utils.progress import check_cancelled
+
 __all__ = ["Capacity", "largest_batch"]
 
 MAX_BATCH = 1 << 26   # beyond this the search stops and says so
@@ -53,10 +55,8 @@ def _rank_memories(doc: dict, platform, plan, gpu: bool, cancelled=None) -> list
     from ..model.workload import RankShard, build_workload
 
     def memory_of(shard=None):
-        from ..engine.predict import Cancelled
 
-        if cancelled is not None and cancelled():
-            raise Cancelled("capturing")
+        check_cancelled(cancelled, "capturing")
         return capture_training_step(build_workload(doc, shard=shard), gpu=gpu).graph["memory"]
 
     if platform.ranks < 2:

@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..utils.progress import check_cancelled
+
 __all__ = ["SWEEPABLE", "SweepRow", "SweepResult", "sweep", "parse_values"]
 
 # name -> (section, key, how a value is read from text, what it means)
@@ -97,7 +99,7 @@ def sweep(scenario: dict, param: str, values: list, *, profile=None, overheads=N
 
     ``profile``/``overheads`` as for :func:`~predictors.engine.predict.predict`; a sweep over
     platforms ignores ``profile`` (each platform takes its own device's profile)."""
-    from ..engine.predict import Cancelled, predict
+    from ..engine.predict import predict
     from ..profiles import ProfileError
     from ..scenario.format import ScenarioError, validate_scenario
 
@@ -109,8 +111,7 @@ def sweep(scenario: dict, param: str, values: list, *, profile=None, overheads=N
     result = SweepResult(base["name"], param)
     n = len(values)
     for i, value in enumerate(values):
-        if cancelled is not None and cancelled():
-            raise Cancelled("sweep")
+        check_cancelled(cancelled, "sweep")
         doc = copy.deepcopy(base)
         if section == "platform":
             threads = doc["platform"].get("threads")

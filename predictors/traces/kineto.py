@@ -24,6 +24,7 @@ from typing import Callable
 import numpy as np
 import orjson
 
+from ..utils.progress import check_cancelled
 from .memory_events import add_memory, memory_counters
 
 try:  # optional: a typed decoder that skips unused fields in C (2-3x orjson on traces)
@@ -37,10 +38,6 @@ __all__ = ["TraceError", "KinetoTrace", "read_kineto", "parse_kineto_bytes", "Ki
 
 class TraceError(ValueError):
     """A trace that cannot be read: one line naming the file and the problem."""
-
-
-class Cancelled(Exception):
-    """Raised when the caller's ``cancelled()`` answers True."""
 
 
 class Kind:
@@ -155,8 +152,7 @@ def read_json_bytes(path: str | os.PathLike, progress=None, cancelled=None) -> b
     step, size, limit = 1 << 22, 0, _decompressed_limit()
     try:
         for i in range(0, len(raw), step):
-            if cancelled is not None and cancelled():
-                raise Cancelled(str(path))
+            check_cancelled(cancelled, str(path))
             chunk = raw[i:i + step]
             while chunk:
                 out.append(d.decompress(chunk))
@@ -664,8 +660,7 @@ def parse_kineto_bytes(data: bytes, path: str = "trace.json", rank: int | None =
         meta, pieces, count = split
         try:
             for j, piece in enumerate(pieces):
-                if cancelled is not None and cancelled():
-                    raise Cancelled(name)
+                check_cancelled(cancelled, name)
                 if msgspec is not None:
                     _fold_columns(_decode_events(piece, name, c.n), c, name)
                 else:
@@ -691,8 +686,7 @@ def parse_kineto_bytes(data: bytes, path: str = "trace.json", rank: int | None =
         if not isinstance(events, list):
             raise TraceError(f"{name}: 'traceEvents' must be an array, got "
                              f"{type(events).__name__}")
-        if cancelled is not None and cancelled():
-            raise Cancelled(name)
+        check_cancelled(cancelled, name)
         _fold(events, c, name)
         del doc, events
     if not c.count():

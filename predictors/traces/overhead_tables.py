@@ -19,9 +19,9 @@ inside it nor the ``aten::layer_norm`` around it), so the overheads are measured
   and any sample over :data:`MAX_GAP_US` is a wait or a one-off (autotuning, an
   allocation), not per-op dispatch, and is left out.
 
-Until session 6 the overheads were read on leaf ops (those enclosing no other op), whose
-names are not the ones the simulator asks for: on the H200's own traces that predicted
-launch-bound LMs 60 % too slow.
+The overheads are read on the ops the capture sees, not on leaf ops (those enclosing no
+other op), whose names are not the ones the simulator asks for: on the H200's own traces
+leaf-op overheads predict launch-bound LMs 60 % too slow.
 
 Jobs are grouped by host (for the public traces: the folder they came from) and every
 host weighs the same in the pool: one host's four jobs must not outvote three others.

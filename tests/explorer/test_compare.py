@@ -83,7 +83,7 @@ def test_loader_cancel(qtbot):
     gate = threading.Event()
 
     def slow_load(paths, progress=None, cancelled=None):
-        from predictors.traces import Cancelled
+        from predictors.utils.progress import Cancelled
         while not cancelled():
             gate.wait(0.01)
         raise Cancelled("stopped")

@@ -10,8 +10,8 @@ import time
 from PySide6.QtCore import Qt
 
 from explorer.app import DEFAULT_SCENARIO
-from predictors.engine.predict import Cancelled
 from predictors.scenario.format import load_scenario
+from predictors.utils.progress import Cancelled
 
 
 def wait_for_timeline(qtbot, w, timeout=120_000):
@@ -19,7 +19,7 @@ def wait_for_timeline(qtbot, w, timeout=120_000):
                     and not w.controller.is_pending(), timeout=timeout)
 
 
-def test_opens_the_default_scenario_and_shows_its_prediction(make_window, qtbot):
+def test_opens_the_default_scenario_and_shows_its_prediction(make_window, qtbot, tmp_path):
     w = make_window()
     assert w.path == DEFAULT_SCENARIO.resolve()
     assert w.windowTitle().startswith("small_dlrm.json — ")
@@ -30,7 +30,7 @@ def test_opens_the_default_scenario_and_shows_its_prediction(make_window, qtbot)
     assert w.summary.table.rowCount() > 0
     assert not w.canvas_error.isVisible()
     assert not w.gantt.is_stale()
-    w.grab().save("/tmp/main.png")
+    assert w.grab().save(str(tmp_path / "main.png"))
 
 
 def test_menus_and_shortcuts(make_window):

@@ -12,8 +12,9 @@ from PySide6.QtCore import QObject, Signal
 from explorer.prediction import PredictionController
 from explorer.timeline.sample import synthetic_timeline
 from predictors.engine import predict as predict_module
-from predictors.engine.predict import Cancelled, Prediction
+from predictors.engine.predict import Prediction
 from predictors.scenario.format import Issue, ScenarioError, load_scenario
+from predictors.utils.progress import Cancelled
 
 DEFAULT = os.path.join(os.path.dirname(__file__), "..", "..", "resources", "scenarios",
                        "small_dlrm.json")

@@ -16,6 +16,7 @@ from explorer.timeline.sample import synthetic_timeline
 from predictors.engine.predict import Prediction
 from predictors.hardware.specs import DeviceSpec
 from predictors.profiles import DeviceProfile, bundled_profiles, save_profile
+from predictors.utils.progress import Cancelled
 
 CPU_VALIDATION = {
     "classes": {
@@ -208,7 +209,7 @@ class FakeCalibration:
         try:
             for k in range(self.steps):
                 if cancelled():
-                    raise RuntimeError("CalibrationCancelled stand-in")
+                    raise Cancelled("microbenchmarks")
                 progress(k / self.steps, f"microbenchmarks ({k})")
                 time.sleep(0.01)
             if self.error is not None:

@@ -10,8 +10,8 @@ import pytest
 from paths import SCENARIOS
 
 from explorer.sharding.view import COLUMNS
-from predictors.engine.predict import Cancelled
 from predictors.scenario.format import load_scenario
+from predictors.utils.progress import Cancelled
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from explorer.sweep import default_values
 from explorer.sweep.view import COLUMNS
-from predictors.engine.predict import Cancelled
+from predictors.utils.progress import Cancelled
 
 
 def test_sweeps_batch_sizes_and_applies_one(make_window, qtbot, tmp_path):

@@ -20,7 +20,7 @@ from explorer.timeline.sample import synthetic_timeline
 from explorer.user_overheads import TraceOverheads, measure_trace_overheads
 from predictors.engine.predict import Prediction
 from predictors.profiles import OverheadTable
-from predictors.traces import Cancelled
+from predictors.utils.progress import Cancelled
 
 DLRM_TRACE = (SHARED_DATA / "traces" / "param-dlrm-v100-8rank" /
               "worker0_step_12.1694128201545.pt.trace.json.gz")

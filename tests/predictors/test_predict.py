@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 from paths import SCENARIOS
 
-from predictors.engine.predict import Cancelled, predict
+from predictors.engine.predict import predict
 from predictors.engine.timeline import CATEGORIES
 from predictors.scenario.format import ScenarioError, load_scenario
+from predictors.utils.progress import Cancelled
 
 
 @pytest.fixture(scope="module")

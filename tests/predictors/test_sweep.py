@@ -6,10 +6,10 @@ import sys
 import pytest
 from paths import ROOT, SCENARIOS
 
-from predictors.engine.predict import Cancelled
 from predictors.model.capture import capture_scenario
 from predictors.plan.sweep import parse_values, sweep
 from predictors.scenario.format import load_scenario
+from predictors.utils.progress import Cancelled
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""GPU overheads per captured op, from the H200 traces of session 5."""
+"""GPU overheads per captured op, from the bundled H200 traces."""
 import pytest
 from paths import ROOT
 from test_capture import small_transformer

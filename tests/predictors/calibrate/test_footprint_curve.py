@@ -53,6 +53,7 @@ def curve_of(batches, steps=None):
     return curve, figures, steps
 
 
+@pytest.mark.slow
 def test_the_curve_finds_the_steps_that_run_faster_than_their_ops_say():
     # The same ops (so the same fold models and predictions) in steps that take their
     # ops' sum, and in steps where the small ones take 0.6 of it (as if their data stayed
@@ -75,6 +76,7 @@ def test_too_few_steps_give_no_curve():
     assert curve is None and figures["steps"] == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("part", ["dur", "gap"])
 def test_no_step_is_predicted_by_models_or_gaps_that_saw_it(part):
     # The two folds (steps 0, 1, 4, 5 and 2, 3, 6, 7) time the same kind of ops 4x

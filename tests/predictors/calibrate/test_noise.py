@@ -9,7 +9,7 @@ from predictors.calibrate.noise import (
     pair_floor,
     steps_floor,
 )
-from predictors.costs.learned_models import gmae
+from predictors.utils.metrics import gmae
 
 
 def _noisy(rng, truth, sigma, n):

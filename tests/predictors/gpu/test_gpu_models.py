@@ -308,7 +308,8 @@ def test_unseen_gpu_from_datasheet_is_finite_and_monotone():
 
 @needs_data
 def test_fit_on_a_subsample_generalizes_loosely():
-    from predictors.calibrate.gemm_fit import gmae, training_set
+    from predictors.calibrate.gemm_fit import training_set
+    from predictors.utils.metrics import gmae
     from predictors.calibrate.public_data import load_neusight
 
     ts = training_set(load_neusight())

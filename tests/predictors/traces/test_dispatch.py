@@ -1,4 +1,4 @@
-"""The recorded ops a dispatch-level capture sees, on a real H200 trace (session 5)."""
+"""The recorded ops a dispatch-level capture sees, on a real H200 trace."""
 import numpy as np
 from paths import ROOT
 
