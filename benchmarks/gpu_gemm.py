@@ -10,7 +10,7 @@ bundled profiles' predictions for square GEMMs, as achieved TFLOP/s.
 
 ``--variants`` prints instead one line per model variant (feature set, target, regressor,
 pooling weight): held-out GMAE per GPU and leave-one-GPU-out GMAE per GPU, mean and worst
-(the table in docs/gpu_profiles.md).
+(the table in docs/models/gpu_profiles.md).
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ The regressor is *pooled* across GPUs: ``DEVICE_WEIGHT`` x (a regressor on every
 With five training GPUs the first can key on GPU identity through the absolute datasheet
 figures (each of them orders the five GPUs) and carries a GPU's sustained efficiency over
 to the nearest GPU in that order; the second predicts what holds across GPUs.  Shrinking
-halfway lowers the leave-one-GPU-out error on average and at worst (docs/gpu_profiles.md
+halfway lowers the leave-one-GPU-out error on average and at worst (docs/models/gpu_profiles.md
 has the comparison of variants).
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ from .public_data import FLOOR_KERNEL_MS, GemmMeasurements, overhead_from_latenc
 __all__ = ["TrainingSet", "training_set", "fit_regressor", "error_figures", "gmae",
            "heldout_validation", "leave_one_gpu_out", "HYPERPARAMETERS", "DEVICE_WEIGHT"]
 
-# Chosen on the held-out split and leave-one-GPU-out (docs/gpu_profiles.md).
+# Chosen on the held-out split and leave-one-GPU-out (docs/models/gpu_profiles.md).
 HYPERPARAMETERS = {"gbm": {"max_iter": 150, "learning_rate": 0.15, "max_leaf_nodes": 31},
                    "mlp": {"hidden": (128, 128, 128), "epochs": 30, "batch": 1024, "lr": 3e-3}}
 # Weight of the regressor that sees the absolute device figures (1: no pooling, 0: none of

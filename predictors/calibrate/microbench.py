@@ -184,7 +184,7 @@ def run_case(fn: Callable, reps: int = 5) -> float:
     Wall-clock timing, not the profiler: subtracting the profiler's per-event cost from
     ops with dozens of nested events (sparse backward) turns its noise into large errors.
     More calls per case were tried and do not help here: this VM's speed drifts between
-    rounds of tens of milliseconds, not between calls (docs/calibration.md).
+    rounds of tens of milliseconds, not between calls (docs/models/calibration.md).
     """
     fn()  # warm: first-touch pages, one-time dispatch set-up
     times = []

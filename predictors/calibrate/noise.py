@@ -12,7 +12,7 @@ measurements of the same thing, assuming errors independent and of equal spread:
   floor is the pairwise spread between steps ``GMAE(step i, step j) / sqrt(2)`` (one step's
   error) times the median's shrink factor (0.67 for three normal draws).  Checked on this
   VM against two independent medians of three (six profiled steps, split in halves): the
-  estimate from three steps is 0-25 % above the direct figure (docs/calibration.md).
+  estimate from three steps is 0-25 % above the direct figure (docs/models/calibration.md).
 
 The class's floor is the geometric mean over its samples (each isolated or in context),
 like the GMAE it sits beside.  It is a lower bound: differences between processes and

@@ -16,7 +16,7 @@ and is turned into NCCL's *bus bandwidth* with the efficiencies below.  Every co
 :data:`CONSTANTS`, with its source.  No Qt, no numpy: plain Python, cheap enough to call once
 per collective of a simulated iteration.
 
-See ``docs/collectives.md`` for the validation against recorded V100 and A100 runs.
+See ``docs/models/collectives.md`` for the validation against recorded V100 and A100 runs.
 """
 from __future__ import annotations
 

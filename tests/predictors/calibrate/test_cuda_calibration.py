@@ -90,7 +90,7 @@ def test_profile_from_the_h200_measurements(h200_profile):
 
 def test_h200_scenarios_leave_one_out():
     """Each measured H200 iteration predicted with the other scenarios' overheads: the
-    figures docs/gpu_profiles.md reports (7.3 % geomean over 16; looser bound here)."""
+    figures docs/models/gpu_profiles.md reports (7.3 % geomean over 16; looser bound here)."""
     doc = json.loads(gzip.decompress((H200 / "measurements.json.gz").read_bytes()))
     picks = {0, 1, 13, 15}  # a DLRM and an LM (launch-bound), fp32 and bf16 GPU-sized LMs
     rows = scenario_errors(H200, only=picks)

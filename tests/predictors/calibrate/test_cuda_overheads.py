@@ -1,7 +1,7 @@
 """GPU overheads per captured op, from the bundled H200 traces."""
 import pytest
 from paths import ROOT
-from test_capture import small_transformer
+from cpu_scenarios import small_transformer
 
 from predictors.calibrate.cuda_overheads import (
     aligned_overheads,
@@ -112,7 +112,7 @@ def test_several_traced_steps_give_per_op_medians(tmp_path):
     """`measure(trace_steps=3)` (what `calibrate --device cuda` records) writes three
     step spans; the alignment pairs each step and keeps every op's median.  On the CPU
     here: the same code, with the capture of a CPU run."""
-    from test_measure import tiny_dlrm
+    from cpu_scenarios import tiny_dlrm
 
     from predictors.calibrate.measure import measure
     from predictors.traces.recording import load_recording

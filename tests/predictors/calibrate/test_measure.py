@@ -2,19 +2,10 @@ import gzip
 import json
 
 import pytest
+from cpu_scenarios import tiny_dlrm
 from paths import SCENARIOS
 
 from predictors.calibrate.measure import measure
-from predictors.scenario.format import load_scenario
-
-
-def tiny_dlrm():
-    doc = load_scenario(SCENARIOS / "small_dlrm.json")
-    doc["platform"] = {"preset": "local-cpu", "threads": 1}
-    doc["training"]["batch_size"] = 16
-    for t in doc["model"]["nodes"][2]["params"]["tables"]:
-        t["rows"] = 500
-    return doc
 
 
 def test_measure_times_real_steps_and_records_a_kineto_trace(tmp_path):

@@ -257,7 +257,7 @@ def test_embedding_model_reads_the_lookup_and_the_step():
 
 def test_bag_forward_on_h200_microbenchmarks():
     """The bundled H200 profile against the H200's own measured forwards (kept in the
-    repository): held-out figures are in docs/gpu_profiles.md."""
+    repository): held-out figures are in docs/models/gpu_profiles.md."""
     import importlib.util
 
     path = PROFILE_DIR.parents[2] / "benchmarks" / "gpu_embedding.py"

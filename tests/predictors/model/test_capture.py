@@ -4,6 +4,7 @@ import difflib
 import networkx as nx
 import pytest
 from paths import SCENARIOS
+from cpu_scenarios import small_transformer
 from profiled import compute_ops, profiled_compute_ops
 
 from predictors.model.capture import capture_training_step, op_sequence
@@ -16,15 +17,6 @@ def small_dlrm():
     d["training"]["batch_size"] = 32
     for t in d["model"]["nodes"][2]["params"]["tables"]:
         t["rows"] = 1000
-    return d
-
-
-def small_transformer():
-    d = load_scenario(SCENARIOS / "bert_base.json")
-    d["training"]["batch_size"] = 2
-    nodes = d["model"]["nodes"]
-    nodes[0]["params"].update(vocab=100, seq_len=8)
-    nodes[1]["params"].update(hidden=32, heads=4, ffn=64, count=2)
     return d
 
 

@@ -1,0 +1,241 @@
+"""Real screenshots of the explorer for the user guide.
+
+Runs the app offscreen, drives it to each view and saves ``widget.grab()`` PNGs::
+
+    .venv/bin/python docs/screenshots.py            # all of them, into docs/images/
+    .venv/bin/python docs/screenshots.py compare    # only the named ones
+
+The predictions are real (bundled profiles); ranking shardings and sweeping take a few
+seconds each, the whole run about a minute.  The user's saved settings are never read or
+written: the app keeps them in a temporary folder.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+SCENARIOS = ROOT / "resources" / "scenarios"
+SAMPLE_CPU_TRACE = ROOT / "sample_traces" / "small_dlrm_cpu1.pt.trace.json.gz"
+OUT = Path(__file__).resolve().parent / "images"
+TIMEOUT_S = 300
+
+
+class Driver:
+    """Opens main windows with throw-away settings and waits for their background work."""
+
+    def __init__(self, tmp: Path):
+        from PySide6.QtWidgets import QApplication
+
+        self.app = QApplication.instance() or QApplication(sys.argv[:1])
+        self.app.setApplicationName("ML DSE Explorer")
+        self.tmp = tmp
+        self.windows: list = []
+
+    def settle(self, rounds: int = 8) -> None:
+        for _ in range(rounds):
+            self.app.processEvents()
+
+    def run_until(self, signal, start, what: str) -> None:
+        """Connect to ``signal``, call ``start()`` and run the event loop until it fires."""
+        from PySide6.QtCore import QEventLoop, QTimer
+
+        loop = QEventLoop()
+        fired = []
+
+        def slot(*_args):
+            fired.append(True)
+            loop.quit()
+
+        signal.connect(slot)
+        try:
+            start()
+            if not fired:
+                QTimer.singleShot(TIMEOUT_S * 1000, loop.quit)
+                loop.exec()
+        finally:
+            signal.disconnect(slot)
+        if not fired:
+            raise SystemExit(f"screenshots: timed out waiting for {what}")
+        self.settle()
+
+    def window(self, scenario: Path, size=(1440, 900)):
+        """A main window on ``scenario``, predicted."""
+        from PySide6.QtCore import QSettings
+
+        from explorer.app import MainWindow
+
+        settings = QSettings(str(self.tmp / f"settings{len(self.windows)}.ini"),
+                             QSettings.IniFormat)
+        w = MainWindow(scenario, settings=settings)
+        w.confirm_discard = lambda: True
+        w.resize(*size)
+        w.show()
+        self.settle()
+        self.run_until(w.controller.sigFinished, w.controller.start,
+                       f"the prediction of {scenario.name}")
+        w.gantt.fit()
+        self.settle()
+        self.windows.append(w)
+        return w
+
+    def close_all(self) -> None:
+        for w in self.windows:
+            w.editor.undo_stack.setClean()
+            w.close()
+        self.settle()
+
+
+def save(widget, name: str, rect=None) -> Path:
+    """``widget.grab()`` (of ``rect`` within it, when given) as ``docs/images/NAME``."""
+    OUT.mkdir(parents=True, exist_ok=True)
+    pixmap = widget.grab(rect) if rect is not None else widget.grab()
+    path = OUT / name
+    if not pixmap.save(str(path), "PNG"):
+        raise SystemExit(f"screenshots: could not write {path}")
+    print(f"{path.relative_to(ROOT)}: {pixmap.width()}x{pixmap.height()}, "
+          f"{path.stat().st_size / 1024:.0f} KB")
+    return path
+
+
+def union_rect(window, widgets):
+    """The rectangle of ``window`` that holds all of ``widgets``."""
+    from PySide6.QtCore import QPoint, QRect
+
+    rect = QRect()
+    for w in widgets:
+        top_left = w.mapTo(window, QPoint(0, 0))
+        rect = rect.united(QRect(top_left, w.size()))
+    return rect
+
+
+# --- the shots ---------------------------------------------------------------------------
+
+def shot_main(d: Driver) -> None:
+    """The whole window on the small DLRM: canvas, palette, inspector, timeline, summary."""
+    w = d.window(SCENARIOS / "small_dlrm.json")
+    save(w, "main-window.png")
+
+
+def shot_inspector(d: Driver) -> None:
+    """The model canvas with the embedding-tables block selected and its parameters in
+    the Inspector."""
+    w = d.window(SCENARIOS / "small_dlrm.json", size=(1300, 820))
+    tables = next(n["id"] for n in w.editor.document.snapshot()["model"]["nodes"]
+                  if n["kind"] == "embedding_tables")
+    w.scene.select_nodes([tables])
+    d.settle()
+    save(w, "model-inspector.png",
+         union_rect(w, [w.centralWidget(), w.inspector_dock]))
+
+
+def shot_platform_and_multi_gpu(d: Driver) -> None:
+    """The MLPerf DLRM-DCNv2 on a DGX A100: the Platform tab, the 8-rank timeline and the
+    Sharding dock."""
+    from PySide6.QtCore import Qt
+
+    w = d.window(SCENARIOS / "mlperf_dlrm_dcnv2.json", size=(1800, 1000))
+    # the Platform tab
+    w.tabs.setCurrentWidget(w.platform_page)
+    d.settle()
+    w.platform_page.view.fit_all()
+    d.settle()
+    save(w.centralWidget(), "platform-canvas.png")
+    # the timeline: ranks 0 and 1 unfolded, the others folded
+    ranks = set(w.prediction.timeline.ranks)
+    w.gantt.set_collapsed(ranks - {0, 1})
+    w.resizeDocks([w.timeline_dock], [560], Qt.Vertical)
+    d.settle()
+    w.gantt.fit()
+    d.settle()
+    save(w.timeline_dock, "timeline-ranks.png")
+    # the Sharding dock
+    s = w.sharding
+    d.run_until(s.runner.sigFinished, s.run, "the sharding ranking")
+    s.view.table.selectRow(min(3, s.view.table.rowCount() - 1))
+    w.resizeDocks([s.dock], [420], Qt.Vertical)
+    d.settle()
+    save(s.dock, "sharding-dock.png")
+
+
+def shot_sweep(d: Driver) -> None:
+    """BERT-base on one A100-40GB: Up to What Fits, then the sweep up to that batch."""
+    from PySide6.QtCore import Qt
+
+    w = d.window(SCENARIOS / "bert_base.json", size=(1440, 900))
+    sw = w.sweep
+    d.run_until(sw.runner.sigFinished, sw.fit, "the largest batch and its sweep")
+    w.resizeDocks([sw.dock], [380], Qt.Vertical)
+    d.settle()
+    save(sw.dock, "sweep-dock.png")
+
+
+def shot_compare(d: Driver) -> None:
+    """The small DLRM predicted on this CPU above the step recorded by
+    ``python -m predictors measure ... --trace`` (sample_traces/)."""
+    from PySide6.QtCore import Qt
+
+    doc = json.loads((SCENARIOS / "small_dlrm.json").read_text())
+    doc["platform"] = {"preset": "local-cpu", "threads": 1}
+    path = d.tmp / "small_dlrm_cpu.json"
+    path.write_text(json.dumps(doc))
+    w = d.window(path, size=(1800, 1100))
+    c = w.compare
+    d.run_until(c.loader.sigFinished, lambda: c.load([str(SAMPLE_CPU_TRACE)]),
+                "the recorded trace")
+    w.resizeDocks([c.dock], [700], Qt.Vertical)
+    d.settle()
+    save(c.dock, "compare-dock.png")
+
+
+def shot_profiles(d: Driver) -> None:
+    """The Profiles tab on an H200 platform, its measured profile selected."""
+    from PySide6.QtCore import Qt
+
+    doc = json.loads((SCENARIOS / "small_dlrm.json").read_text())
+    doc["platform"] = {"preset": "h200-1"}
+    path = d.tmp / "small_dlrm_h200.json"
+    path.write_text(json.dumps(doc))
+    w = d.window(path, size=(1440, 1000))
+    w.palette_dock.hide()
+    w.inspector_dock.hide()
+    w.resizeDocks([w.timeline_dock], [200], Qt.Vertical)
+    panel = w.profiles.panel
+    w.tabs.setCurrentWidget(panel)
+    panel.select_profile(ROOT / "resources" / "profiles" / "gpu" / "nvidia-h200-measured.json")
+    d.settle()
+    save(w.centralWidget(), "profiles-tab.png")
+
+
+SHOTS = {"main": shot_main, "inspector": shot_inspector,
+         "multi-gpu": shot_platform_and_multi_gpu, "sweep": shot_sweep,
+         "compare": shot_compare, "profiles": shot_profiles}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("shots", nargs="*", metavar="SHOT",
+                        help=f"which ones (default: all): {', '.join(SHOTS)}")
+    args = parser.parse_args(argv)
+    unknown = [s for s in args.shots if s not in SHOTS]
+    if unknown:
+        parser.error(f"unknown shot(s): {', '.join(unknown)} (choose from {', '.join(SHOTS)})")
+    with tempfile.TemporaryDirectory(prefix="ml-dse-shots-") as tmp:
+        d = Driver(Path(tmp))
+        try:
+            for name in args.shots or SHOTS:
+                SHOTS[name](d)
+        finally:
+            d.close_all()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
