@@ -1,4 +1,4 @@
-"""Kineto (PyTorch profiler) traces -> columnar events, read in chunks with orjson.
+"""Kineto (PyTorch profiler) traces -> columnar events, decoded in pieces with msgspec.
 
 Handles every era we know of: the 2021 categories (``Operator``, ``Runtime``, ``Kernel``,
 ``Memcpy``, ``Memset``, ``async`` flows, string tids such as ``"stream 7"``) and the current
@@ -6,10 +6,16 @@ ones (``cpu_op``, ``cuda_runtime``, ``cuda_driver``, ``kernel``, ``gpu_memcpy``,
 ``user_annotation``, ``gpu_user_annotation``, ``python_function``, ``ac2g`` flows), CUDA and
 HIP runtimes, and traces with or without ``distributedInfo``.
 
+Events are decoded into typed structs (:class:`_Event`), which read only the fields used and
+check their types in C: a name, category or phase that is not a string, a time that is not
+a number or ``args`` that is not an object is a :class:`TraceError` naming the event and the
+field.  Ids (``pid``, ``tid``, ``External id``, ``correlation``...) may be any JSON value; one
+that is not a usable integer counts as absent.
+
 The ``traceEvents`` array is cut into pieces of a few MB at event boundaries and each piece is
-parsed on its own, so a trace of a million events never exists as a million Python dicts at
-once; each piece is folded into plain lists and then numpy columns.  A piece that does not
-parse (a boundary guessed inside a string) makes the reader fall back to one whole parse.
+decoded on its own, so a trace of a million events never exists as a million Python objects
+at once; each piece is folded into numpy columns.  A piece that does not parse (a boundary
+guessed inside a string) makes the reader decode the whole array at once.
 """
 from __future__ import annotations
 
@@ -19,18 +25,13 @@ import re
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
+import msgspec
 import numpy as np
-import orjson
 
 from ..utils.progress import check_cancelled
 from .memory_events import add_memory, memory_counters
-
-try:  # optional: a typed decoder that skips unused fields in C (2-3x orjson on traces)
-    import msgspec
-except ImportError:  # pragma: no cover - the orjson path below reads the same traces
-    msgspec = None
 
 __all__ = ["TraceError", "KinetoTrace", "read_kineto", "parse_kineto_bytes", "Kind",
            "read_json_bytes", "stream_label"]
@@ -190,22 +191,145 @@ def _decompressed_limit() -> int | None:
         return None
 
 
-def _loads(data: bytes, name: str):
+# --- decoding events -------------------------------------------------------------------------
+
+_Num = float | str | None  # a time: a number (or a numeric string)
+
+
+class _Args(msgspec.Struct, gc=False):
+    """The ``args`` fields the reader uses.  Ids and labels may be any JSON value; the
+    allocator's byte counts of ``[memory]`` events are numbers."""
+
+    ext: Any = msgspec.field(default=None, name="External id")
+    ext_old: Any = msgspec.field(default=None, name="external id")
+    corr: Any = msgspec.field(default=None, name="correlation")
+    stream: Any = None
+    device: Any = None
+    rf: Any = msgspec.field(default=None, name="Record function id")
+    dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input Dims")
+    coll: Any = msgspec.field(default=None, name="Collective name")
+    in_n: Any = msgspec.field(default=None, name="In msg nelems")
+    out_n: Any = msgspec.field(default=None, name="Out msg nelems")
+    dtype: Any = None
+    nbytes: Any = msgspec.field(default=None, name="bytes")
+    mem_bytes: float | None = msgspec.field(default=None, name="Bytes")
+    mem_total: float | None = msgspec.field(default=None, name="Total Allocated")
+    dev_type: Any = msgspec.field(default=None, name="Device Type")
+    dev_id: Any = msgspec.field(default=None, name="Device Id")
+    name: Any = None
+    labels: Any = None
+
+
+class _Event(msgspec.Struct, gc=False):
+    """One trace event: the fields the reader uses, the others skipped unread."""
+
+    ph: str = ""
+    cat: str = ""
+    name: str = ""
+    pid: Any = None
+    tid: Any = None
+    ts: _Num = None
+    dur: _Num = None
+    id: Any = None
+    args: _Args | None = None
+
+
+_EVENTS = msgspec.json.Decoder(list[_Event])
+# A whole document: the object form (its values left undecoded) or the bare array of events.
+_DOCUMENT = msgspec.json.Decoder(dict[str, msgspec.Raw] | list[_Event] | str | int | float
+                                 | bool | None)
+_ANY = msgspec.json.Decoder()
+_JSON_TYPES = {"str": "a string", "int": "an integer", "float": "a number", "bool": "a boolean",
+               "null": "null", "object": "an object", "array": "an array"}
+_WHERE = re.compile(r"(.*?) - at `\$\[(\d+)\]\.?(.*)`$")
+_EXPECTED = re.compile(r"Expected `(.+?)`, got `(\w+)`")
+
+
+def _json_type(value) -> str:
+    """How a decoded JSON value is called in messages: ``an object``, ``a string``..."""
+    kind = {dict: "object", list: "array", str: "str", bool: "bool", int: "int",
+            float: "float", type(None): "null"}.get(type(value), type(value).__name__)
+    return _JSON_TYPES.get(kind, kind)
+
+
+def _wrong_type(exc: msgspec.ValidationError, name: str, offset: int) -> TraceError:
+    """A one-line error from msgspec's, with the event counted from 1 across pieces:
+    ``event 12: 'name' must be a string, got an object``."""
+    text = " ".join(str(exc).replace("\n", " ").split())
+    m = _WHERE.match(text)
+    if m is None:
+        return TraceError(f"{name}: {text.replace('`', '')}")
+    why, index, fieldname = m.group(1), int(m.group(2)), m.group(3)
+    event = f"event {offset + index + 1}"
+    e = _EXPECTED.match(why)
+    if e is None:
+        return TraceError(f"{name}: {event}: '{fieldname}': {why.replace('`', '').lower()}")
+    alts = [_JSON_TYPES.get(t, t) for t in e.group(1).split(" | ")]
+    expected = alts[0] if len(alts) == 1 else ", ".join(alts[:-1]) + " or " + alts[-1]
+    got = _JSON_TYPES.get(e.group(2), e.group(2))
+    if not fieldname:
+        return TraceError(f"{name}: {event} is not {expected} (got {got})")
+    return TraceError(f"{name}: {event}: '{fieldname}' must be {expected}, got {got}")
+
+
+def _not_json(exc: msgspec.DecodeError, data: bytes, name: str) -> TraceError:
+    if not data.strip():
+        return TraceError(f"{name}: the file is empty")
+    text = str(exc)
+    if "truncated" in text:
+        return TraceError(f"{name}: truncated JSON (the text stops inside a value)")
+    text = re.sub(r"\(byte (\d+)\)", r"at byte \1", text.replace("JSON is malformed: ", ""))
+    return TraceError(f"{name}: not JSON ({text})")
+
+
+def _decode_events(piece, name: str, offset: int) -> list[_Event]:
+    """The events of a JSON array; a field of the wrong type is a :class:`TraceError`, a
+    syntax error the caller's ``msgspec.DecodeError``."""
     try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        msg = str(exc).split(":")[0]
-        if data.strip() == b"":
-            raise TraceError(f"{name}: the file is empty") from None
-        if "unexpected end" in str(exc).lower() or "eof" in str(exc).lower():
-            raise TraceError(f"{name}: truncated JSON ({msg} at byte {exc.pos})") from None
-        raise TraceError(f"{name}: not JSON ({msg} at byte {exc.pos})") from None
+        return _EVENTS.decode(piece)
+    except msgspec.ValidationError as exc:
+        raise _wrong_type(exc, name, offset) from None
 
 
-def _split_events(data: bytes, name: str):
-    """``(meta_dict, iterator of event lists)``: the traceEvents array in pieces.
+def _decode_whole(data: bytes, name: str) -> tuple[dict, list[_Event]]:
+    """``(metadata, events)`` of a document decoded at once: the object form of the Chrome
+    trace format or its bare array of events."""
+    try:
+        doc = _DOCUMENT.decode(data)
+    except msgspec.ValidationError as exc:  # an event of the bare array
+        raise _wrong_type(exc, name, 0) from None
+    except msgspec.DecodeError as exc:
+        raise _not_json(exc, data, name) from None
+    if isinstance(doc, list):
+        return {}, doc
+    if not isinstance(doc, dict):
+        raise TraceError(f"{name}: not a trace (the JSON is {_json_type(doc)})")
+    meta = {k: _ANY.decode(v) for k, v in doc.items() if k != "traceEvents"}
+    events = doc.get("traceEvents")
+    if events is None:
+        if "nodes" in doc:
+            raise TraceError(f"{name}: this is an execution trace (ET), not a Kineto "
+                             "trace; load it beside its Kineto trace")
+        raise TraceError(f"{name}: no 'traceEvents' array: not a Kineto/Chrome trace")
+    if bytes(memoryview(events)[:1]) != b"[":
+        raise TraceError(f"{name}: 'traceEvents' must be an array, got "
+                         f"{_json_type(_ANY.decode(events))}")
+    return meta, _decode_events(events, name, 0)
 
-    Returns ``None`` where the layout is not the usual one; the caller parses whole."""
+
+def _meta(text: bytes):
+    """The document with an empty ``traceEvents`` array, or ``False`` where it does not
+    parse."""
+    try:
+        return _ANY.decode(text)
+    except msgspec.DecodeError:
+        return False
+
+
+def _split_events(data: bytes):
+    """``(metadata, iterator of JSON arrays, count)``: the traceEvents array in pieces.
+
+    Returns ``None`` where the layout is not the usual one; the caller decodes whole."""
     key = data.find(b'"traceEvents"')
     if key < 0:
         return None
@@ -216,49 +340,55 @@ def _split_events(data: bytes, name: str):
     body_start = lb + 1
     first = data[body_start:body_start + 64].lstrip()
     if first.startswith(b"]"):  # an empty array
-        end = data.find(b"]", body_start)
-        meta = _loads(data[:lb + 1] + data[end:], name)
+        meta = _meta(data[:lb + 1] + data[data.find(b"]", body_start):])
         if not isinstance(meta, dict) or meta.get("traceEvents") != []:
-            return None  # a nested or repeated "traceEvents": parse the whole file
+            return None  # not JSON, or a nested or repeated "traceEvents": decode whole
         return meta, iter(()), 0
-    pieces = []
-    pos = data.find(b"{", body_start)
+    spans = []
+    pos = lb  # the first piece starts with the array's own "["
     while True:
         m = _BOUNDARY.search(data, pos + _CHUNK) if pos + _CHUNK < len(data) else None
         if m is None:
             break
-        pieces.append((pos, m.start() + 1))
+        spans.append((pos, m.start() + 1))
         pos = m.end() - 1
     # The last piece ends at the "}]" that closes the array: the first one after ``pos``
-    # that leaves a parseable remainder (checked by parsing the remainder).
+    # that leaves a parseable remainder.
     m = _ARRAY_END.search(data, pos)
     while m is not None:
-        try:
-            meta = orjson.loads(data[:lb + 1] + data[m.end() - 1:])
-        except orjson.JSONDecodeError:
+        meta = _meta(data[:lb + 1] + data[m.end() - 1:])
+        if meta is False:
             m = _ARRAY_END.search(data, m.end())
             continue
-        pieces.append((pos, m.start() + 1))
         # the array cut out must be the document's own traceEvents, not one nested in
-        # another object before it (then parse the whole file)
+        # another object before it (then decode the whole file)
         if not isinstance(meta, dict) or meta.get("traceEvents") != []:
             return None
-
-        def gen():
-            for a, b in pieces:
-                piece = b"[" + data[a:b] + b"]"
-                yield piece
-        return meta, gen(), len(pieces)
+        spans.append((pos, m.end()))
+        return meta, _pieces(data, spans), len(spans)
     return None
+
+
+def _pieces(data: bytes, spans: list[tuple[int, int]]):
+    """The pieces of the traceEvents array, each a JSON array: the first begins with the
+    array's own "[", the last ends with its "]"; brackets are added where it is cut (a
+    copy of that piece), and an array in one piece is a view of ``data``."""
+    view = memoryview(data)
+    start, end = spans[0][0], spans[-1][1]
+    for a, b in spans:
+        if a == start and b == end:
+            yield view[a:b]
+        else:
+            yield b"".join((b"" if a == start else b"[", view[a:b], b"" if b == end else b"]"))
 
 
 # --- folding events into columns -----------------------------------------------------------
 
 
 class _Columns:
+    """What the pieces fold into: numpy columns per piece and the shared tables."""
+
     def __init__(self):
-        self.ts, self.dur, self.kind, self.thread = [], [], [], []
-        self.name_id, self.detail_id, self.ext, self.corr, self.rf = [], [], [], [], []
         self.threads: list[tuple] = []
         self.thread_index: dict = {}
         self.names: list[str] = []
@@ -269,18 +399,16 @@ class _Columns:
         self.process_labels: dict = {}
         self.flow_s: dict = {}
         self.flow_f: dict = {}
-        self.pieces: list[dict] = []  # columns of each piece (the msgspec path)
+        self.pieces: list[dict] = []  # the columns of each piece
         self.flows: list[tuple] = []  # (id, pid, tid, ts, is_start) arrays per piece
         self.memory: list[tuple] = []  # (ts, device type, device id, bytes, total or NaN)
-        self.n = 0
+        self.n = 0  # events decoded so far
 
     def count(self) -> int:
-        return sum(len(p["ts"]) for p in self.pieces) + len(self.ts)
+        return sum(len(p["ts"]) for p in self.pieces)
 
     def column(self, key: str, dtype) -> np.ndarray:
-        if self.pieces:
-            return np.concatenate([p[key] for p in self.pieces]).astype(dtype, copy=False)
-        return np.asarray(getattr(self, key), dtype)
+        return np.concatenate([p[key] for p in self.pieces]).astype(dtype, copy=False)
 
 
 _I64 = 1 << 63
@@ -288,198 +416,18 @@ _I64 = 1 << 63
 
 def _as_int(v, default=-1) -> int:
     """An id or number from a JSON value; ``default`` where it is missing, not a number,
-    or beyond int64 (ids are only compared, so an unusable one is as good as absent)."""
-    if type(v) is int:
-        return v if -_I64 <= v < _I64 else default
+    or beyond int64 (ids are only compared, so an unusable one is as good as absent).
+    A string gives its first run of digits (``"stream 7"`` is 7)."""
+    if isinstance(v, int):
+        return int(v) if -_I64 <= v < _I64 else default
     if isinstance(v, float):
         return int(v) if -_I64 < v < _I64 else default  # NaN fails both comparisons
     if isinstance(v, str):
         m = _STREAM_NUM.search(v)
-        return int(m.group(1)) if m else default
+        if m and len(m.group(1)) <= 19:
+            n = int(m.group(1))
+            return n if n < _I64 else default
     return default
-
-
-def _fold(events, c: _Columns, name: str) -> None:
-    """Append one piece of events to the columns (the hot loop: keep it plain)."""
-    kind_of, skip, flows = _KIND_OF_CAT, _SKIP_CATS, _FLOW_CATS
-    ts_l, dur_l, kind_l, thr_l = c.ts, c.dur, c.kind, c.thread
-    nid_l, did_l, ext_l, corr_l, rf_l = c.name_id, c.detail_id, c.ext, c.corr, c.rf
-    name_index, names = c.name_index, c.names
-    detail_index, details = c.detail_index, c.details
-    thread_index, threads = c.thread_index, c.threads
-    dumps = orjson.dumps
-    i = c.n
-    try:
-        for e in events:
-            i += 1
-            ph = e.get("ph")
-            if ph == "X":
-                cat = e.get("cat")
-                k = kind_of.get(cat) if type(cat) is str else None
-                if k is None:
-                    if type(cat) is str and cat in skip:
-                        continue
-                    pid = e.get("pid")
-                    if isinstance(pid, str) and not pid.isdigit():
-                        continue  # "Spans", "Traces": profiler bookkeeping rows
-                    k = Kind.OTHER
-                nm = e.get("name", "")
-                if type(nm) is not str:
-                    raise TraceError(f"{name}: event {i}: 'name' must be a string, "
-                                     f"got {type(nm).__name__}")
-                ts = float(e["ts"])
-                dur = e.get("dur", 0.0)
-                dur = float(dur) if dur is not None else 0.0
-                args = e.get("args")
-                if args is None:
-                    args = {}
-                elif type(args) is not dict:
-                    raise TraceError(f"{name}: event {i}: 'args' must be an object, "
-                                     f"got {type(args).__name__}")
-                if k in (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.GPU_ANNOTATION,
-                         Kind.SYNC):
-                    dev = args.get("device")
-                    key = ("dev", _as_int(dev if dev is not None else e.get("pid"), 0),
-                           _as_int(args.get("stream", e.get("tid")), 0))
-                else:
-                    key = ("cpu", _as_int(e.get("pid"), 0), _as_int(e.get("tid"), 0))
-                t = thread_index.get(key)
-                if t is None:
-                    t = thread_index[key] = len(threads)
-                    threads.append(key)
-                nid = name_index.get(nm)
-                if nid is None:
-                    nid = name_index[nm] = len(names)
-                    names.append(nm)
-                det = 0
-                if k == Kind.CPU_OP or k == Kind.ANNOTATION:
-                    dims = args.get("Input Dims")
-                    if dims is not None:
-                        ds = dumps(dims)
-                        det = detail_index.get(ds)
-                        if det is None:
-                            det = detail_index[ds] = len(details)
-                            details.append(ds.decode())
-                    if "Collective name" in args:
-                        ds = ("collective " + str(args.get("Collective name")) + " in "
-                              + str(args.get("In msg nelems", "?")) + " out "
-                              + str(args.get("Out msg nelems", "?")) + " "
-                              + str(args.get("dtype", ""))).encode()
-                        det = detail_index.get(ds)
-                        if det is None:
-                            det = detail_index[ds] = len(details)
-                            details.append(ds.decode())
-                elif k == Kind.MEMCPY or k == Kind.MEMSET:
-                    b = args.get("bytes")
-                    if b is not None:
-                        ds = f"{b} bytes".encode()
-                        det = detail_index.get(ds)
-                        if det is None:
-                            det = detail_index[ds] = len(details)
-                            details.append(ds.decode())
-                ext = args.get("External id")
-                if ext is None:
-                    ext = args.get("external id", -1)
-                ts_l.append(ts)
-                dur_l.append(dur)
-                kind_l.append(k)
-                thr_l.append(t)
-                nid_l.append(nid)
-                did_l.append(det)
-                ext_l.append(_as_int(ext))
-                corr_l.append(_as_int(args.get("correlation", -1)))
-                rf_l.append(_as_int(args.get("Record function id", -1)))
-            elif ph == "M":
-                args = e.get("args") or {}
-                mname = e.get("name")
-                if mname == "thread_name" and isinstance(args, dict):
-                    c.thread_names[(_as_int(e.get("pid"), 0), _as_int(e.get("tid"), 0))] = \
-                        str(args.get("name", ""))
-                elif mname == "process_labels" and isinstance(args, dict):
-                    c.process_labels[_as_int(e.get("pid"), 0)] = str(args.get("labels", ""))
-            elif ph == "i" and e.get("name") == "[memory]":
-                args = e.get("args")
-                if isinstance(args, dict):
-                    add_memory(c.memory, e["ts"], args.get("Device Type"), args.get("Device Id"),
-                                args.get("Bytes"), args.get("Total Allocated"))
-            elif ph == "s" or ph == "f":
-                if e.get("cat") in flows:
-                    fid = _as_int(e.get("id"))
-                    at = (_as_int(e.get("pid"), 0), _as_int(e.get("tid"), 0),
-                          float(e["ts"]))
-                    (c.flow_s if ph == "s" else c.flow_f)[fid] = at
-            elif ph is None and not isinstance(e, dict):
-                raise TraceError(f"{name}: event {i} is a {type(e).__name__}, "
-                                 "not an object")
-    except TraceError:
-        raise
-    except KeyError as exc:
-        raise TraceError(f"{name}: event {i}: missing field {exc}") from None
-    except AttributeError:
-        raise TraceError(f"{name}: event {i} is not an object") from None
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise TraceError(f"{name}: event {i}: a field has the wrong type ({exc})") from None
-    c.n = i
-
-
-if msgspec is not None:
-    from typing import Any, Union
-
-    _Num = Union[float, str, None]
-
-    class _Args(msgspec.Struct, gc=False):
-        ext: Any = msgspec.field(default=None, name="External id")
-        ext_old: Any = msgspec.field(default=None, name="external id")
-        corr: Any = msgspec.field(default=None, name="correlation")
-        stream: Any = None
-        device: Any = None
-        rf: Any = msgspec.field(default=None, name="Record function id")
-        dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input Dims")
-        coll: Any = msgspec.field(default=None, name="Collective name")
-        in_n: Any = msgspec.field(default=None, name="In msg nelems")
-        out_n: Any = msgspec.field(default=None, name="Out msg nelems")
-        dtype: Any = None
-        nbytes: Any = msgspec.field(default=None, name="bytes")
-        mem_bytes: Any = msgspec.field(default=None, name="Bytes")
-        mem_total: Any = msgspec.field(default=None, name="Total Allocated")
-        dev_type: Any = msgspec.field(default=None, name="Device Type")
-        dev_id: Any = msgspec.field(default=None, name="Device Id")
-        name: Any = None
-        labels: Any = None
-
-    class _Event(msgspec.Struct, gc=False):
-        ph: Any = None
-        cat: Any = None
-        name: Any = ""
-        pid: Any = None
-        tid: Any = None
-        ts: _Num = None
-        dur: _Num = None
-        id: Any = None
-        args: Union[_Args, None] = None
-
-    _EVENTS = msgspec.json.Decoder(list[_Event])
-
-
-
-# Syntax errors in a piece mean a guessed boundary was wrong: the caller parses whole.
-# (Type errors become a TraceError inside ``_decode_events`` first.)
-_DecodeError = msgspec.DecodeError if msgspec is not None else orjson.JSONDecodeError
-
-
-def _decode_events(piece: bytes, name: str, offset: int):
-    try:
-        return _EVENTS.decode(piece)
-    except msgspec.ValidationError as exc:
-        text = str(exc)
-        where = re.search(r"\$\[(\d+)\]((?:\.[\w ]+|\[\d+\])*)", text)
-        at = ""
-        if where:
-            at = f"event {offset + int(where.group(1)) + 1}: "
-            if where.group(2):
-                at += f"field '{where.group(2).lstrip('.')}': "
-        why = text.split(" - at")[0].replace("`", "")
-        raise TraceError(f"{name}: {at}a field has the wrong type ({why})") from None
 
 
 # CUPTI puts context-wide work (``Context Sync``) on stream id -1, written as uint32
@@ -493,7 +441,7 @@ def stream_label(stream: int) -> str:
 
 
 def _ints(values: list) -> np.ndarray:
-    """Integers from JSON values that are ints, numeric strings or missing (-1)."""
+    """Integers from JSON values (see :func:`_as_int`); -1 where missing."""
     if None in values:
         values = [-1 if v is None else v for v in values]
     try:
@@ -502,8 +450,12 @@ def _ints(values: list) -> np.ndarray:
             return arr
     except (TypeError, ValueError, OverflowError):
         pass
-    # lists, numeric strings, ints beyond int64: one value at a time
-    return np.array([_as_int(v) for v in values], np.int64)
+    # numeric strings, lists, ints beyond int64: each distinct value converted once
+    try:
+        table = {v: _as_int(v) for v in set(values)}
+    except TypeError:  # lists or objects among them
+        return np.array([_as_int(v) for v in values], np.int64)
+    return np.array([table[v] for v in values], np.int64)
 
 
 def _intern(values: list, index: dict, table: list) -> np.ndarray:
@@ -514,10 +466,9 @@ def _intern(values: list, index: dict, table: list) -> np.ndarray:
     return np.array([index[v] for v in values], np.int32)
 
 
-def _fold_columns(events: list, c: _Columns, name: str) -> None:
-    """Fold msgspec-decoded events into columns, one list comprehension per field (the
-    per-event Python work is a few attribute reads; the rest is numpy)."""
-    first = c.n
+def _fold(events: list[_Event], c: _Columns, name: str) -> None:
+    """Fold one piece of decoded events into columns, one list comprehension per field
+    (the per-event Python work is a few attribute reads; the rest is numpy)."""
     c.n += len(events)
     xs = [e for e in events if e.ph == "X"]
     fl = [e for e in events if (e.ph == "s" or e.ph == "f") and e.cat in _FLOW_CATS]
@@ -528,26 +479,25 @@ def _fold_columns(events: list, c: _Columns, name: str) -> None:
                 c.flows.append((_ints([e.id for e in fl]), _ints([e.pid for e in fl]),
                                 _ints([e.tid for e in fl]), np.array(fts, np.float64),
                                 np.array([e.ph == "s" for e in fl], bool)))
-            except (TypeError, ValueError):
+            except ValueError:  # a time that is not a number: no flows
                 pass
     if len(xs) + len(fl) < len(events):
         for e in events:
             if e.ph == "M":
-                _fold_other(e, c)
+                _fold_meta(e, c)
             elif e.ph == "i" and e.name == "[memory]" and e.args is not None:
                 a = e.args
                 add_memory(c.memory, e.ts, a.dev_type, a.dev_id, a.mem_bytes, a.mem_total)
     if not xs:
         return
     kind_of = _KIND_OF_CAT
-    kinds = [kind_of.get(e.cat, -1) if type(e.cat) is str else -1 for e in xs]
+    kinds = [kind_of.get(e.cat, -1) for e in xs]
     if -1 in kinds:  # categories we do not know: bookkeeping rows are dropped
         keep = []
         for e, k in zip(xs, kinds):
             if k >= 0:
                 keep.append((e, k))
-            elif (type(e.cat) is str and e.cat in _SKIP_CATS) \
-                    or (isinstance(e.pid, str) and not e.pid.isdigit()):
+            elif e.cat in _SKIP_CATS or (isinstance(e.pid, str) and not e.pid.isdigit()):
                 continue
             else:
                 keep.append((e, Kind.OTHER))
@@ -556,23 +506,17 @@ def _fold_columns(events: list, c: _Columns, name: str) -> None:
         if not xs:
             return
     kind = np.array(kinds, np.int8)
-    nm = [e.name for e in xs]
-    bad = next((j for j, v in enumerate(nm) if type(v) is not str), None)
-    if bad is not None:
-        raise TraceError(f"{name}: event {first + bad + 1}: 'name' must be a string, "
-                         f"got {type(nm[bad]).__name__}")
     try:
-        ts = np.array([e.ts for e in xs], np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TraceError(f"{name}: a timestamp ('ts') is missing or not a number "
-                         f"({exc})") from None
+        ts = np.array([e.ts for e in xs], np.float64)  # a missing time is NaN
+    except ValueError:
+        raise _not_a_number(events, xs, "ts", c.n, name) from None
     durs = [e.dur for e in xs]
     if None in durs:
         durs = [0.0 if d is None else d for d in durs]
     try:
         dur = np.array(durs, np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TraceError(f"{name}: a duration ('dur') is not a number ({exc})") from None
+    except ValueError:
+        raise _not_a_number(events, xs, "dur", c.n, name) from None
     no_args = _Args()
     args = [e.args or no_args for e in xs]
     is_dev = np.isin(kind, Kind.DEVICE)
@@ -599,7 +543,7 @@ def _fold_columns(events: list, c: _Columns, name: str) -> None:
             c.threads.append(key)
         gid[j] = g
     thread = gid[inv.ravel()]
-    name_id = _intern(nm, c.name_index, c.names)
+    name_id = _intern([e.name for e in xs], c.name_index, c.names)
     # Details: shapes of ops, collective sizes, copy sizes.
     dims = [bytes(a.dims) for a in args]
     for j in np.flatnonzero(is_dev).tolist():
@@ -624,16 +568,30 @@ def _fold_columns(events: list, c: _Columns, name: str) -> None:
                      "rf": rf})
 
 
-def _fold_other(e, c: _Columns) -> None:
-    ph = e.ph
-    if ph == "M":
-        a = e.args
-        if a is None:
-            return
-        if e.name == "thread_name":
-            c.thread_names[(_as_int(e.pid, 0), _as_int(e.tid, 0))] = str(a.name or "")
-        elif e.name == "process_labels":
-            c.process_labels[_as_int(e.pid, 0)] = str(a.labels or "")
+def _not_a_number(events: list[_Event], xs: list[_Event], key: str, n: int,
+                  name: str) -> TraceError:
+    """The error for the first of ``xs`` whose time ``key`` is a string but not a number
+    (``n`` counts the events up to the end of this piece)."""
+    for e in xs:
+        v = getattr(e, key)
+        try:
+            float(v if v is not None else 0.0)
+        except ValueError:
+            i = n - len(events) + next(j for j, x in enumerate(events) if x is e) + 1
+            shown = v if len(v) <= 40 else v[:37] + "..."
+            return TraceError(f"{name}: event {i}: '{key}' is not a number ({shown!r})")
+    return TraceError(f"{name}: '{key}' is not a number")
+
+
+def _fold_meta(e: _Event, c: _Columns) -> None:
+    """A metadata (``"ph": "M"``) event: a thread's or a process's label."""
+    a = e.args
+    if a is None:
+        return
+    if e.name == "thread_name":
+        c.thread_names[(_as_int(e.pid, 0), _as_int(e.tid, 0))] = str(a.name or "")
+    elif e.name == "process_labels":
+        c.process_labels[_as_int(e.pid, 0)] = str(a.labels or "")
 
 
 def _rank_from(meta: dict, path: str) -> int | None:
@@ -650,45 +608,23 @@ def parse_kineto_bytes(data: bytes, path: str = "trace.json", rank: int | None =
     """Parse the JSON text of one Kineto trace (see :func:`read_kineto`)."""
     name = os.path.basename(path)
     c = _Columns()
-    split = None
-    if len(data) > 2 * _CHUNK or msgspec is not None:
-        try:
-            split = _split_events(data, name)
-        except orjson.JSONDecodeError:
-            split = None
+    split = _split_events(data)
     if split is not None:
         meta, pieces, count = split
         try:
             for j, piece in enumerate(pieces):
                 check_cancelled(cancelled, name)
-                if msgspec is not None:
-                    _fold_columns(_decode_events(piece, name, c.n), c, name)
-                else:
-                    _fold(orjson.loads(piece), c, name)
+                _fold(_decode_events(piece, name, c.n), c, name)
                 if progress is not None:
                     progress(0.3 + 0.6 * (j + 1) / max(count, 1), "reading events")
-        except (orjson.JSONDecodeError, _DecodeError):
-            c, split = _Columns(), None  # a boundary inside a string: parse it whole
+        except msgspec.DecodeError:  # a boundary inside a string: decode it whole
+            c, split = _Columns(), None
     if split is None:
-        doc = _loads(data, name)
-        if isinstance(doc, list):  # the bare-array form of the Chrome trace format
-            meta, events = {}, doc
-        elif isinstance(doc, dict):
-            events = doc.get("traceEvents")
-            meta = {k: v for k, v in doc.items() if k != "traceEvents"}
-            if events is None:
-                if "nodes" in doc:
-                    raise TraceError(f"{name}: this is an execution trace (ET), not a Kineto "
-                                     "trace; load it beside its Kineto trace")
-                raise TraceError(f"{name}: no 'traceEvents' array: not a Kineto/Chrome trace")
-        else:
-            raise TraceError(f"{name}: not a trace (the JSON is a {type(doc).__name__})")
-        if not isinstance(events, list):
-            raise TraceError(f"{name}: 'traceEvents' must be an array, got "
-                             f"{type(events).__name__}")
+        check_cancelled(cancelled, name)
+        meta, events = _decode_whole(data, name)
         check_cancelled(cancelled, name)
         _fold(events, c, name)
-        del doc, events
+        del events
     if not c.count():
         raise TraceError(f"{name}: the trace has no timed events (empty trace)")
     if progress is not None:

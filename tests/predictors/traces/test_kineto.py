@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from paths import SHARED_DATA
 from synth import new_format, old_format, write
@@ -133,15 +133,20 @@ def test_own_cpu_trace_with_record_function_ids():
     (b'{"traceEvents": {"a": 1}}', "must be an array"),
     (b'{"traceEvents": []}', "empty trace"),
     (b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "ts": [1], "dur": 1}]}',
-     "wrong type"),
+     "event 1: 'ts' must be a number"),
     (b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": 5, "ts": 1, "dur": 1}]}',
      "'name' must be a string"),
     (b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": "x"}]}',
-     "dur"),
+     "event 1: 'dur' is not a number ('x')"),
+    (b'{"traceEvents": [{"ph": "i", "name": "[memory]", "ts": 1, "args": {"Bytes": 1e999}}]}',
+     "event 1: 'args.Bytes': number out of range"),
     (b'{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "a", "ts": 1, "args": 3}]}',
      "args"),
     (b'{"schema": "1.0.1", "nodes": []}', "execution trace"),
-    (b"[1, 2, 3]", "not an object"),
+    (b"[1, 2, 3]", "event 1 is not an object"),
+    (b'{"traceEvents": [{"ph": "X", "cat": "kernel", "name": {"a": 1}, "ts": 1}]}',
+     "'name' must be a string, got an object"),
+    (b'[{"ph": "s", "cat": ["ac2g"], "name": "a", "ts": 1}]', "'cat' must be a string"),
 ])
 def test_bad_input_is_one_line_naming_the_file(tmp_path, content, fragment):
     path = tmp_path / "bad_trace.json"
@@ -174,23 +179,134 @@ _json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow
                                                         "External id", "correlation",
                                                         "stream", "Input Dims"]),
                                        inner, max_size=6), max_leaves=30)
+# an object or a list where a string or a number belongs
+_container = st.lists(_json, max_size=3) | st.dictionaries(st.text(max_size=4), _json,
+                                                           max_size=3)
+_FIELDS = ["name", "cat", "ph", "ts", "dur", "pid", "tid", "id", "args"]
+_ARG_FIELDS = ["External id", "external id", "correlation", "stream", "device",
+               "Record function id", "Input Dims", "Collective name", "In msg nelems", "dtype",
+               "bytes", "Bytes", "Total Allocated", "Device Type", "Device Id", "name", "labels"]
+_PATHS = _FIELDS + ["args." + f for f in _ARG_FIELDS]
+# fields of a known type (an error when wrong); the others are ids or labels of any value
+_TYPED = {"name": "a string", "cat": "a string", "ph": "a string", "ts": "a number",
+          "dur": "a number", "args": "an object", "args.Bytes": "a number",
+          "args.Total Allocated": "a number"}
+_id = st.integers(min_value=-1, max_value=30) | st.sampled_from(["stream 7", "1", "Spans"])
+_time = st.integers(min_value=0, max_value=10 ** 6) | st.floats(min_value=0, max_value=1e6)
 _event = st.fixed_dictionaries(
-    {"ph": st.sampled_from(["X", "M", "s", "f", "i", None, 3]),
+    {"ph": st.sampled_from(["X", "M", "s", "f", "i"]),
      "cat": st.sampled_from(["cpu_op", "kernel", "Kernel", "cuda_runtime", "user_annotation",
-                             "python_function", "gpu_memcpy", "weird", None, 1])},
-    optional={"name": st.text(max_size=10) | st.integers(), "ts": _json, "dur": _json,
-              "pid": _json, "tid": _json, "args": _json, "id": _json})
+                             "python_function", "gpu_memcpy", "ac2g", "async", "weird"])},
+    optional={"name": st.sampled_from(["aten::mm", "thread_name", "[memory]"]),
+              "ts": _time, "dur": _time, "pid": _id, "tid": _id, "id": _id,
+              "args": st.fixed_dictionaries({}, optional={
+                  "External id": _id, "correlation": _id, "stream": _id, "device": _id,
+                  "Input Dims": _json, "bytes": _id, "Bytes": _id, "name": _id})})
+# a field's value replaced by any JSON value, a list or an object as often as not
+_damage = st.none() | st.tuples(st.sampled_from(_PATHS), _container | _json)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(events=st.lists(_event, max_size=12), top=_json)
+def _mutate(event: dict, path: str, value) -> None:
+    if path.startswith("args."):
+        if not isinstance(event.get("args"), dict):
+            event["args"] = {}
+        event["args"][path[5:]] = value
+    else:
+        event[path] = value
+
+
+def _parse_or_trace_error(data: bytes, file: str) -> str | None:
+    """None where the trace loads, else the TraceError's text; any other exception fails."""
+    try:
+        parse_kineto_bytes(data, file)
+    except TraceError as exc:
+        msg = str(exc)
+        assert msg.startswith(f"{file}: ") and "\n" not in msg, msg
+        return msg
+    return None
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(events=st.lists(st.tuples(_event, _damage), max_size=12), top=_json)
+@example(events=[({"ph": "s", "cat": "ac2g", "id": 1, "ts": 1}, ("cat", ["ac2g"]))], top=None)
 def test_fuzz_never_crashes(events, top):
+    for event, damage in events:
+        if damage is not None:
+            _mutate(event, *damage)
+    events = [e for e, _ in events]
     for doc in ({"traceEvents": events}, top, events):
-        data = json.dumps(doc).encode()
-        try:
-            parse_kineto_bytes(data, "fuzz.json")
-        except TraceError as exc:
-            assert str(exc).startswith("fuzz.json: ") and "\n" not in str(exc)
+        _parse_or_trace_error(json.dumps(doc).encode(), "fuzz.json")
+
+
+def _every_kind_of_event() -> tuple[dict, list[int]]:
+    """A trace of every era's events, and the index of one event of each kind."""
+    doc = new_format()
+    doc["traceEvents"] += memory_events(True) + old_format()["traceEvents"] + [
+        {"ph": "X", "cat": "cpu_op", "name": "c10d::allreduce_", "pid": 10, "tid": 11,
+         "ts": 900, "dur": 9, "args": {"Collective name": "allreduce", "In msg nelems": 4,
+                                       "Out msg nelems": 4, "dtype": "Float"}},
+        {"ph": "M", "name": "process_labels", "pid": 0, "args": {"labels": "GPU 0"}}]
+    first = {}
+    for i, e in enumerate(doc["traceEvents"]):
+        first.setdefault((e["ph"], e.get("cat"), e["name"] if e["ph"] in "Mi" else ""), i)
+    return doc, sorted(first.values())
+
+
+def test_an_object_or_list_in_any_field_is_a_trace_error_or_an_absent_id():
+    """Every field of one event of each kind, replaced by an object or a list: a field of
+    a known type gives a TraceError naming the event and the field; an id or a label of
+    the wrong type counts as absent."""
+    doc, picks = _every_kind_of_event()
+    events = doc["traceEvents"]
+    for i in picks:
+        for path in _PATHS:
+            for value in ({"k": 1}, [1], ["x", {}]):
+                saved = json.dumps(events[i])
+                _mutate(events[i], path, value)
+                msg = _parse_or_trace_error(json.dumps(doc).encode(), "mutant.json")
+                events[i] = json.loads(saved)
+                where = f"event {i + 1}, {path} = {value!r}: {msg}"
+                if path in _TYPED and not (path == "args" and isinstance(value, dict)):
+                    assert msg is not None and f"event {i + 1}: '{path}' must be " \
+                        f"{_TYPED[path]}" in msg, where
+                else:
+                    assert msg is None, where
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(edits=st.lists(st.tuples(st.integers(min_value=0), st.sampled_from(_PATHS),
+                                _container | _json), min_size=1, max_size=3),
+       bare=st.booleans())
+@example(edits=[(3, "cat", ["ac2g"])], bare=False)  # a flow event's category
+def test_fuzz_field_values_of_a_real_layout(edits, bare):
+    doc, _ = _every_kind_of_event()
+    events = doc["traceEvents"]
+    for i, path, value in edits:
+        _mutate(events[i % len(events)], path, value)
+    _parse_or_trace_error(json.dumps(events if bare else doc).encode(), "fuzz.json")
+
+
+@pytest.mark.parametrize("ph, field, value, message", [
+    ("X", "name", {"a": 1}, "'name' must be a string, got an object"),
+    ("s", "name", {"a": 1}, "'name' must be a string, got an object"),
+    ("M", "name", {"a": 1}, "'name' must be a string, got an object"),
+    ("s", "cat", ["ac2g"], "'cat' must be a string, got an array"),
+    ("f", "cat", {"a": 1}, "'cat' must be a string, got an object"),
+    ("X", "ph", ["X"], "'ph' must be a string, got an array"),
+    ("X", "args", [1], "'args' must be an object or null, got an array"),
+    ("X", "dur", {"a": 1}, "'dur' must be a number, a string or null, got an object"),
+])
+@pytest.mark.parametrize("chunk", [None, 512])
+def test_an_object_where_a_string_belongs_names_the_event(monkeypatch, ph, field, value,
+                                                          message, chunk):
+    if chunk:  # read in pieces: events are still counted from the file's first
+        monkeypatch.setattr(kineto_mod, "_CHUNK", chunk)
+    doc = new_format(step_us=[1000.0] * 20)
+    i = max(j for j, e in enumerate(doc["traceEvents"]) if e["ph"] == ph)
+    doc["traceEvents"][i][field] = value
+    with pytest.raises(TraceError) as info:
+        parse_kineto_bytes(json.dumps(doc).encode(), "dictname.json")
+    assert str(info.value) == f"dictname.json: event {i + 1}: {message}"
 
 
 @settings(max_examples=60, deadline=None)
@@ -229,7 +345,9 @@ def test_odd_ids_are_missing_ids_not_crashes(tmp_path, bare):
     ev[1]["args"]["External id"] = 2 ** 70  # beyond int64
     ev[2]["args"]["correlation"] = 1e30 if bare else 10 ** 30
     ev[1]["tid"] = [11]  # a list where a number belongs
-    ev[0]["cat"] = ["user_annotation"]  # an unhashable category is an unknown one
+    ev[0]["pid"] = {"pid": 10}
+    ev[3]["tid"] = "stream " + "9" * 30  # digits beyond int64
+    ev[4]["args"]["External id"] = "9" * 5000  # beyond what int() reads
     path = write(tmp_path / "odd.json", doc["traceEvents"] if bare else doc)
     tr = read_kineto(path)
     assert -1 in tr.ext.tolist() and len(tr)
@@ -282,10 +400,7 @@ def memory_events(total: bool) -> list[dict]:
 
 
 @pytest.mark.parametrize("total", [True, False])
-@pytest.mark.parametrize("fast", [True, False])
-def test_memory_events_become_allocated_bytes_per_device(tmp_path, monkeypatch, total, fast):
-    if not fast:   # the plain-JSON reader, as without msgspec
-        monkeypatch.setattr(kineto_mod, "msgspec", None)
+def test_memory_events_become_allocated_bytes_per_device(tmp_path, total):
     doc = new_format()
     doc["traceEvents"] += memory_events(total)
     tr = parse_kineto_bytes(json.dumps(doc).encode(), "mem.json")
