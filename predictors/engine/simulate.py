@@ -1,167 +1,146 @@
-"""Simulate a training step: CPU threads issue ops, streams run the kernels, ranks meet
-in collectives.
+"""A predicted training step through the simulator: every rank's costed graph becomes
+CPU items, runtime calls and kernels (:mod:`.simulator`), and their times a Timeline.
 
-Each rank's walk follows issue order, which is the order the real threads issue ops in:
-the main thread runs forward and the optimizer and blocks in ``backward()`` while the
-autograd thread issues the backward ops (on the CPU device the main thread runs them
-itself: one lane).  On a GPU a kernel starts at
-``max(launch end + launch latency, stream free, inputs ready)``; on the CPU device the
-kernel runs inline on the issuing thread (launch latency zero), as design.md requires.
+Each rank's ops run in issue order, the order the real threads issue them: the main
+thread runs forward and the optimizer and blocks in ``backward()`` while the autograd
+thread issues the backward ops (one clock: each op starts after the one before it; on the
+CPU device the main thread runs the backward itself, one lane).  On a GPU an op is a
+launch call (T2 before it, T4 long, T3 after) whose kernel may start T4 plus the launch
+latency after the call begins; on the CPU device the kernel runs inline on the issuing
+thread, as design.md requires.
 
-A collective goes on the rank's communication stream.  Its kernel starts when the rank
-gets there (launched, stream free, inputs ready) and ends a collective-model duration
-after the *last* rank got there: an early rank's kernel waits for its peers, as NCCL's
-kernels do in a profiler trace.  Every rank issues the same collectives in the same order,
-so the ranks are walked together, one collective at a time.
+A collective goes on the rank's communication stream, after the compute queued before it
+(ProcessGroupNCCL makes its stream wait), and the simulator's rendezvous times it: its
+kernel ends a collective-model duration after the *last* rank got there.
 """
 from __future__ import annotations
 
-from typing import Callable, Generator
+from typing import Callable
 
 from ..costs.op_costs import CostedGraph, CostedOp
 from ..model.comm_ops import PROFILER_NAMES
-from ..utils.progress import Cancelled
+from .simulator import Call, CollectiveMismatch, Item, Kernel, simulate
 from .timeline import Timeline, TimelineBuilder
 
 __all__ = ["simulate_rank", "simulate_ranks", "CollectiveTimer", "CollectiveMismatch"]
 
 _US = 1e6
 MEMORY_COUNTER = "memory allocated"
+COMPUTE, COMM = "compute", "communication"
 
-class CollectiveMismatch(Exception):
-    """The ranks' graphs issue different collectives: a bug in how they were built."""
-
-
-# (op, its arrival in s) out of a rank's walk; (start, end, detail) back into it
-Walk = Generator[tuple[CostedOp, float], tuple[float, float, str], int]
 CollectiveTimer = Callable[[list[CostedOp]], tuple[float, str]]
 
 
-def _walk(costed: CostedGraph, rank: int, tl: TimelineBuilder,
-          cancelled: Callable[[], bool] | None) -> Walk:
-    """One rank's ops onto ``tl``; yields at each collective.  Returns the kernel count."""
-
+def rank_items(costed: CostedGraph) -> list[Item]:
+    """The simulator's items for one rank: the training loop's own time, then one item per
+    op (each after the one before it: one clock)."""
     dev, oh = costed.device, costed.overheads
     on_gpu = dev.kind != "cpu"
-    main = tl.lane(rank, "cpu", "CPU main thread")
-    # On the CPU device the autograd engine runs the backward on the thread that called
-    # backward() (its ready queue has no worker thread): one lane, as a recording shows
-    cpu_lanes = {"main": main,
-                 "autograd": tl.lane(rank, "cpu", "CPU autograd thread") if on_gpu else main}
-    stream = tl.lane(rank, "stream", "stream 0 (compute)") if on_gpu else None
-    comm = None
-    cpu_t = 0.0  # one clock: the main thread blocks while the autograd thread works
-    if oh.step_s > 0:  # the training loop's own Python time (zero_grad, step() set-up)
-        tl.add(cpu_lanes["main"], 0.0, oh.step_s * _US, "cpu_overhead", "training loop",
-               "per-iteration CPU time outside aten ops (measured)")
-        cpu_t = oh.step_s
-    stream_free = comm_free = 0.0
-    done: dict[int, float] = {}  # op index -> time its result is ready
-    issued: list[float] = []     # per op: when its thread calls it (its memory is taken)
-    kernels = 0
-    for n, op in enumerate(costed.ops):
-        if cancelled is not None and n % 2000 == 0 and cancelled():
-            raise Cancelled("simulating")
+    lat = dev.launch_latency_s * _US
+    items = [Item("main", t5_us=oh.step_s * _US, start_at=0.0)]
+    at = {}  # op index -> item position
+    for op in costed.ops:
         o = op.overheads
-        gap = o.t1 + (oh.autograd_t1 if op.thread == "autograd" else 0.0)
-        start = cpu_t + gap
-        issued.append(start)
-        lane = cpu_lanes[op.thread]
-        ready = max((done.get(d, 0.0) for d in op.deps), default=0.0)
+        n = len(items)
+        deps = tuple(at[d] for d in op.deps if d in at)
+        thread = op.thread if on_gpu else "main"
+        gap = (o.t1 + (oh.autograd_t1 if op.thread == "autograd" else 0.0)) * _US
         if op.category == "communication":
-            name = PROFILER_NAMES.get(op.name, op.name)
-            launch_end = start + o.t2 + o.t4
-            end = launch_end + o.t3
-            tl.add(lane, start * _US, (end - start) * _US, "cpu_op", name,
-                   f"{op.phase}: {op.detail}")
-            # ProcessGroupNCCL makes its stream wait for the compute queued before it
-            arrival = max(launch_end + dev.launch_latency_s, comm_free, ready,
-                          stream_free if on_gpu else 0.0)
-            k_start, k_end, why = yield op, arrival
-            if comm is None:
-                comm = tl.lane(rank, "stream", "stream 1 (communication)")
-            tl.add(comm, k_start * _US, (k_end - k_start) * _US, "communication", name,
-                   f"{op.phase}: {op.detail} | {why}")
-            comm_free = done[op.index] = k_end
-            cpu_t = end
-            kernels += 1
-            continue
-        if op.kernel_s <= 0.0:
-            end = start + o.t5
-            tl.add(lane, start * _US, (end - start) * _US, "view", op.name, op.detail)
-            done[op.index] = end if not on_gpu else max(end, ready)
-            cpu_t = end
-            continue
-        kernels += 1
-        if on_gpu:
-            launch_end = start + o.t2 + o.t4
-            k_start = max(launch_end + dev.launch_latency_s, stream_free, ready)
-            k_end = k_start + op.kernel_s
-            stream_free = k_end
-            end = launch_end + o.t3
-            tl.add(lane, start * _US, (end - start) * _US, "cpu_op", op.name, op.detail)
-            tl.add(stream, k_start * _US, op.kernel_s * _US, op.category, op.name,
-                   f"{op.detail} | {op.model}")
-            done[op.index] = k_end
+            k = Kernel(COMM, delay_us=(o.t4 * _US) + lat,
+                       wait_streams=(COMPUTE,) if on_gpu else (), collective=True, payload=op)
+            item = Item(thread, gap, o.t2 * _US, 0.0, o.t3 * _US, (Call(o.t4 * _US, (k,)),),
+                        waits_for=n - 1, after_items=deps, payload=op)
+        elif op.kernel_s <= 0.0:
+            item = Item(thread, gap, t5_us=o.t5 * _US, waits_for=n - 1,
+                        done_waits_inputs=on_gpu, after_items=deps, payload=op)
+        elif on_gpu:
+            k = Kernel(COMPUTE, op.kernel_s * _US, (o.t4 * _US) + lat, payload=op)
+            item = Item(thread, gap, o.t2 * _US, 0.0, o.t3 * _US, (Call(o.t4 * _US, (k,)),),
+                        waits_for=n - 1, after_items=deps, payload=op)
         else:
-            end = start + o.t2 + op.kernel_s + o.t3
-            tl.add(lane, start * _US, (end - start) * _US, op.category, op.name,
-                   f"{op.detail} | {op.model}")
-            done[op.index] = end
-        cpu_t = end
-    memory = costed.memory
-    if memory is not None and len(memory.curve) == len(issued):
-        # allocations happen when the CPU calls the op (the caching allocator is
-        # host-side), not when its kernel runs
-        tl.counter(rank, MEMORY_COUNTER, [0.0] + [t * _US for t in issued],
-                   [memory.resident_total] + memory.curve.tolist())
-    return kernels
+            item = Item(thread, gap, o.t2 * _US, 0.0, o.t3 * _US,
+                        (Call(op.kernel_s * _US),), waits_for=n - 1, payload=op)
+        at[op.index] = n
+        items.append(item)
+    return items
 
 
 def simulate_ranks(costed: list[CostedGraph], timer: CollectiveTimer | None = None,
                    title: str = "", cancelled: Callable[[], bool] | None = None) -> Timeline:
-    """Walk every rank's ``costed`` graph (rank = its position) together and return one
-    Timeline (microseconds from 0).  ``timer(ops)`` gets the ranks' twin collective ops
-    and answers ``(seconds, detail)``; without one a collective takes no time."""
-    tl = TimelineBuilder(title)
-    walks = [_walk(c, r, tl, cancelled) for r, c in enumerate(costed)]
-    kernels = [0] * len(walks)
-    pending: list[tuple[CostedOp, float] | None] = []
-    for r, w in enumerate(walks):
-        pending.append(_advance(w, None, kernels, r))
-    while any(p is not None for p in pending):
-        if any(p is None for p in pending):
-            done = [r for r, p in enumerate(pending) if p is None]
-            raise CollectiveMismatch(f"rank(s) {done} finished while others wait in "
-                               f"{next(p for p in pending if p)[0].name}: the ranks' "
-                               "collectives differ")
-        ops = [p[0] for p in pending]
+    """Simulate every rank's ``costed`` graph (rank = its position) together and return
+    one Timeline (microseconds from 0).  ``timer(ops)`` gets the ranks' twin collective
+    ops and answers ``(seconds, detail)``; without one a collective takes no time."""
+    programs = [rank_items(c) for c in costed]
+    details: list[str] = []
+
+    def collective_time(q: int, kernels: list[Kernel]) -> float:
+        ops = [k.payload for k in kernels]
         if len({op.name for op in ops}) > 1:
             raise CollectiveMismatch(f"ranks disagree on the next collective: "
-                               f"{sorted({op.name for op in ops})}")
+                                     f"{sorted({op.name for op in ops})}")
         seconds, detail = timer(ops) if timer is not None else (0.0, "no collective model")
-        last = max(range(len(ops)), key=lambda r: pending[r][1])
-        start = pending[last][1]
-        end = start + seconds
-        for r, w in enumerate(walks):
-            arrival = pending[r][1]
-            wait = start - arrival
-            why = detail + (f"; waited {wait * 1e6:.1f} us for rank {last}" if wait > 0
-                            else "")
-            pending[r] = _advance(w, (arrival, end, why), kernels, r)
+        details.append(detail)
+        return seconds * _US
+
+    results, meetings = simulate(programs, collective_time, cancelled=cancelled)
+    tl = TimelineBuilder(title)
+    kernels = 0
+    for rank, (c, items, res) in enumerate(zip(costed, programs, results)):
+        kernels += _draw(tl, rank, c, items, res, meetings, details)
     dev = costed[0].device if costed else None
-    return tl.build(device=dev.name if dev else "", kernels=sum(kernels),
+    return tl.build(device=dev.name if dev else "", kernels=kernels,
                     ops=sum(len(c.ops) for c in costed), ranks=len(costed),
                     overheads=costed[0].overheads.source if costed else "")
 
 
-def _advance(walk: Walk, answer, kernels: list[int], rank: int):
-    """Run ``walk`` to its next collective (None when it finished)."""
-    try:
-        return walk.send(answer) if answer is not None else next(walk)
-    except StopIteration as stop:
-        kernels[rank] = stop.value or 0
-        return None
+def _draw(tl: TimelineBuilder, rank: int, costed: CostedGraph, items: list[Item], res,
+          meetings, details) -> int:
+    """One rank's bars and its memory curve; the number of kernels it ran."""
+    on_gpu = costed.device.kind != "cpu"
+    main = tl.lane(rank, "cpu", "CPU main thread")
+    cpu_lanes = {"main": main,
+                 "autograd": tl.lane(rank, "cpu", "CPU autograd thread") if on_gpu else main}
+    stream = tl.lane(rank, "stream", "stream 0 (compute)") if on_gpu else None
+    comm = None
+    if costed.overheads.step_s > 0:
+        tl.add(main, 0.0, res.item_end[0], "cpu_overhead", "training loop",
+               "per-iteration CPU time outside aten ops (measured)")
+    kernels, k, q = 0, 0, 0
+    for n in range(1, len(items)):
+        op: CostedOp = items[n].payload
+        start, end = res.item_start[n], res.item_end[n]
+        lane = cpu_lanes[op.thread]
+        if op.category == "communication":
+            name = PROFILER_NAMES.get(op.name, op.name)
+            tl.add(lane, start, end - start, "cpu_op", name, f"{op.phase}: {op.detail}")
+            k_start, k_end = res.kernels[k]
+            meet = meetings[q]
+            wait = meet.start_us - k_start
+            why = details[q] + (f"; waited {wait:.1f} us for rank {meet.last_rank}"
+                                if wait > 0 else "")
+            if comm is None:
+                comm = tl.lane(rank, "stream", "stream 1 (communication)")
+            tl.add(comm, k_start, k_end - k_start, "communication", name,
+                   f"{op.phase}: {op.detail} | {why}")
+            k, q, kernels = k + 1, q + 1, kernels + 1
+        elif op.kernel_s <= 0.0:
+            tl.add(lane, start, end - start, "view", op.name, op.detail)
+        elif on_gpu:
+            tl.add(lane, start, end - start, "cpu_op", op.name, op.detail)
+            k_start, k_end = res.kernels[k]
+            tl.add(stream, k_start, k_end - k_start, op.category, op.name,
+                   f"{op.detail} | {op.model}")
+            k, kernels = k + 1, kernels + 1
+        else:
+            tl.add(lane, start, end - start, op.category, op.name, f"{op.detail} | {op.model}")
+            kernels += 1
+    memory = costed.memory
+    if memory is not None and len(memory.curve) == len(items) - 1:
+        # allocations happen when the CPU calls the op (the caching allocator is
+        # host-side), not when its kernel runs
+        tl.counter(rank, MEMORY_COUNTER, [0.0] + res.item_start[1:],
+                   [memory.resident_total] + memory.curve.tolist())
+    return kernels
 
 
 def simulate_rank(costed: CostedGraph, title: str = "",

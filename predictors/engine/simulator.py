@@ -1,0 +1,233 @@
+"""The simulator: one discrete-event walk of a training step, for predicted and recorded
+steps alike.
+
+Prediction (:mod:`.simulate`) feeds it the captured graph with modeled durations; replay
+(:mod:`predictors.traces.replay`) feeds it a recording with its recorded durations.  The
+rules live here only.
+
+**Resources.**  Each rank has CPU *threads* and device *streams*, named by any hashable
+key.  A thread runs one item at a time; a stream runs its kernels in the order they are
+queued.
+
+**Tasks.**
+- An :class:`Item` is a top-level CPU op on a thread.  It starts a gap (T1) after its
+  thread's previous item ends, or after the item it waits for on another thread ends
+  (``waits_for``), whichever is later; an item with neither starts at ``start_at``.  It
+  then spends ``t2`` before its first runtime call, ``t5`` between calls, and ``t3``
+  after the last (an item with no calls lasts ``t5``).
+- A :class:`Call` is a runtime call inside an item (a kernel launch, a copy, a
+  synchronization).  It lasts ``dur_us``; a synchronizing call also holds the thread until
+  its stream (or every stream) drains, a blocking call until its own kernels end.
+- A :class:`Kernel` is device work that a call queues on a stream.  It starts at
+  ``max(call start + delay, stream free, its dependencies)``, and runs ``dur_us``.
+
+**Dependencies.**  A kernel waits for the items whose results its item reads
+(``Item.after_items``: an item is done when its last kernel ends, or when its CPU part
+ends), for other kernels
+(``after``: a kernel's end plus a lag, as an event wait shows in a recording), and for
+whatever is queued on other streams when it is issued (``wait_streams``).  Dependencies on
+work not yet walked are ignored (the walk is in issue order).
+
+**Collectives.**  A kernel with ``collective=True`` is the rank's next collective.  Every
+rank issues the same collectives in the same order; the ranks are walked together, one
+collective at a time.  A collective starts when the last rank gets there and runs for the
+time that ``collective_time(q, kernels)`` answers; an early rank's kernel waits for its
+peers, as NCCL's kernels do in a profiler trace.
+
+Times are microseconds on each rank's own clock; ``offsets_us`` place the ranks' clocks
+on one axis (a recording's files start at different times).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Hashable, Sequence
+
+from ..utils.progress import check_cancelled
+
+__all__ = ["Kernel", "Call", "Item", "RankResult", "Rendezvous", "simulate", "ALL_STREAMS",
+           "CollectiveMismatch"]
+
+ALL_STREAMS = "*"  # Call.sync: wait for every stream of the rank to drain
+
+
+class CollectiveMismatch(Exception):
+    """The ranks issue different collectives."""
+
+
+@dataclass(slots=True)
+class Kernel:
+    """Device work a call queues on ``stream``."""
+
+    stream: Hashable
+    dur_us: float = 0.0
+    delay_us: float = 0.0           # from the call's start to when the stream may run it
+    after: tuple = ()               # ((kernel id, lag us), ...)
+    wait_streams: tuple = ()        # streams whose queued work it waits for
+    collective: bool = False
+    id: int = -1                    # for ``after`` references (-1: none refer to it)
+    payload: object = None          # the caller's (the op, the event index)
+
+
+@dataclass(slots=True)
+class Call:
+    """A runtime call inside an item."""
+
+    dur_us: float
+    kernels: tuple = ()
+    sync: Hashable | None = None    # a stream, or ALL_STREAMS, that it waits to drain
+    blocking: bool = False          # returns only when its kernels have ended
+    payload: object = None
+
+
+@dataclass(slots=True)
+class Item:
+    """A top-level CPU op on ``thread``."""
+
+    thread: Hashable
+    gap_us: float = 0.0
+    t2_us: float = 0.0
+    t5_us: float = 0.0
+    t3_us: float = 0.0
+    calls: tuple = ()
+    waits_for: int = -1             # an item (index) of another thread it starts after
+    start_at: float = 0.0           # start when nothing came before it
+    after_items: tuple = ()         # items whose results its kernels read
+    done_waits_inputs: bool = False  # with no kernels, done only when after_items are
+    payload: object = None
+
+
+@dataclass
+class RankResult:
+    """When everything of one rank ran (its own clock)."""
+
+    item_start: list[float] = field(default_factory=list)
+    item_end: list[float] = field(default_factory=list)
+    calls: list[tuple[float, float]] = field(default_factory=list)    # per call, walk order
+    kernels: list[tuple[float, float]] = field(default_factory=list)  # per kernel, walk order
+
+
+def _walk(items: Sequence[Item], res: RankResult, cancelled):
+    """One rank in issue order; yields ``arrival`` at each collective and gets back
+    ``(start, end)`` of its kernel."""
+    clock: dict = {}     # thread -> end of its last item
+    free: dict = {}      # stream -> end of its last kernel
+    kend: dict = {}      # kernel id -> end
+    done: list[float] = []
+    starts, ends = res.item_start, res.item_end
+    for n, it in enumerate(items):
+        if n % 2000 == 0:
+            check_cancelled(cancelled, "simulating")
+        mine = clock.get(it.thread)
+        w = it.waits_for
+        waited = ends[w] if 0 <= w < n else None
+        if mine is None and waited is None:
+            start = it.start_at
+        elif waited is None or (mine is not None and mine >= waited):
+            start = mine + it.gap_us
+        else:
+            start = waited + it.gap_us
+        ready = 0.0
+        for d in it.after_items:
+            if d < n and done[d] > ready:
+                ready = done[d]
+        last_kernel = None
+        if not it.calls:
+            end = start + it.t5_us
+        else:
+            tc = start + it.t2_us
+            for j, call in enumerate(it.calls):
+                if j:
+                    tc += it.t5_us
+                copied = tc
+                for k in call.kernels:
+                    s = tc + k.delay_us
+                    f = free.get(k.stream)
+                    if f is not None and f > s:
+                        s = f
+                    if ready > s:
+                        s = ready
+                    for st in k.wait_streams:
+                        f = free.get(st)
+                        if f is not None and f > s:
+                            s = f
+                    for kid, lag in k.after:
+                        e = kend.get(kid)
+                        if e is not None and e + lag > s:
+                            s = e + lag
+                    if k.collective:
+                        s, e = yield s, k
+                    else:
+                        e = s + k.dur_us
+                    free[k.stream] = e
+                    if k.id >= 0:
+                        kend[k.id] = e
+                    res.kernels.append((s, e))
+                    last_kernel = e
+                    if e > copied:
+                        copied = e
+                end_call = tc + call.dur_us
+                if call.sync is not None:
+                    drain = (max(free.values(), default=tc) if call.sync == ALL_STREAMS
+                             else free.get(call.sync, tc))
+                    if drain > end_call:
+                        end_call = drain
+                elif call.blocking and copied > end_call:
+                    end_call = copied
+                res.calls.append((tc, end_call))
+                tc = end_call
+            end = tc + it.t3_us
+        starts.append(start)
+        ends.append(end)
+        clock[it.thread] = end
+        if last_kernel is not None:
+            done.append(last_kernel)
+        elif it.done_waits_inputs and ready > end:
+            done.append(ready)
+        else:
+            done.append(end)
+
+
+@dataclass(frozen=True)
+class Rendezvous:
+    """One collective on the common clock: when the last rank got there, which one, and
+    how long it ran."""
+
+    start_us: float
+    dur_us: float
+    last_rank: int
+
+
+def simulate(ranks: Sequence[Sequence[Item]],
+             collective_time: Callable[[int, list[Kernel]], float] | None = None,
+             offsets_us: Sequence[float] | None = None,
+             cancelled: Callable[[], bool] | None = None
+             ) -> tuple[list[RankResult], list[Rendezvous]]:
+    """Walk every rank's items together.  ``collective_time(q, kernels)`` answers the
+    duration (us) of the q-th collective, given each rank's kernel (None: no time)."""
+    offsets = list(offsets_us) if offsets_us is not None else [0.0] * len(ranks)
+    results = [RankResult() for _ in ranks]
+    walks = [_walk(items, res, cancelled) for items, res in zip(ranks, results)]
+    meetings: list[Rendezvous] = []
+
+    def advance(r: int, answer):
+        try:
+            return walks[r].send(answer) if answer is not None else next(walks[r])
+        except StopIteration:
+            return None
+
+    pending = [advance(r, None) for r in range(len(walks))]
+    while any(p is not None for p in pending):
+        if any(p is None for p in pending):
+            done = [r for r, p in enumerate(pending) if p is None]
+            raise CollectiveMismatch(f"rank(s) {done} finished while others wait in "
+                                     f"collective {len(meetings)}: the ranks' collectives "
+                                     "differ")
+        q = len(meetings)
+        dur = (collective_time(q, [p[1] for p in pending]) if collective_time is not None
+               else 0.0)
+        last = max(range(len(pending)), key=lambda r: pending[r][0] + offsets[r])
+        start = pending[last][0] + offsets[last]
+        meetings.append(Rendezvous(start, dur, last))
+        for r in range(len(walks)):
+            pending[r] = advance(r, (pending[r][0], start + dur - offsets[r]))
+    return results, meetings
