@@ -40,6 +40,7 @@ on one axis (a recording's files start at different times).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from math import inf
 from typing import Callable, Hashable, Sequence
 
 from ..utils.progress import check_cancelled
@@ -126,7 +127,7 @@ def _walk(items: Sequence[Item], res: RankResult, cancelled):
             start = mine + it.gap_us
         else:
             start = waited + it.gap_us
-        ready = 0.0
+        ready = -inf
         for d in it.after_items:
             if d < n and done[d] > ready:
                 ready = done[d]

@@ -1,7 +1,9 @@
 """Replay a recorded job: re-simulate its op graph with the recorded kernel durations and
 the overheads measured from it, and compare the step time with the recording.
 
-This is how the simulator's rules are checked against reality, one at a time:
+The replay runs through the same simulator as every prediction
+(:mod:`predictors.engine.simulator`), so a replay that matches its recording vouches for
+the rules the predictions use.  What a recording gives the simulator:
 
 - the CPU: each thread of a rank has its own clock and walks its top-level ops in recorded
   order (ranges such as a 2021 ``ProfilerStep#N`` op are not ops: their contents are,
@@ -26,7 +28,8 @@ This is how the simulator's rules are checked against reality, one at a time:
   ends;
 - a collective (NCCL/RCCL kernel) starts on every rank when the last rank reaches it, and
   then runs for its transfer time: the shortest recorded duration of that collective over
-  the ranks (the last rank to arrive did not wait).
+  the ranks (the last rank to arrive did not wait).  The ranks' collectives meet in the
+  order each rank issues them; ranks that issue them in different orders are an error.
 
 Each rank enters the replay when it entered its recorded step (the skew between ranks is
 an input, as in the recording).  By default every rank replays with the overheads measured
@@ -38,6 +41,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..engine.simulator import ALL_STREAMS, Call, Item, Kernel, RankResult, simulate
 from ..engine.timeline import CATEGORIES, Lane, Span, Timeline
 from .kineto import Kind, KinetoTrace, TraceError, stream_label
 from .ops import CpuOps, blocking_copies, runtime_flags
@@ -57,7 +61,6 @@ class ReplayResult:
     recorded_ms: float
     per_rank: list[dict]
     timeline: Timeline
-    iterations: int = 0
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -66,13 +69,12 @@ class ReplayResult:
 
     def to_json(self) -> dict:
         return {"iteration_ms": self.iteration_ms, "recorded_ms": self.recorded_ms,
-                "error_pct": self.error_pct, "per_rank": self.per_rank,
-                "sync_iterations": self.iterations, "notes": self.notes}
+                "error_pct": self.error_pct, "per_rank": self.per_rank, "notes": self.notes}
 
 
 class _Rank:
-    """The replay inputs of one rank, prepared once.  After a recorded pass, ``replayed``
-    maps each replayed item (position in ``CpuOps.items``) to its ``(start, end)``."""
+    """The replay inputs of one rank, prepared once: its items for the simulator, and its
+    bars from the simulator's times."""
 
     def __init__(self, tr: KinetoTrace, op: CpuOps, stats: TraceStats,
                  durations: np.ndarray | None = None):
@@ -190,111 +192,89 @@ class _Rank:
             out[i] = int(tr.thread[dev_sorted[j]]) if j >= 0 else -1
         return out
 
-    # --- one pass -----------------------------------------------------------------------
+    # --- the simulator's program --------------------------------------------------------
 
-    def run(self, coll_start: np.ndarray, lat: float, api_us: dict, record: bool = False):
-        """Simulate the rank once; collectives start no earlier than ``coll_start``.
-
-        Returns ``(step_ends, ready per collective, events)``."""
-        tr = self.tr
-        ready = np.zeros(len(self.comm))
-        free: dict[int, float] = {}
-        end_of: dict[int, float] = {}
-        events = [] if record else None
-        if record:
-            self.replayed: dict[int, tuple[float, float]] = {}
-        clock: dict[int, float] = {}       # thread -> replayed end of its last op
-        item_end: dict[int, float] = {}    # item position -> replayed end
-        step_start_items = {int(np.searchsorted(tr.ts[self.items], s)): k
-                            for k, (_, s, _) in reversed(list(enumerate(self.steps)))}
-        boundaries = []
-        names = tr.names
-        t_end, rec_end = self.w0, self.w0
-        for n, (pos, i) in enumerate(zip(self.item_pos.tolist(), self.items.tolist())):
+    def program(self, lat: float, api_us: dict, n_sync: int) -> list[Item]:
+        """The rank's items for :func:`~predictors.engine.simulator.simulate`: its first
+        ``n_sync`` collectives meet the other ranks' (0: a lone rank's run as recorded)."""
+        tr, names = self.tr, self.tr.names
+        at = {pos: n for n, pos in enumerate(self.item_pos.tolist())}
+        items = []
+        for pos, i in zip(self.item_pos.tolist(), self.items.tolist()):
             nm = names[tr.name_id[i]]
-            thread = int(tr.thread[i])
-            is_op = tr.kind[i] == Kind.CPU_OP
-            gap = self.oh[nm][0] if is_op else self.bare_t1.get(int(tr.name_id[i]), 0.0)
             w = int(self.wait[pos])
-            waited = item_end.get(w) if w >= 0 else None
-            mine = clock.get(thread)
-            if mine is None and waited is None:
-                start = float(tr.ts[i])  # the thread enters as it did in the recording
-            else:
-                start = max(x for x in (mine, waited) if x is not None) + gap
-            k = step_start_items.get(n)
-            if k is not None:  # a step begins: its recorded lead before the first op
-                boundaries.append(start - (float(tr.ts[i]) - self.steps[k][1]))
-            if is_op:
+            common = dict(thread=int(tr.thread[i]), waits_for=at.get(w, -1) if w >= 0 else -1,
+                          start_at=float(tr.ts[i]), payload=(i, nm))
+            if tr.kind[i] == Kind.CPU_OP:
                 t1, t2, t3, t4, t5 = self.oh[nm]
-                calls = self.calls.get(pos, [])
-                if not calls:
-                    end = start + t5
-                else:
-                    tc = start + t2
-                    for j, c in enumerate(calls):
-                        if j:
-                            tc += t5
-                        tc = self._call(c, tc, t4 if self.is_launch[tr.name_id[c]] else None,
-                                        free, end_of, ready, coll_start, lat, api_us, events)
-                    end = tc + t3
-            else:
-                end = self._call(i, start, None, free, end_of, ready, coll_start, lat, api_us,
-                                 events)
-            if events is not None:
-                events.append(("cpu", thread, start, end - start, nm,
-                               "cpu_op" if is_op else "cpu_overhead"))
-            clock[thread] = item_end[pos] = end
-            if record:
-                self.replayed[pos] = (start, end)
-            t_end = max(t_end, end)
-            rec_end = max(rec_end, float(tr.ts[i] + tr.dur[i]))
-        boundaries.append(t_end + max(0.0, self.w1 - rec_end))
-        return boundaries, ready, events
+                calls = tuple(self._call(c, t4 if self.is_launch[tr.name_id[c]] else None,
+                                         lat, api_us, n_sync)
+                              for c in self.calls.get(pos, []))
+                items.append(Item(gap_us=t1, t2_us=t2, t5_us=t5, t3_us=t3, calls=calls,
+                                  **common))
+            else:  # a bare runtime call
+                items.append(Item(gap_us=self.bare_t1.get(int(tr.name_id[i]), 0.0),
+                                  calls=(self._call(i, None, lat, api_us, n_sync),), **common))
+        return items
 
-    def _call(self, c, tc, launch_dur, free, end_of, ready, coll_start, lat, api_us, events):
+    def _call(self, c: int, launch_dur, lat: float, api_us: dict, n_sync: int) -> Call:
         tr = self.tr
         nid = tr.name_id[c]
-        name = tr.names[nid]
-        copied = tc
+        kernels = []
         for k in self.launched.get(c, ()):
-            stream = int(tr.thread[k])
-            s = max(tc + lat, free.get(stream, -np.inf))
             dep = self.deps.get(k)
-            if dep is not None and dep in end_of:
-                s = max(s, end_of[dep] + max(0.0, float(tr.ts[k] - tr.ts[dep] - tr.dur[dep])))
+            after = (() if dep is None else
+                     ((dep, max(0.0, float(tr.ts[k] - tr.ts[dep] - tr.dur[dep]))),))
             q = self.comm_pos.get(k)
-            if q is not None:
-                ready[q] = s
-                e = max(s, coll_start[q][0]) + coll_start[q][1]
-            else:
-                e = s + float(self.dur[k])
-            free[stream] = e
-            end_of[k] = e
-            copied = max(copied, e)
-            if events is not None:
-                events.append(("dev", stream, s, e - s, tr.names[tr.name_id[k]],
-                               "communication" if q is not None else
-                               kernel_category(tr.names[tr.name_id[k]], int(tr.kind[k]))))
+            kernels.append(Kernel(int(tr.thread[k]), float(self.dur[k]), lat, after,
+                                  collective=q is not None and q < n_sync, id=k,
+                                  payload=(k, q)))
         if launch_dur is not None:
             dur = launch_dur
         else:
-            dur = api_us.get(name, float(tr.dur[c]) if not self.is_sync[nid] else 0.0)
-        end = tc + dur
+            dur = api_us.get(tr.names[nid], float(tr.dur[c]) if not self.is_sync[nid] else 0.0)
+        sync = None
         if self.is_sync[nid]:
             stream = self.sync_stream.get(c, -1)
-            drain = (max(free.values(), default=tc) if stream == -1
-                     else free.get(stream, tc))
-            end = max(end, drain)
-        elif self.blocking[c]:
-            end = max(end, copied)
-        if events is not None and end > tc:
-            events.append(("cpu", int(tr.thread[c]), tc, end - tc, name, "cpu_overhead"))
-        return end
+            sync = ALL_STREAMS if stream == -1 else stream
+        return Call(dur, tuple(kernels), sync, bool(self.blocking[c]) and sync is None,
+                    payload=c)
+
+    def events(self, items: list[Item], res: RankResult):
+        """The replayed bars ``(kind, thread or stream, start, dur, name, category)`` and
+        the step boundaries."""
+        tr = self.tr
+        out, boundaries = [], []
+        step_start_items = {int(np.searchsorted(tr.ts[self.items], s)): k
+                            for k, (_, s, _) in reversed(list(enumerate(self.steps)))}
+        calls, kernels = iter(res.calls), iter(res.kernels)
+        t_end, rec_end = self.w0, self.w0
+        for n, it in enumerate(items):
+            i, nm = it.payload
+            start, end = res.item_start[n], res.item_end[n]
+            k = step_start_items.get(n)
+            if k is not None:  # a step begins: its recorded lead before the first op
+                boundaries.append(start - (float(tr.ts[i]) - self.steps[k][1]))
+            for call in it.calls:
+                for kern in call.kernels:
+                    s, e = next(kernels)
+                    ev, q = kern.payload
+                    out.append(("dev", kern.stream, s, e - s, tr.names[tr.name_id[ev]],
+                                "communication" if q is not None else
+                                kernel_category(tr.names[tr.name_id[ev]], int(tr.kind[ev]))))
+                tc, te = next(calls)
+                if te > tc:
+                    out.append(("cpu", int(tr.thread[call.payload]), tc, te - tc,
+                                tr.names[tr.name_id[call.payload]], "cpu_overhead"))
+            out.append(("cpu", it.thread, start, end - start, nm,
+                        "cpu_op" if tr.kind[i] == Kind.CPU_OP else "cpu_overhead"))
+            t_end = max(t_end, end)
+            rec_end = max(rec_end, float(tr.ts[i] + tr.dur[i]))
+        boundaries.append(t_end + max(0.0, self.w1 - rec_end))
+        return out, boundaries
 
 
 def replay(rec: Recording, stats: TraceStats | None = None,
-           max_iterations: int = 64,
            durations: list[np.ndarray] | None = None) -> ReplayResult:
     """Replay ``rec`` (all its ranks) and compare with the recorded steps.
 
@@ -303,7 +283,6 @@ def replay(rec: Recording, stats: TraceStats | None = None,
     rec : the recording (see :func:`~predictors.traces.recording.load_recording`)
     stats : overheads to replay with (default: measured from ``rec`` itself, each rank
         from its own trace: ranks may run on CPUs of different speed)
-    max_iterations : passes of the rank-synchronization fixed point
     durations : per rank, a duration (us) per event of its trace that replaces the
         recorded one for device events (NaN: keep the recording); this is how modeled
         kernels are replayed (:mod:`predictors.calibrate.trace_validation`)
@@ -319,32 +298,23 @@ def replay(rec: Recording, stats: TraceStats | None = None,
                      f"{n_coll} are synchronized")
     # Transfer time of collective q: its shortest recorded duration over the ranks.
     pure = np.array([min(float(r.dur[r.comm[q]]) for r in ranks) for q in range(n_coll)])
-    sync = len(ranks) > 1
+    n_sync = n_coll if len(ranks) > 1 else 0
     gbase = min(r.tr.base_us for r in ranks)
     off = [r.tr.base_us - gbase for r in ranks]  # each file's clock -> the common one
-    lb = np.zeros(n_coll)
-    iterations = 0
+    programs = [r.program(own[j].launch_latency_us, own[j].api_us, n_sync)
+                for j, r in enumerate(ranks)]
 
-    def bounds_of(j, r):
-        return [(lb[q] - off[j] if (sync and q < n_coll) else -np.inf,
-                 pure[q] if (sync and q < n_coll) else float(r.dur[r.comm[q]]))
-                for q in range(len(r.comm))]
+    def collective_time(q: int, kernels: list) -> float:
+        order = {k.payload[1] for k in kernels}  # each rank's collective, by start order
+        if len(order) > 1:
+            raise TraceError(f"the ranks issue their collectives in different orders: "
+                             f"collectives {sorted(order)} would meet as one")
+        return float(pure[order.pop()])
 
-    for iterations in range(1, max_iterations + 1):
-        readies = []
-        for j, r in enumerate(ranks):
-            _, ready, _ = r.run(bounds_of(j, r), own[j].launch_latency_us, own[j].api_us)
-            readies.append(ready[:n_coll] + off[j])
-        new = np.max(np.vstack(readies), axis=0) if (readies and n_coll) else lb
-        if not sync or np.allclose(new, lb, atol=1e-3):
-            lb = new
-            break
-        lb = new
-    # Final pass, recording the events.
+    results, _ = simulate(programs, collective_time, off)
     per_rank, lanes, cols, steps = [], [], [], []
-    for j, r in enumerate(ranks):
-        bounds, _, events = r.run(bounds_of(j, r), own[j].launch_latency_us, own[j].api_us,
-                                  record=True)
+    for r, items, res in zip(ranks, programs, results):
+        events, bounds = r.events(items, res)
         step_ms = [(b1 - b0) / 1e3 for b0, b1 in zip(bounds[:-1], bounds[1:])]
         rec_ms = [d / 1e3 for _, _, d in r.steps]
         if not step_ms:
@@ -381,4 +351,4 @@ def replay(rec: Recording, stats: TraceStats | None = None,
                                      for s in steps])
     iteration = max(p["iteration_ms"] for p in per_rank) if per_rank else 0.0
     recorded = max(p["recorded_ms"] for p in per_rank) if per_rank else 0.0
-    return ReplayResult(iteration, recorded, per_rank, tl, iterations, notes)
+    return ReplayResult(iteration, recorded, per_rank, tl, notes)
