@@ -84,9 +84,15 @@ class TreeEnsemble:
         if any(len(a[k]) != n for k in nodes):
             raise ValueError("tree arrays of different lengths")
         inner = ~a["is_leaf"].astype(bool)
+        node = np.flatnonzero(inner)
         for key in ("left", "right"):
-            if ((a[key][inner] < 0) | (a[key][inner] >= n)).any():
+            child = np.asarray(a[key]).astype(np.int64)[inner]
+            if ((child < 0) | (child >= n)).any():
                 raise ValueError(f"a tree's {key} child is outside the tree arrays")
+            if (child <= node).any():  # a walk that never ends
+                raise ValueError(f"a tree's {key} child is not below its node")
+        if (np.asarray(a["feature_idx"])[inner] < 0).any():
+            raise ValueError("a split on a negative feature index")
         if ((a["tree_start"] < 0) | (a["tree_start"] >= n)).any():
             raise ValueError("a tree starts outside the tree arrays")
         return cls(float(a["baseline"][0]), a["tree_start"], a["value"], a["feature_idx"],
@@ -117,7 +123,7 @@ class MlpRegressor:
     def to_arrays(self) -> dict[str, np.ndarray]:
         out = {"mean": self.mean, "std": self.std}
         for i, (w, b) in enumerate(zip(self.weights, self.biases)):
-            out[f"w{i}"], out[f"b{i}"] = w.astype(np.float32), b.astype(np.float32)
+            out[f"w{i}"], out[f"b{i}"] = w, b
         return out
 
     @classmethod
@@ -179,34 +185,50 @@ def regressor_from_arrays(kind: str, arrays: dict[str, np.ndarray]):
     raise ValueError(f"unknown regressor kind {kind!r}")
 
 
-def fit_gbm(X: np.ndarray, y: np.ndarray, *, max_iter: int = 200, learning_rate: float = 0.1,
-            max_leaf_nodes: int = 31, seed: int = 0) -> TreeEnsemble:
-    """Fit scikit-learn's histogram gradient boosting and export its trees."""
+def fit_gbm(X: np.ndarray, y: np.ndarray, *, seed: int = 0, threads: int | None = None,
+            **params) -> TreeEnsemble:
+    """Fit scikit-learn's histogram gradient boosting and export its trees.  ``params``
+    override the defaults (200 trees of up to 31 leaves, rate 0.1, L2 1.0, no early
+    stopping); ``threads`` caps its OpenMP threads (1 on a busy machine: a second thread
+    waits whole scheduler slices at every barrier)."""
     from sklearn.ensemble import HistGradientBoostingRegressor
+    from threadpoolctl import threadpool_limits
 
-    model = HistGradientBoostingRegressor(max_iter=max_iter, learning_rate=learning_rate,
-                                          max_leaf_nodes=max_leaf_nodes, min_samples_leaf=20,
-                                          l2_regularization=1.0, early_stopping=False,
-                                          random_state=seed)
-    model.fit(X, y)
+    settings = dict(max_iter=200, learning_rate=0.1, max_leaf_nodes=31, min_samples_leaf=20,
+                    l2_regularization=1.0, early_stopping=False)
+    settings.update(params)
+    with threadpool_limits(limits=threads):
+        model = HistGradientBoostingRegressor(**settings, random_state=seed).fit(X, y)
     return TreeEnsemble.from_sklearn(model)
 
 
 def fit_mlp(X: np.ndarray, y: np.ndarray, *, hidden: tuple[int, ...] = (128, 128, 128),
-            epochs: int = 60, batch: int = 256, lr: float = 2e-3, seed: int = 0,
-            threads: int = 2) -> MlpRegressor:
-    """Fit an MLP on standardized (already log-scaled) features with Adam and MSE, as the
-    DLRM performance-model papers do for GEMM."""
+            solver: str = "adam", epochs: int = 60, batch: int = 256, lr: float = 2e-3,
+            seed: int = 0, threads: int = 2) -> MlpRegressor:
+    """Fit an MLP (ReLU hidden layers) on standardized, already log-scaled features, with
+    mean squared error, as the DLRM performance-model papers do.
+
+    ``solver="adam"``: mini-batches, a cosine learning-rate schedule, ``epochs`` passes
+    (large training sets: the GEMM models).  ``solver="lbfgs"``: full-batch L-BFGS with a
+    standardized target and a little weight decay, at most ``epochs`` iterations (small
+    sets: hundreds to thousands of kernels of one op class)."""
     import torch
 
     torch.manual_seed(seed)
     prev_threads = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        mean, std = X.mean(axis=0), X.std(axis=0)
-        std = np.where(std > 1e-9, std, 1.0)
+        if solver == "lbfgs":
+            mean, std = X.mean(axis=0), X.std(axis=0) + 1e-6
+            ym, ys = float(y.mean()), float(y.std()) + 1e-6
+        elif solver == "adam":
+            mean, std = X.mean(axis=0), X.std(axis=0)
+            std = np.where(std > 1e-9, std, 1.0)
+            ym, ys = 0.0, 1.0
+        else:
+            raise ValueError(f"unknown solver {solver!r}")
         xt = torch.tensor((X - mean) / std, dtype=torch.float32)
-        yt = torch.tensor(y, dtype=torch.float32)[:, None]
+        yt = torch.tensor((y - ym) / ys, dtype=torch.float32)[:, None]
         sizes = (X.shape[1],) + tuple(hidden) + (1,)
         layers: list = []
         for i in range(len(sizes) - 1):
@@ -214,21 +236,45 @@ def fit_mlp(X: np.ndarray, y: np.ndarray, *, hidden: tuple[int, ...] = (128, 128
             if i < len(sizes) - 2:
                 layers.append(torch.nn.ReLU())
         net = torch.nn.Sequential(*layers)
-        opt = torch.optim.Adam(net.parameters(), lr=lr)
-        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
-        gen = torch.Generator().manual_seed(seed)
-        for _ in range(epochs):
-            perm = torch.randperm(len(xt), generator=gen)
-            for i in range(0, len(xt), batch):
-                idx = perm[i:i + batch]
-                opt.zero_grad()
-                loss = torch.nn.functional.mse_loss(net(xt[idx]), yt[idx])
-                loss.backward()
-                opt.step()
-            sched.step()
+        if solver == "lbfgs":
+            _lbfgs(torch, net, xt, yt, epochs)
+        else:
+            _adam(torch, net, xt, yt, epochs, batch, lr, seed)
         linears = [m for m in net if isinstance(m, torch.nn.Linear)]
-        return MlpRegressor(mean, std, [m.weight.detach().numpy().astype(np.float64)
-                                        for m in linears],
-                            [m.bias.detach().numpy().astype(np.float64) for m in linears])
+        weights = [m.weight.detach().numpy().astype(np.float64) for m in linears]
+        biases = [m.bias.detach().numpy().astype(np.float64) for m in linears]
+        # the target's scale folds into the output layer
+        weights[-1], biases[-1] = weights[-1] * ys, biases[-1] * ys + ym
+        return MlpRegressor(mean, std, weights, biases)
     finally:
         torch.set_num_threads(prev_threads)
+
+
+def _adam(torch, net, xt, yt, epochs: int, batch: int, lr: float, seed: int) -> None:
+    opt = torch.optim.Adam(net.parameters(), lr=lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
+    gen = torch.Generator().manual_seed(seed)
+    for _ in range(epochs):
+        perm = torch.randperm(len(xt), generator=gen)
+        for i in range(0, len(xt), batch):
+            idx = perm[i:i + batch]
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(net(xt[idx]), yt[idx])
+            loss.backward()
+            opt.step()
+        sched.step()
+
+
+def _lbfgs(torch, net, xt, yt, iterations: int) -> None:
+    opt = torch.optim.LBFGS(net.parameters(), lr=0.5, max_iter=iterations, history_size=20,
+                            line_search_fn="strong_wolfe")
+    params = list(net.parameters())
+
+    def closure():
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(net(xt), yt)
+        loss = loss + 1e-5 * sum((p * p).sum() for p in params)  # weight decay
+        loss.backward()
+        return loss
+
+    opt.step(closure)
