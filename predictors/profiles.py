@@ -8,6 +8,7 @@ came from (provenance) and how well it validates.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import io
 import json
 import math
@@ -19,7 +20,7 @@ from typing import Protocol
 
 import numpy as np
 
-from .hardware.specs import DeviceSpec
+from .hardware.specs import DeviceSpec, cpu_signature
 from .model.footprint import FootprintScale
 from .utils.fileio import atomic_write_bytes
 
@@ -231,7 +232,6 @@ def _load_profile(path: Path) -> DeviceProfile:
             for key in npz.files:
                 op_class, name = key.split("/", 1)
                 arrays.setdefault(op_class, {})[name] = npz[key]
-    import importlib
     for module in KERNEL_MODEL_MODULES:
         importlib.import_module(module)
     models = {}
@@ -388,7 +388,6 @@ def default_profile(device_name: str, kind: str, threads: int = 1) -> DeviceProf
             fallback = fallback or prof
     if cpus:
         # this CPU's own calibration first, then one with its vector ISA, then its vendor's
-        from .hardware.specs import cpu_signature
 
         host = cpu_signature()
         isa, vendor = host.rsplit(", ", 1)[-1], host.split(" ", 1)[0]
@@ -408,7 +407,6 @@ def other_cpu_note(profile: DeviceProfile | None,
     ``how`` names the way to calibrate this one."""
     if profile is None or profile.device.kind != "cpu":
         return None
-    from .hardware.specs import cpu_signature
 
     theirs, host = profile.provenance.get("cpu_signature"), cpu_signature()
     if theirs is None or theirs == host:   # not recorded in the profile

@@ -25,11 +25,16 @@ import time
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 import torch
 
+from ..hardware.platforms import PLATFORM_PRESETS
 from ..hardware.specs import cpu_model
+from ..model.embedding_blocks import bag_input as _bag_input
 from ..utils.fileio import atomic_write_bytes
 from ..utils.progress import Cancelled, check_cancelled
+from .measure import measure
+from .samples import _doc, random_scenarios
 
 __all__ = ["time_kernel", "device_info", "measure_peaks", "gemm_sweep", "kernel_sweep",
            "scenario_runs", "collect", "gpu_scenarios", "single_gpu_preset",
@@ -203,10 +208,8 @@ def _kernel_cases(device: torch.device, scale: int = 1):
     """(label, node-like description, callable) for elementwise ops, reductions,
     normalisations, copies, losses, dense and sparse SGD updates and EmbeddingBag
     forward/backward with uniform and Zipf indices."""
-    import numpy as np
-    import torch.nn.functional as F
+    import torch.nn.functional as F  # deferred: torch
 
-    from ..model.embedding_blocks import bag_input as _bag_input
 
     gen = torch.Generator(device=device).manual_seed(0)
     for numel in np.unique(np.geomspace(1 << 10, (1 << 28) // scale, 12).astype(int)):
@@ -282,7 +285,11 @@ def kernel_sweep(device: torch.device, deadline: float, trace: str | None = None
         rows.append({"op": label, **desc, "ms": ms, "method": method, "case": len(cases)})
         cases.append(fn)
     if trace and cases and device.type == "cuda":
-        from torch.profiler import ProfilerActivity, profile, record_function
+        from torch.profiler import (  # deferred: torch
+            ProfilerActivity,
+            profile,
+            record_function,
+        )
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
                      record_shapes=True) as prof:
             for i, fn in enumerate(cases):
@@ -317,7 +324,6 @@ def scenario_runs(docs: list[dict], device: torch.device, folder: Path, deadline
     """Measure each scenario's training iteration (:func:`predictors.calibrate.measure.measure`)
     and record :data:`TRACED_STEPS` traced steps of every ``trace_every``-th; ``check(i, name)`` is called
     before each (progress, and a cancel that raises)."""
-    from .measure import measure
 
     rows = []
     for i, doc in enumerate(docs):
@@ -347,7 +353,6 @@ def calibration_gemm_shapes(seed: int = 0, n: int = 600, n_fp32: int = 200) -> l
     a multiple of 8-128: alignment decides a tensor-core GEMM's speed
     (``gpu/tensor_core_gemm.py``).  fp32 products stay under 1e12 FLOPs (20 ms at an
     H200's sgemm rate)."""
-    import numpy as np
 
     rng = np.random.default_rng(seed)
     shapes: list[dict] = []
@@ -371,7 +376,6 @@ def calibration_gemm_shapes(seed: int = 0, n: int = 600, n_fp32: int = 200) -> l
 def single_gpu_preset(name: str) -> str:
     """The one-GPU platform preset of the GPU called ``name`` (the H100's for GPUs without
     one: a prediction takes the device from its profile, the platform only says one GPU)."""
-    from ..hardware.platforms import PLATFORM_PRESETS
 
     for preset in PLATFORM_PRESETS.values():
         if preset.device == name and preset.gpus == 1 and preset.nodes == 1:
@@ -383,7 +387,6 @@ def _gpu_sized(rng, preset: str, seed: int) -> list[dict]:
     """Scenarios that keep a GPU busy: three DLRMs with large batches and tables, three
     deeper LMs (fp32 and bf16).  Seed 0 gives the sizes of the bundled H200
     measurements; other seeds draw new ones."""
-    from .samples import _doc
 
     if seed == 0:
         dlrms = ((2048, 8, 1_000_000, 64), (8192, 16, 2_000_000, 128),
@@ -439,9 +442,7 @@ def gpu_scenarios(name: str, seed: int = 0, n_random: int = 10) -> list[dict]:
     """What a GPU calibration measures: ``n_random`` DLRMs and LMs in the accuracy
     targets' ranges (launch-bound on a large GPU: their time is the host's overheads)
     and six GPU-sized ones, all on ``name``'s one-GPU platform."""
-    import numpy as np
 
-    from .samples import random_scenarios
 
     preset = single_gpu_preset(name)
     docs = random_scenarios(n_random, seed)
@@ -499,7 +500,7 @@ def collect(folder: str | os.PathLike, *, device: str = "cuda", gemm_shapes=(),
         except Cancelled:
             raise
         except Exception as exc:  # noqa: BLE001 - record it and go on to the next stage
-            import traceback
+            import traceback  # local: optional
             doc[name] = None
             doc["stages"][f"{name}_error"] = traceback.format_exc()
             if log is not None:

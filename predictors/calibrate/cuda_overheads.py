@@ -34,8 +34,11 @@ import numpy as np
 
 from ..costs.roofline import kernel_cost
 from ..hardware.specs import local_cpu_spec
+from ..model.capture import capture_training_step
 from ..model.op_classes import classify
+from ..model.workload import build_workload
 from ..profiles import OpOverheads, OverheadTable
+from ..scenario.format import validate_scenario
 from ..traces.dispatch import (
     dispatch_level_ops,
     fused_token,
@@ -44,6 +47,7 @@ from ..traces.dispatch import (
 )
 from ..traces.kineto import Kind
 from ..traces.ops import runtime_flags
+from .calibrate import gap_overheads
 from .profiling import StepProfile
 
 __all__ = ["aligned_step", "aligned_overheads", "fit_profiler_cost", "dispatch_us",
@@ -68,9 +72,6 @@ def aligned_step(doc: dict, rec, iteration_ms: float, *, gpu: bool = True) -> St
     the op's CPU duration, for launching ops ``launch_raw`` = (T2, T4), and the device
     time of what it launched (``kernel_us``), in microseconds.  ``iteration_ms``: the
     scenario's unprofiled iteration (``step_us``)."""
-    from ..model.capture import capture_training_step
-    from ..model.workload import build_workload
-    from ..scenario.format import validate_scenario
 
     doc = validate_scenario(doc)
     graph = capture_training_step(build_workload(doc), gpu=gpu)
@@ -190,7 +191,6 @@ def aligned_overheads(steps: list[StepProfile], source: str) -> tuple[OverheadTa
 
 
 def _table(steps: list[StepProfile], per_event: float, source: str = "") -> OverheadTable:
-    from .calibrate import gap_overheads
 
     for s in steps:
         s.remove_profiler_cost(per_event)

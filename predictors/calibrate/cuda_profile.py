@@ -17,15 +17,29 @@ measured (unprofiled) iteration.
 from __future__ import annotations
 
 import functools
+import gzip
 import json
 import math
+import tempfile
 import zlib
 from pathlib import Path
 
 import numpy as np
 
+from ..costs.gemm_features import figures_from_spec
+from ..costs.gpu_roofline import (
+    MeasuredRooflineModel,
+    fit_op_efficiency,
+    fit_op_floor,
+)
+from ..costs.tensor_core_gemm import FP32_DTYPES, HALF_DTYPES, TensorCoreGemmModel
+from ..engine.predict import predict
+from ..hardware.peaks import MeasuredPeaks
 from ..profiles import DeviceProfile, ProfileError
-from ..utils.metrics import geomean_abs
+from ..traces.overhead_tables import trace_overheads
+from ..traces.recording import load_recording
+from ..utils.metrics import geomean_abs, gmae
+from .gpu_profiles import profile_for_device
 
 __all__ = ["load_measurements", "profile_from_measurements", "scenario_errors",
            "calibrate_cuda", "gpu_end_to_end"]
@@ -33,7 +47,6 @@ __all__ = ["load_measurements", "profile_from_measurements", "scenario_errors",
 
 def load_measurements(folder: str | Path) -> dict:
     """``measurements.json`` (or ``.json.gz``) of a folder, with ``folder`` added."""
-    import gzip
 
     folder = Path(folder)
     for name in ("measurements.json", "measurements.json.gz"):
@@ -60,7 +73,6 @@ def load_measurements(folder: str | Path) -> dict:
 
 def _recordings(doc: dict) -> dict[int, object]:
     """Each traced scenario's recording (index -> Recording)."""
-    from ..traces.recording import load_recording
 
     out = {}
     for row in doc.get("scenarios") or []:
@@ -95,7 +107,6 @@ def _peaks(doc: dict, base, stream: dict | None):
     """The measured peaks of ``doc`` (``base``'s where it has none).  DRAM bandwidth: what
     elementwise kernels stream at (``stream``: :func:`stream_fit`), else the
     device-to-device copy's (cudaMemcpy's path: 0.64x the kernels' on the H200)."""
-    from ..hardware.peaks import MeasuredPeaks
 
     p = doc.get("peaks") or {}
     if not p.get("dram_copy_gbps") or not p.get("gemm_fp32_tflops"):
@@ -117,8 +128,6 @@ def _gemm_models(doc: dict, base: DeviceProfile, extra: list[dict] = ()) -> dict
     """GEMM models fitted on the measured GEMMs of ``doc`` (and of ``extra`` folders of
     the same GPU): ``gemm_half`` (fp16/bf16) and ``gemm_fp32``, each where at least
     :data:`MIN_GEMMS` were measured."""
-    from ..costs.gemm_features import figures_from_spec
-    from ..costs.tensor_core_gemm import FP32_DTYPES, HALF_DTYPES, TensorCoreGemmModel
 
     spec, out = base.device, {}
     sources = [doc, *extra]
@@ -142,9 +151,7 @@ def _gemm_models(doc: dict, base: DeviceProfile, extra: list[dict] = ()) -> dict
 def _held_out(fit, rows: list[dict], seed: int = 0) -> dict:
     """The per-op-class validation of a measured GEMM model (the Profiles tab's table):
     fitted on four in five rows, GMAE and MAPE on the fifth."""
-    import numpy as np
 
-    from ..utils.metrics import gmae
 
     order = np.random.default_rng(seed).permutation(len(rows))
     cut = len(rows) * 4 // 5
@@ -163,8 +170,6 @@ def _measured_parts(folder: str | Path, base: DeviceProfile | None = None,
     GEMM models fitted on the measured GEMMs (of ``gemms_from`` folders too), the launch
     map of the traces (predictions do not read it, so every fold shares it) and every
     traced scenario's step aligned with its capture."""
-    from ..costs.gpu_roofline import MeasuredRooflineModel
-    from .gpu_profiles import profile_for_device
 
     doc = load_measurements(folder)
     if base is None:
@@ -203,7 +208,6 @@ def _measured_parts(folder: str | Path, base: DeviceProfile | None = None,
     recordings = _recordings(doc)
     launch_map = base.launch_map
     if recordings:
-        from ..traces.overhead_tables import trace_overheads
 
         _, launch_map, _ = trace_overheads(list(recordings.values()),
                                            ["this host"] * len(recordings))
@@ -212,7 +216,7 @@ def _measured_parts(folder: str | Path, base: DeviceProfile | None = None,
 
 def _aligned_steps(doc: dict, recordings: dict) -> dict:
     """Each traced scenario's step aligned with its capture (index -> StepProfile)."""
-    from .cuda_overheads import aligned_step
+    from .cuda_overheads import aligned_step  # deferred: imports torch
 
     return {row["index"]: aligned_step(row["doc"], recordings[row["index"]],
                                        row["measure"]["iteration_ms"])
@@ -224,12 +228,7 @@ def _assemble(doc: dict, base: DeviceProfile, models: dict, gemms: dict, launch_
               steps: dict, exclude: set[int] = frozenset()) -> DeviceProfile:
     """The measured profile, T1-T5 from the traced steps not in ``exclude``, per
     captured op (:mod:`.cuda_overheads`)."""
-    from ..costs.gpu_roofline import (
-        MeasuredRooflineModel,
-        fit_op_efficiency,
-        fit_op_floor,
-    )
-    from .cuda_overheads import aligned_overheads
+    from .cuda_overheads import aligned_overheads  # deferred: imports torch
 
     dev = doc["device"]
     kept = [s for i, s in steps.items() if i not in exclude]
@@ -299,7 +298,6 @@ def scenario_errors(folder: str | Path, *, profile: DeviceProfile | None = None,
     overheads come from the *other* scenarios' traces (leave one out; the models and
     recordings are made once; ``gemms_from`` as for :func:`profile_from_measurements`).
     ``only``: the scenario indices to predict (default all)."""
-    from ..engine.predict import predict
 
     parts = _measured_parts(folder, gemms_from=gemms_from) if profile is None else None
     doc = parts[0] if parts is not None else load_measurements(folder)
@@ -323,7 +321,7 @@ def scenario_errors(folder: str | Path, *, profile: DeviceProfile | None = None,
 def _step_kernels(step, prof: DeviceProfile) -> list[tuple[str, float, float]]:
     """``(model class, recorded us, predicted us)`` of every captured op of a traced step
     that launched device work, predicted with ``prof`` (the whole step at once)."""
-    from ..costs.op_costs import kernel_seconds
+    from ..costs.op_costs import kernel_seconds  # deferred: imports torch
 
     nodes = [r["node"] for r in step.records]
     _, seconds, models = kernel_seconds(nodes, prof.device, prof)
@@ -395,11 +393,14 @@ def calibrate_cuda(budget_s: float = 600.0, seed: int = 0, folder: str | Path | 
     """Measure this machine's CUDA GPU into ``folder`` (a new temporary folder by default)
     and return its profile, validated, with the validation rows.  Raises
     :class:`ProfileError` without a GPU and ``Cancelled`` on cancel."""
-    import tempfile
 
-    import torch
+    import torch  # deferred: torch
 
-    from .cuda_collect import calibration_gemm_shapes, collect, gpu_scenarios
+    from .cuda_collect import (  # deferred: imports torch
+        calibration_gemm_shapes,
+        collect,
+        gpu_scenarios,
+    )
 
     if not torch.cuda.is_available():
         raise ProfileError("no CUDA GPU here (torch.cuda.is_available() is False)")

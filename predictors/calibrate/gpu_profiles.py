@@ -19,6 +19,8 @@ from ..costs.gpu_roofline import MeasuredRooflineModel
 from ..hardware.peaks import measured_peaks
 from ..hardware.specs import GPU_SPECS, DeviceSpec, find_gpu_spec, profile_slug
 from ..profiles import DeviceProfile, ProfileError, load_profile, save_profile
+from ..traces.overhead_tables import overhead_check, trace_overheads
+from ..traces.recording import load_recording
 from .gemm_fit import (
     DEVICE_WEIGHT,
     HYPERPARAMETERS,
@@ -28,7 +30,7 @@ from .gemm_fit import (
     training_set,
 )
 from .public_data import load_neusight, neusight_dir
-from .public_traces import TRACES_DIR
+from .public_traces import TRACES_DIR, discover_jobs
 
 __all__ = ["BUNDLED_GPUS", "PROFILE_DIR", "build_profiles", "profile_slug", "find_gpu_spec",
            "profile_for_device", "datasheet_profile", "attach_trace_overheads"]
@@ -132,9 +134,6 @@ def attach_trace_overheads(paths: list[Path], traces_dir: Path = TRACES_DIR,
                            log=print) -> dict:
     """Measure T1-T5 and launch maps on every public GPU recording, pool them, and store
     them in the profiles at ``paths`` with a leave-one-host-out check of the pooling."""
-    from ..traces.overhead_tables import overhead_check, trace_overheads
-    from ..traces.recording import load_recording
-    from .public_traces import discover_jobs
 
     t0 = time.perf_counter()
     jobs = {name: load_recording(files) for name, files, _ in discover_jobs(traces_dir)}

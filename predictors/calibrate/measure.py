@@ -1,8 +1,11 @@
 """Run a scenario for real and time its training iterations (the ground truth)."""
 from __future__ import annotations
 
+import gzip
+import json
 import os
 import statistics
+import tempfile
 import time
 
 import torch
@@ -10,6 +13,7 @@ import torch
 from ..hardware.platforms import resolve_platform
 from ..model.workload import build_workload, training_step
 from ..traces.recording import UNPROFILED_KEY
+from ..utils.fileio import atomic_write_bytes
 
 __all__ = ["measure"]
 
@@ -92,13 +96,11 @@ def peak_memory(workload, batch, optimizer, device: str) -> int:
         training_step(workload.module, batch, optimizer)
         torch.cuda.synchronize()
         return int(torch.cuda.max_memory_allocated())
-    import json
-    import tempfile
 
-    from torch.profiler import ProfilerActivity, profile
-    from torch.utils._pytree import tree_flatten
+    from torch.profiler import ProfilerActivity, profile  # deferred: torch
+    from torch.utils._pytree import tree_flatten  # deferred: torch
 
-    from ..model.memory import tensor_bytes
+    from ..model.memory import tensor_bytes  # deferred: imports torch
 
     state = [v for s in optimizer.state.values() for v in s.values()
              if isinstance(v, torch.Tensor)]
@@ -129,18 +131,14 @@ def _record_trace(workload, batch, optimizer, path: str, device: str, sync=lambd
     ``unprofiled`` (the untraced steps' figures) goes in as the top-level key
     :data:`UNPROFILED_KEY`, which Perfetto and chrome://tracing ignore.  ``et_path``:
     the same steps' execution trace (``ExecutionTraceObserver``)."""
-    import gzip
-    import json
-    import tempfile
 
     from torch.profiler import (
         ExecutionTraceObserver,
         ProfilerActivity,
         profile,
         record_function,
-    )
+    )  # deferred: torch
 
-    from ..utils.fileio import atomic_write_bytes
 
     activities = [ProfilerActivity.CPU]
     if device.startswith("cuda"):

@@ -14,6 +14,8 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from ..model.embedding_blocks import bag_input as _bag_input
+from .profiling import RECOVERY_STEPS
+from .samples import tiny_transformer
 
 __all__ = ["profiler_overhead_us", "gemm_cases", "embedding_cases", "run_case",
            "FreshInputs"]
@@ -22,8 +24,10 @@ __all__ = ["profiler_overhead_us", "gemm_cases", "embedding_cases", "run_case",
 def _tiny_step():
     """A tiny transformer LM's training step: almost all of its time is dispatch, so the
     profiler's share of it is large and its event mix is a real step's."""
-    from ..model.workload import build_workload, training_step
-    from .samples import tiny_transformer
+    from ..model.workload import (  # deferred: imports torch
+        build_workload,
+        training_step,
+    )
 
     workload = build_workload(tiny_transformer(), device="cpu", fast_init=True)
     batch, optimizer = workload.make_batch(0), workload.optimizer()
@@ -45,7 +49,6 @@ def profiler_overhead_us(pairs: int = 40) -> float:
     step = _tiny_step()
     for _ in range(5):
         step()
-    from .profiling import RECOVERY_STEPS
 
     diffs, events = [], 0
     for k in range(pairs):

@@ -191,8 +191,8 @@ def fit_gbm(X: np.ndarray, y: np.ndarray, *, seed: int = 0, threads: int | None 
     override the defaults (200 trees of up to 31 leaves, rate 0.1, L2 1.0, no early
     stopping); ``threads`` caps its OpenMP threads (1 on a busy machine: a second thread
     waits whole scheduler slices at every barrier)."""
-    from sklearn.ensemble import HistGradientBoostingRegressor
-    from threadpoolctl import threadpool_limits
+    from sklearn.ensemble import HistGradientBoostingRegressor  # deferred: scikit-learn
+    from threadpoolctl import threadpool_limits  # deferred: scikit-learn's thread pools
 
     settings = dict(max_iter=200, learning_rate=0.1, max_leaf_nodes=31, min_samples_leaf=20,
                     l2_regularization=1.0, early_stopping=False)
@@ -212,7 +212,7 @@ def fit_mlp(X: np.ndarray, y: np.ndarray, *, hidden: tuple[int, ...] = (128, 128
     (large training sets: the GEMM models).  ``solver="lbfgs"``: full-batch L-BFGS with a
     standardized target and a little weight decay, at most ``epochs`` iterations (small
     sets: hundreds to thousands of kernels of one op class)."""
-    import torch
+    import torch  # deferred: torch
 
     torch.manual_seed(seed)
     prev_threads = torch.get_num_threads()

@@ -15,8 +15,12 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+from ..costs.collectives import platform_collective
 from ..costs.op_costs import CostedGraph, CostedOp, cost_op_graph
 from ..hardware.platforms import Platform
+from ..hardware.specs import device_spec
+from ..model.capture import capture_scenario
+from ..model.comm_ops import COLLECTIVE_OPS
 from ..model.embedding_blocks import per_table_doc
 from ..model.sharding import (
     Plan,
@@ -25,7 +29,10 @@ from ..model.sharding import (
     greedy_with_rowwise,
     tables_of,
 )
+from ..model.workload import RankShard
+from ..scenario.format import Issue, ScenarioError
 from ..utils.progress import check_cancelled
+from .simulate import simulate_ranks
 from .timeline import Timeline
 
 __all__ = ["RankGraphs", "collective_timer", "auto_plan"]
@@ -54,10 +61,8 @@ class RankGraphs:
         key = (local, rowwise, rank if rowwise else None)
         hit = self._costed.get(key)
         if hit is None:
-            from ..model.capture import capture_scenario
 
             check_cancelled(self.cancelled, "capturing a rank")
-            from ..model.workload import RankShard
 
             # a padded batch: every rank's share is looked up, padding included
             shard = RankShard(rank, self.ranks, local, self.local_batch,
@@ -94,7 +99,6 @@ class RankGraphs:
                                self.table_seconds(), self.memory_bytes())
 
     def memory_bytes(self) -> float:
-        from ..hardware.specs import device_spec
 
         try:
             return device_spec(self.platform.device).memory_bytes
@@ -105,7 +109,6 @@ class RankGraphs:
                  cancelled: Callable[[], bool] | None = None,
                  progress: Callable[[int], None] | None = None) -> Timeline:
         """The step of every rank under ``plan``, walked together."""
-        from .simulate import simulate_ranks
 
         graphs = []
         for r in range(self.ranks):
@@ -149,9 +152,6 @@ class collective_timer:  # noqa: N801 - used like the function it replaced
         self.notes: list[str] = []
 
     def __call__(self, ops: list[CostedOp]) -> tuple[float, str]:
-        from ..costs.collectives import platform_collective
-        from ..model.comm_ops import COLLECTIVE_OPS
-        from ..scenario.format import Issue, ScenarioError
 
         kind = COLLECTIVE_OPS[ops[0].name]
         nbytes = max(op.bytes for op in ops)

@@ -6,6 +6,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..hardware.platforms import resolve_platform
+from ..hardware.specs import device_spec
+from ..model.footprint import footprint_note, step_footprint
+from ..model.op_classes import ITEMSIZE
+from ..model.sharding import PlanError, check_memory, plan_from_scenario
+from ..profiles import ProfileError, default_profile, other_cpu_note, resolve_profile
+from ..scenario.format import Issue, ScenarioError, validate_scenario
 from ..utils.progress import check_cancelled
 from .timeline import Timeline
 
@@ -45,7 +52,7 @@ def rank_figures(timeline: Timeline, memories=(), device_bytes: float = 0.0) -> 
     """Per rank: iteration (its span), device active and idle, exposed communication, ms;
     with ``memories`` (each rank's :class:`~predictors.model.memory.StepMemory`), its peak
     memory and whether that fits ``device_bytes``."""
-    from ..model.memory import rank_memory
+    from ..model.memory import rank_memory  # deferred: imports torch
 
     out = []
     memories = list(memories)
@@ -63,9 +70,7 @@ def rank_figures(timeline: Timeline, memories=(), device_bytes: float = 0.0) -> 
 def _predict_ranks(doc, platform, profile, overheads, step, cancelled, notes):
     """Every rank of a multi-GPU platform: ``(timeline, ops, device, sharding,
     memories)``."""
-    from ..model.sharding import PlanError, check_memory, plan_from_scenario
-    from ..scenario.format import Issue, ScenarioError
-    from .parallel import RankGraphs, auto_plan
+    from .parallel import RankGraphs, auto_plan  # deferred: imports torch
 
     graphs = RankGraphs(doc, platform, profile, overheads, cancelled)
     ranks = graphs.ranks
@@ -97,7 +102,6 @@ def _predict_ranks(doc, platform, profile, overheads, step, cancelled, notes):
 def device_memory(platform) -> float:
     """One device's memory in bytes on ``platform`` (0: unknown): a GPU's datasheet
     memory, or on the CPU this host's physical memory (other processes use some too)."""
-    from ..hardware.specs import device_spec
 
     try:
         return device_spec(platform.device, platform.threads).memory_bytes
@@ -109,9 +113,6 @@ def check_fits(doc: dict, platform) -> None:
     """Raise :class:`~predictors.scenario.format.ScenarioError` when the embedding tables'
     weights alone exceed the memory of all the platform's devices together (no placement
     can hold them), naming the largest table; unknown memory sizes are not checked."""
-    from ..hardware.specs import device_spec
-    from ..model.op_classes import ITEMSIZE
-    from ..scenario.format import Issue, ScenarioError
 
     try:
         memory = device_spec(platform.device, platform.threads).memory_bytes
@@ -135,7 +136,6 @@ def check_fits(doc: dict, platform) -> None:
 def torch_errors_as_scenario_errors():
     """Sizes torch cannot hold (overflow, out of memory, a tensor too big for its index
     type) become a :class:`~predictors.scenario.format.ScenarioError` on ``model``."""
-    from ..scenario.format import Issue, ScenarioError
 
     try:
         yield
@@ -158,9 +158,6 @@ def prepare(scenario: dict, profile=None):
     """Validate ``scenario`` and pick its profile (as :func:`predict` documents):
     ``(doc, platform, profile or None)``.  A profile of the other device kind is a
     :class:`~predictors.profiles.ProfileError`."""
-    from ..hardware.platforms import resolve_platform
-    from ..profiles import ProfileError, default_profile, resolve_profile
-    from ..scenario.format import validate_scenario
 
     doc = validate_scenario(scenario)
     platform = resolve_platform(doc["platform"])
@@ -193,11 +190,10 @@ def predict(scenario: dict, *, profile=None, overheads=None,
     ``cancelled()`` is polled and, when it returns True, :class:`Cancelled` is raised.
     Invalid scenarios raise :class:`predictors.scenario.format.ScenarioError`.
     """
-    from ..costs.op_costs import cost_op_graph
-    from ..model.capture import capture_scenario
-    from ..model.footprint import footprint_note, step_footprint
-    from ..model.memory import memory_note
-    from .simulate import simulate_rank
+    from ..costs.op_costs import cost_op_graph  # deferred: imports torch
+    from ..model.capture import capture_scenario  # deferred: imports torch
+    from ..model.memory import memory_note  # deferred: imports torch
+    from .simulate import simulate_rank  # deferred: imports torch
 
     t0 = time.perf_counter()
     step = progress_stepper(progress, cancelled)
@@ -207,7 +203,6 @@ def predict(scenario: dict, *, profile=None, overheads=None,
     notes = [f"profile: {profile.name} ({profile.kind})" if profile is not None
              else "profile: datasheet roofline (no calibrated profile for this device)"]
     if platform.device == "cpu":
-        from ..profiles import other_cpu_note
 
         notes.extend(filter(None, [other_cpu_note(profile)]))
     sharding = None

@@ -8,6 +8,7 @@ the block it came from, and edges to the ops that produced its tensor inputs.
 from __future__ import annotations
 
 import json
+import math
 import threading
 import weakref
 from collections import OrderedDict
@@ -20,10 +21,11 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from ..utils.gc_pause import collection_paused
+from .comm_ops import GradientBuckets
 from .embedding_blocks import lookup_specs
 from .memory import GPU_BLOCK, StorageLedger, step_memory
 from .op_classes import classify
-from .workload import Workload, sparse_parameters
+from .workload import Workload, build_workload, sparse_parameters
 
 __all__ = ["OpRecorder", "capture_training_step", "capture_scenario", "gpu_fused_ops",
            "op_sequence"]
@@ -229,7 +231,6 @@ def _gpu_sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
 def _gpu_math_attention(query, key, value, dropout_p, is_causal, scale):
     """torch's math attention as a GPU runs it (``_scaled_dot_product_attention_math``:
     both operands scaled by the root of the scale, ``_safe_softmax``, a fused dropout)."""
-    import math
 
     root = math.sqrt(scale if scale is not None else 1.0 / math.sqrt(query.shape[-1]))
     attn = torch.matmul(query * root, (key * root).transpose(-2, -1))
@@ -297,7 +298,6 @@ def capture_training_step(workload: Workload, *, gpu: bool = False) -> nx.DiGrap
     CUDA device runs where they differ from the CPU's (dropout and attention as :func:`gpu_fused_ops` records them, the
     multi-tensor optimizer step).
     """
-    from .comm_ops import GradientBuckets
 
     module = workload.module
     batch = workload.make_batch()
@@ -397,7 +397,6 @@ def capture_scenario(doc: dict, *, gpu: bool, shard=None) -> nx.DiGraph:
     reusing a recent capture of the same model, training settings and rank: sweeps over
     platforms and sharding plans capture each distinct step once.  The graph is shared:
     callers must not change it."""
-    from .workload import build_workload
 
     key = json.dumps([doc["model"], doc["training"], gpu,
                       None if shard is None else [shard.ranks, sorted(shard.local),
@@ -420,7 +419,6 @@ def capture_scenario(doc: dict, *, gpu: bool, shard=None) -> nx.DiGraph:
 
 
 def _is_view(name: str) -> bool:
-    from .op_classes import classify
     return classify(name) == "view"
 
 

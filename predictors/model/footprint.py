@@ -99,7 +99,7 @@ def fit_footprint_scale(written_bytes, measured, predicted,
     are trained mostly on large steps, whose level their own held-out figures measure:
     what the curve finds above 1 there is the bias of models fitted on half the steps
     (+0.7 % on large DLRMs, +1-3 % on LMs in the Zen 4 calibration), not the cache's."""
-    from sklearn.isotonic import IsotonicRegression
+    from sklearn.isotonic import IsotonicRegression  # deferred: scikit-learn
 
     rows = [(b, m / p) for b, m, p in zip(written_bytes, measured, predicted)
             if b and b > 0 and m > 0 and p > 0]

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .index_law import row_block
+from .op_classes import ITEMSIZE
 
 ROW_WISE = "rw"   # as predictors.scenario.format.ROW_WISE (imported there without torch)
 
@@ -120,7 +121,6 @@ def _key_order(item):
 
 def tables_of(doc: dict) -> list[TableRef]:
     """The embedding tables of a validated scenario, in block and table order."""
-    from .op_classes import ITEMSIZE
 
     itemsize = ITEMSIZE.get(doc["training"]["dtype"], 4)
     return [TableRef(f"{n['id']}/{j}", n["id"], j, int(t["rows"]), int(t["dim"]),

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..scenario.format import Issue, ScenarioError, model_graph
+from .comm_ops import all_to_all, exchange_anchor, reduce_scatter
 from .embedding_blocks import (
     EmbeddingTablesBlock,
     FusedEmbeddingTables,
@@ -173,14 +174,12 @@ class RankShard:
 
     def exchange(self, pooled: list, widths: list[int]) -> list:
         """This rank's pooled tables out, every table's share of the local batch in."""
-        from .comm_ops import all_to_all
 
         return all_to_all(pooled, self.anchor, self.local_batch, widths)
 
     def reduce_scatter(self, partial: list) -> list:
         """The row-wise tables' partial bags ([global batch, dim]) summed over the ranks,
         each rank keeping its ``local_batch`` samples."""
-        from .comm_ops import reduce_scatter
 
         return reduce_scatter(partial, self.local_batch)
 
@@ -456,7 +455,6 @@ def build_workload(doc: dict, device: str | torch.device = "meta",
         EmbeddingTablesBlock.fast_init = False
     module.to(device=device, dtype=dtype)
     if shard is not None:
-        from .comm_ops import exchange_anchor
         shard = replace(shard, anchor=exchange_anchor(dtype, device))
     module.shard = shard
     return Workload(doc, module, specs, doc["training"]["batch_size"], dtype,

@@ -15,6 +15,14 @@ import copy
 from dataclasses import dataclass
 from typing import Callable
 
+from ..engine.predict import (
+    device_memory,
+    prepare,
+    progress_stepper,
+    torch_errors_as_scenario_errors,
+)
+from ..model.sharding import PlanError, plan_from_scenario
+from ..scenario.format import Issue, ScenarioError
 from ..utils.progress import check_cancelled
 
 __all__ = ["Capacity", "largest_batch"]
@@ -51,8 +59,8 @@ class Capacity:
 def _rank_memories(doc: dict, platform, plan, gpu: bool, cancelled=None) -> list:
     """Every rank's :class:`StepMemory` at the batch of ``doc`` (captures only; not kept
     in the capture cache, which predictions of the scenario itself are using)."""
-    from ..model.capture import capture_training_step
-    from ..model.workload import RankShard, build_workload
+    from ..model.capture import capture_training_step  # deferred: imports torch
+    from ..model.workload import RankShard, build_workload  # deferred: imports torch
 
     def memory_of(shard=None):
 
@@ -84,13 +92,6 @@ def largest_batch(scenario: dict, *, multiple: int = 1, profile=None,
     """The largest global batch (a multiple of ``multiple``) whose step fits every rank's
     device memory at its peak (on the CPU: this host's physical memory).  A platform whose
     device memory is unknown is a :class:`~predictors.scenario.format.ScenarioError`."""
-    from ..engine.predict import (
-        device_memory,
-        prepare,
-        progress_stepper,
-        torch_errors_as_scenario_errors,
-    )
-    from ..scenario.format import Issue, ScenarioError
 
     step = progress_stepper(progress, cancelled)
     step(0.0, "validating")
@@ -106,8 +107,10 @@ def largest_batch(scenario: dict, *, multiple: int = 1, profile=None,
     plan = None
     with torch_errors_as_scenario_errors():
         if platform.ranks > 1:
-            from ..engine.parallel import RankGraphs, auto_plan
-            from ..model.sharding import PlanError, plan_from_scenario
+            from ..engine.parallel import (  # deferred: imports torch
+                RankGraphs,
+                auto_plan,
+            )
 
             graphs = RankGraphs(doc, platform, profile, None, cancelled)
             if graphs.tables:

@@ -11,8 +11,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..engine.predict import (
+    prepare,
+    progress_stepper,
+    rank_figures,
+    torch_errors_as_scenario_errors,
+)
 from ..engine.timeline import Timeline
-from ..model.sharding import Plan
+from ..model.sharding import Plan, PlanError, check_memory, plan_from_scenario
+from ..scenario.format import Issue, ScenarioError
 
 __all__ = ["PlanResult", "ShardingRanking", "rank_shardings"]
 
@@ -72,15 +79,7 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
     those that do not.
     A scenario without embedding tables, or on one rank, is a
     :class:`~predictors.scenario.format.ScenarioError`: there is nothing to shard."""
-    from ..engine.parallel import RankGraphs
-    from ..engine.predict import (
-        prepare,
-        progress_stepper,
-        rank_figures,
-        torch_errors_as_scenario_errors,
-    )
-    from ..model.sharding import PlanError, check_memory, plan_from_scenario
-    from ..scenario.format import Issue, ScenarioError
+    from ..engine.parallel import RankGraphs  # deferred: imports torch
 
     t0 = time.perf_counter()
     step = progress_stepper(progress, cancelled)
@@ -129,7 +128,7 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
     notes.extend(graphs.notes)
     over = [r.plan.name for r in results if not r.fits]
     if over:
-        from ..model.memory import memory_note
+        from ..model.memory import memory_note  # deferred: imports torch
         notes.insert(0, f"{len(over)} plan(s) exceed a device's memory at the peak and are "
                         f"ranked last; {over[0]}: "
                         + memory_note(next(r for r in results if not r.fits).per_rank,

@@ -15,6 +15,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..engine.predict import predict
+from ..profiles import ProfileError
+from ..scenario.format import ScenarioError, validate_scenario
 from ..utils.progress import check_cancelled
 
 __all__ = ["SWEEPABLE", "SweepRow", "SweepResult", "sweep", "parse_values"]
@@ -99,9 +102,6 @@ def sweep(scenario: dict, param: str, values: list, *, profile=None, overheads=N
 
     ``profile``/``overheads`` as for :func:`~predictors.engine.predict.predict`; a sweep over
     platforms ignores ``profile`` (each platform takes its own device's profile)."""
-    from ..engine.predict import predict
-    from ..profiles import ProfileError
-    from ..scenario.format import ScenarioError, validate_scenario
 
     if param not in SWEEPABLE:
         raise ValueError(f"cannot sweep {param!r} (choose from {', '.join(SWEEPABLE)})")

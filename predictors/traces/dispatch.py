@@ -76,7 +76,7 @@ def _reaches_dispatch(name: str) -> bool:
     """Whether the aten op ``name`` reaches a dispatch-level capture: some functional
     overload of it has no ``CompositeImplicitAutograd`` kernel.  Unknown ops (another
     torch) count."""
-    import torch
+    import torch  # deferred: torch
 
     base = name.removeprefix("aten::")
     packet = getattr(torch.ops.aten, base, None)

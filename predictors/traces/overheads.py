@@ -25,9 +25,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..engine.timeline import CATEGORIES
 from ..profiles import OpOverheads, OverheadTable
 from .kineto import Kind, KinetoTrace
 from .ops import CpuOps, blocking_copies, cpu_ops, runtime_flags
+from .recording import kernel_categories
 
 __all__ = ["ItemTimes", "item_times", "thread_waits", "TraceStats", "overhead_stats"]
 
@@ -253,8 +255,6 @@ def _sum_by(keys: np.ndarray, values: np.ndarray):
 
 def _idle_launch_latency(tr: KinetoTrace, op: CpuOps) -> list[float]:
     # Collectives are left out: they start on launch but their peers may hold them later.
-    from ..engine.timeline import CATEGORIES
-    from .recording import kernel_categories
     comm = kernel_categories(tr) == CATEGORIES.index("communication")
     dev = np.flatnonzero((op.launcher >= 0) & ~comm[tr.name_id])
     out = []

@@ -14,6 +14,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..engine.timeline import CATEGORIES, Lane, Span, Timeline
+from ..model.op_classes import classify
 from .kineto import Kind, KinetoTrace, TraceError, read_kineto, stream_label
 from .ops import CpuOps, cpu_ops
 
@@ -77,7 +78,6 @@ _BY_PRIORITY = np.array([_CAT["cpu_op"]] + [_CAT[c] for c in sorted(_PRIORITY, k
 
 
 def _cpu_category(name: str) -> str:
-    from ..model.op_classes import classify
     if name.startswith("aten::"):
         return classify(name)
     return "cpu_op"

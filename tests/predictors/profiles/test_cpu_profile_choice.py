@@ -12,6 +12,13 @@ ZEN3 = "AuthenticAMD family 25 model 1, avx2"
 ZEN4 = "AuthenticAMD family 25 model 17, avx512"
 
 
+def pretend_host(monkeypatch, signature: str) -> None:
+    """This host's CPU reads as ``signature`` wherever the core asks for it."""
+    fake = lambda: signature  # noqa: E731
+    for module in (specs, profiles):
+        monkeypatch.setattr(module, "cpu_signature", fake)
+
+
 def test_this_cpu_has_a_signature():
     import platform
 
@@ -25,7 +32,7 @@ def test_this_cpu_has_a_signature():
     ("GenuineIntel family 6 model 85, avx2", ZEN3),
 ])
 def test_the_default_cpu_profile_follows_the_host(monkeypatch, host, expected):
-    monkeypatch.setattr(specs, "cpu_signature", lambda: host)
+    pretend_host(monkeypatch, host)
     prof = default_profile("cpu", "cpu", 1)
     assert prof.provenance["cpu_signature"] == expected
     note = other_cpu_note(prof)
@@ -38,10 +45,10 @@ def test_a_prediction_says_when_its_profile_is_another_cpus(monkeypatch):
     doc = load_scenario(SCENARIOS / "small_dlrm.json")
     doc["platform"] = {"preset": "local-cpu"}
     doc["training"]["batch_size"] = 16
-    monkeypatch.setattr(specs, "cpu_signature", lambda: "GenuineIntel family 6 model 85, sse")
+    pretend_host(monkeypatch, "GenuineIntel family 6 model 85, sse")
     result = predict(doc)
     assert any("calibrated on another CPU" in n for n in result.notes)
-    monkeypatch.setattr(specs, "cpu_signature", lambda: ZEN4)
+    pretend_host(monkeypatch, ZEN4)
     result = predict(doc)
     assert not any("another CPU" in n for n in result.notes)
     assert "Zen 4" in result.profile
@@ -59,7 +66,7 @@ def test_a_profile_that_does_not_record_its_cpu_gets_no_claim(monkeypatch):
     prof = default_profile("cpu", "cpu", 1)
     unknown = dataclasses.replace(prof, provenance={
         k: v for k, v in prof.provenance.items() if k != "cpu_signature"})
-    monkeypatch.setattr(specs, "cpu_signature", lambda: ZEN3)
+    pretend_host(monkeypatch, ZEN3)
     assert other_cpu_note(unknown) is None
 
 
@@ -87,5 +94,5 @@ def test_the_exact_cpu_wins_over_one_with_the_same_vector_isa(monkeypatch, tmp_p
                            ("GenuineIntel family 6 model 143, avx512", "b-intel"),
                            ("GenuineIntel family 6 model 207, avx512", "b-intel"),
                            ("GenuineIntel family 6 model 85, avx2", "b-intel")):
-        monkeypatch.setattr(specs, "cpu_signature", lambda host=host: host)
+        pretend_host(monkeypatch, host)
         assert default_profile("cpu", "cpu", 1).name == expected, host
