@@ -70,7 +70,7 @@ class Driver:
         """A main window on ``scenario``, predicted."""
         from PySide6.QtCore import QSettings
 
-        from explorer.app import MainWindow
+        from explorer.window import MainWindow
 
         settings = QSettings(str(self.tmp / f"settings{len(self.windows)}.ini"),
                              QSettings.IniFormat)

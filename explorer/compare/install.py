@@ -31,7 +31,7 @@ class CompareController(QObject):
 
     Parameters
     ----------
-    window : the :class:`~explorer.app.MainWindow`
+    window : the :class:`~explorer.window.MainWindow`
     load_fn : injected into the :class:`TraceLoader` (tests use fakes)
     """
 

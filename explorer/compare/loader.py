@@ -6,9 +6,8 @@ from typing import Callable
 from PySide6.QtCore import QObject, Signal
 
 from predictors.traces import TraceError, load_recording
-from predictors.utils.progress import Cancelled
 
-from ..background import BackgroundRunner
+from ..workers import BackgroundRunner
 
 __all__ = ["TraceLoader"]
 
@@ -28,7 +27,7 @@ class TraceLoader(BackgroundRunner):
     sigStarted = Signal(list)
 
     def __init__(self, load_fn: Callable | None = None, parent: QObject | None = None):
-        super().__init__((Cancelled,), (TraceError,), "Could not load the trace", parent,
+        super().__init__((TraceError,), "Could not load the trace", parent,
                          pause_gc=False)  # JSON only, no torch
         self.load_fn = load_fn or load_recording
 

@@ -3,7 +3,7 @@ worker thread (progress, cancel), and Apply, which writes a plan into the scenar
 undo step."""
 from __future__ import annotations
 
-from ..run_dock import ResultsController
+from ..run.results_dock import ResultsController
 from .view import ShardingView
 
 __all__ = ["ShardingController", "install_sharding"]
@@ -19,7 +19,7 @@ class ShardingController(ResultsController):
 
     Parameters
     ----------
-    window : the :class:`~explorer.app.MainWindow`
+    window : the :class:`~explorer.window.MainWindow`
     rank_fn : callable like :func:`predictors.plan.rank_sharding.rank_shardings` (tests inject
         fakes); it gets the prediction's ``profile=`` and ``overheads=`` where they are set
     """

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QWidget
 
 from predictors.utils.formatting import format_bytes
 
-from ..run_dock import ResultsView, memory_text
+from ..run.results_dock import ResultsView, memory_text
 from ..timeline.colors import CATEGORY_COLORS, COUNTER_COLOR
 
 __all__ = ["ShardingView", "COLUMNS", "compute_ms"]

@@ -8,10 +8,9 @@ from predictors.plan.sweep import SWEEPABLE, parse_values
 from predictors.profiles import ProfileError
 from predictors.scenario.format import DTYPES, OPTIMIZERS, ScenarioError
 from predictors.utils.formatting import format_bytes
-from predictors.utils.progress import Cancelled
 
-from ..background import BackgroundRunner
-from ..run_dock import ResultsController
+from ..run.results_dock import ResultsController
+from ..workers import BackgroundRunner
 from .view import SweepView, none_text
 
 __all__ = ["SweepController", "install_sweep", "default_values"]
@@ -57,7 +56,7 @@ class SweepController(ResultsController):
 
     Parameters
     ----------
-    window : the :class:`~explorer.app.MainWindow`
+    window : the :class:`~explorer.window.MainWindow`
     sweep_fn : callable like :func:`predictors.plan.sweep.sweep` (tests inject fakes)
     """
 
@@ -73,7 +72,7 @@ class SweepController(ResultsController):
         self.fit_fn = fit_fn or _largest_batch
         self._fit_note = ""   # what the last search found, for the sweep's message
         self._fit_key: str | None = None   # the scenario the search is for
-        self.fit_runner = BackgroundRunner((Cancelled,), (ScenarioError, ProfileError),
+        self.fit_runner = BackgroundRunner((ScenarioError, ProfileError),
                                            "Could not find the largest batch", self)
         fr = self.fit_runner
         self.view.sigFitRequested.connect(self.fit)

@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QComboBox, QLineEdit, QPushButton, QWidget
 
 from predictors.plan.sweep import SWEEPABLE
 
-from ..run_dock import ResultsView, memory_text
+from ..run.results_dock import ResultsView, memory_text
 
 __all__ = ["SweepView", "COLUMNS"]
 

@@ -41,7 +41,7 @@ def make_window(qtbot, tmp_path):
     """Builds main windows (on ``path``, default: the bundled scenario) with their own
     settings; on teardown, checks that closing one left no prediction, calibration or
     trace-loading thread running."""
-    from explorer.app import MainWindow
+    from explorer.window import MainWindow
 
     windows = []
 

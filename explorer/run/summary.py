@@ -1,0 +1,227 @@
+"""The Summary dock: headline numbers of a prediction and its most expensive ops."""
+from __future__ import annotations
+
+import html
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QIcon, QPixmap
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from predictors.utils.formatting import format_bytes
+
+from ..timeline.colors import CATEGORY_COLORS, CATEGORY_LABELS
+from ..widgets import read_only_table
+
+__all__ = ["SummaryPanel", "device_active_fraction"]
+
+
+def device_active_fraction(prediction) -> float | None:
+    """Mean over ranks of device busy time / iteration time (None when unknown)."""
+    rows = [r for r in (prediction.per_rank or []) if r.get("iteration_ms")]
+    if not rows:
+        return None
+    return sum(r.get("device_active_ms", 0.0) / r["iteration_ms"] for r in rows) / len(rows)
+
+
+def _swatch(color: str) -> QIcon:
+    pm = QPixmap(10, 10)
+    pm.fill(QColor(color))
+    return QIcon(pm)
+
+
+VALUE_STYLE = "font-size: 17px; font-weight: 600; border: none; color: {};"
+CAPTION_STYLE = "border: none; color: {};"
+# (value, caption) colours: fresh, and greyed out while a newer prediction is on its way.
+FIGURE_COLORS = {False: ("#1f2d3d", "#667"), True: ("#b4bac2", "#b8bcc2")}
+OVER_COLOR = "#c0392b"   # a step that does not fit its device's memory
+
+
+class _Figure(QFrame):
+    """A headline number with its caption."""
+
+    def __init__(self, caption: str, parent=None):
+        super().__init__(parent)
+        self.setObjectName("summaryFigure")
+        self.setStyleSheet("#summaryFigure { background: #f5f7fa; border: 1px solid #e1e5ea;"
+                           " border-radius: 4px; }")
+        self.value = QLabel("–", self)
+        self.caption = QLabel(caption, self)
+        # Captions wrap, so four figures side by side never widen the dock (or the window).
+        self.caption.setWordWrap(True)
+        box = QVBoxLayout(self)
+        box.setContentsMargins(10, 6, 10, 6)
+        box.setSpacing(0)
+        box.addWidget(self.value)
+        box.addWidget(self.caption)
+        self.stale = False
+        self.alert = False   # the value in red: a figure that means trouble
+        self.tip = ""
+        self._restyle()
+
+    def set_stale(self, stale: bool) -> None:
+        """Grey the number out; the style sheets' colours win over a disabled palette, so
+        the colours themselves change."""
+        self.stale = bool(stale)
+        self._restyle()
+
+    def set_alert(self, alert: bool) -> None:
+        self.alert = bool(alert)
+        self._restyle()
+
+    def set_tip(self, tip: str) -> None:
+        """The tooltip of a fresh figure (a stale one says why it is grey instead)."""
+        self.tip = tip
+        self._restyle()
+
+    def _restyle(self) -> None:
+        value, caption = FIGURE_COLORS[self.stale]
+        if self.alert and not self.stale:
+            value = OVER_COLOR
+        self.value.setStyleSheet(VALUE_STYLE.format(value))
+        self.caption.setStyleSheet(CAPTION_STYLE.format(caption))
+        self.setToolTip("Out of date: a new prediction is on its way" if self.stale
+                        else self.tip)
+
+
+class SummaryPanel(QWidget):
+    """Iteration time, device active share, op count, notes and a top-ops table."""
+
+    COLUMNS = ("op", "category", "total (ms)", "count", "share")
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.prediction = None
+        self.iteration = _Figure("iteration (slowest rank)")
+        self.active = _Figure("device active")
+        self.comm = _Figure("exposed comm")
+        self.memory = _Figure("peak memory")
+        self.ops = _Figure("ops")
+        self.where = _Figure("platform")
+        figures = QHBoxLayout()
+        figures.setSpacing(8)
+        for f in self.figures():
+            figures.addWidget(f)
+        figures.addStretch(1)
+        self.notes = QLabel(self)
+        self.notes.setObjectName("summaryNotes")
+        self.notes.setWordWrap(True)
+        self.notes.setTextFormat(Qt.RichText)
+        self.table = read_only_table(list(self.COLUMNS), self)
+        box = QVBoxLayout(self)
+        box.setContentsMargins(6, 6, 6, 6)
+        box.addLayout(figures)
+        box.addWidget(self.notes)
+        box.addWidget(self.table, 1)
+        self.clear()
+
+    def clear(self) -> None:
+        """Back to the empty state."""
+        self.prediction = None
+        for f in self.figures():
+            f.value.setText("–")
+            f.set_tip("")
+            f.set_alert(False)
+        self.memory.caption.setText("peak memory")
+        self.ops.caption.setText("ops")
+        self.where.caption.setText("platform")
+        self.notes.setText("No prediction yet.")
+        self.table.setRowCount(0)
+        self.set_stale(False)
+
+    def set_stale(self, stale: bool) -> None:
+        """Grey the figures, notes and table while a newer prediction is on its way."""
+        stale = bool(stale)
+        self.setProperty("stale", stale)
+        for f in self.figures():
+            f.set_stale(stale)
+            f.setEnabled(not stale)
+        self.notes.setStyleSheet(f"color: {'#b0b6be' if stale else '#555'};")
+        self.table.setEnabled(not stale)
+
+    def is_stale(self) -> bool:
+        return bool(self.property("stale"))
+
+    def figures(self) -> tuple:
+        """The headline figures: iteration, device active, exposed communication, peak
+        memory, ops, platform."""
+        return (self.iteration, self.active, self.comm, self.memory, self.ops, self.where)
+
+    def set_prediction(self, prediction) -> None:
+        """Show ``prediction`` (a :class:`predictors.engine.predict.Prediction`)."""
+        self.prediction = prediction
+        self.iteration.value.setText(f"{prediction.iteration_ms:.3f} ms")
+        frac = device_active_fraction(prediction)
+        self.active.value.setText("–" if frac is None else f"{100 * frac:.0f} %")
+        ranks = len(prediction.per_rank or [])
+        slowest = max(prediction.per_rank or [{}], key=lambda r: r.get("iteration_ms", 0.0))
+        comm = slowest.get("exposed_comm_ms")
+        self.comm.value.setText("–" if ranks < 2 or comm is None else f"{comm:.3f} ms")
+        self.comm.set_tip("Communication on the slowest rank that no kernel overlaps "
+                             "(waiting for peers included)" if ranks > 1
+                             else "One rank: no collectives")
+        self._show_memory(prediction.per_rank or [])
+        self.ops.value.setText(f"{prediction.num_ops:,}")
+        self.ops.caption.setText(f"ops · {len(prediction.timeline):,} events")
+        self.where.value.setText(html.escape(str(prediction.platform)))
+        self.where.caption.setText(f"{prediction.device} · {ranks} rank{'s' * (ranks != 1)}")
+        notes = [f"<span style='color:{OVER_COLOR}'>• {html.escape(n)}</span>"
+                 if n.startswith("does not fit") else f"• {html.escape(n)}"
+                 for n in prediction.notes or []]
+        foot = f"predicted in {prediction.elapsed_s:.2f} s"
+        self.notes.setText("<br>".join(notes + [f"<span style='color:#889'>{foot}</span>"]))
+        rows = prediction.top_ops or []
+        self.table.setRowCount(len(rows))
+        it = prediction.iteration_ms or 0.0
+        for r, op in enumerate(rows):
+            cat = op.get("category", "other")
+            cells = [op.get("name", ""), CATEGORY_LABELS.get(cat, cat),
+                     f"{op.get('total_ms', 0.0):.3f}", f"{op.get('count', 0):,}",
+                     f"{100 * op.get('total_ms', 0.0) / it:.1f} %" if it else "–"]
+            for c, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                if c >= 2:
+                    item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+                if c == 1:
+                    item.setIcon(_swatch(CATEGORY_COLORS.get(cat, CATEGORY_COLORS["other"])))
+                self.table.setItem(r, c, item)
+        self.set_stale(False)
+
+    def _show_memory(self, per_rank: list[dict]) -> None:
+        """The highest rank's peak, its share of the device, and the breakdown as a tip."""
+        ranks = [r for r in per_rank if "peak_memory_bytes" in r]
+        if not ranks:
+            self.memory.value.setText("–")
+            self.memory.caption.setText("peak memory")
+            self.memory.set_tip("")
+            self.memory.set_alert(False)
+            return
+        top = max(ranks, key=lambda r: r["peak_memory_bytes"])
+        figures = top["memory"]
+        self.memory.value.setText(format_bytes(top["peak_memory_bytes"]))
+        device = figures.get("device_bytes")
+        caption = "peak memory" + (f" · rank {top['rank']}" if len(ranks) > 1 else "")
+        if device:
+            share = 100 * top["peak_memory_bytes"] / device
+            share_text = f"{share:.1f}" if share < 10 else f"{share:.0f}"
+            caption += (f" · {share_text} % of {format_bytes(device)}" if figures["fits"]
+                        else f" · does not fit {format_bytes(device)}")
+        self.memory.caption.setText(caption)
+        self.memory.set_alert(bool(device) and not figures["fits"])
+        lines = [f"Peak at {figures['peak_op']}"]
+        parts = {**figures["resident_bytes"], **figures["at_peak_bytes"]}
+        labels = {"activations": "activations and temporaries",
+                  "gradients": "gradients so far"}
+        for name, nbytes in sorted(parts.items(), key=lambda kv: -kv[1]):
+            if nbytes:
+                lines.append(f"  {labels.get(name, name)}: {format_bytes(nbytes)}")
+        lines.append("Tensor memory as torch.cuda.max_memory_allocated counts it; not "
+                     "counted: the CUDA context, cuBLAS workspaces, NCCL buffers, and "
+                     "blocks the allocator caches.")
+        self.memory.set_tip("\n".join(lines))

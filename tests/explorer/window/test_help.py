@@ -1,0 +1,45 @@
+"""Help ▸ User Guide renders the guide; Help ▸ Keyboard Shortcuts lists the actions' keys."""
+from PySide6.QtGui import QAction, QKeySequence
+
+from explorer.window.help import USER_GUIDE, action_shortcuts
+
+
+def test_the_help_menu_has_the_guide_the_shortcuts_and_about(make_window):
+    w = make_window("")
+    help_menu = [a.menu() for a in w.menuBar().actions() if a.menu() is not None][-1]
+    texts = [a.text().replace("&", "") for a in help_menu.actions() if not a.isSeparator()]
+    assert texts == ["User Guide", "Keyboard Shortcuts", "About"]
+    assert w.user_guide_action.shortcut() == QKeySequence(QKeySequence.HelpContents)
+
+
+def test_user_guide_opens_with_its_title_and_pictures(make_window, qtbot):
+    assert USER_GUIDE.exists()
+    w = make_window("")
+    w.user_guide_action.trigger()
+    dialog = w._guide
+    assert dialog is not None and dialog.isVisible()
+    text = dialog.browser.toPlainText()
+    assert text.startswith("User guide") and "Keyboard and mouse" in text
+    assert "**" not in text and "](images/" not in text  # rendered, not the raw Markdown
+    assert dialog.browser.source().toLocalFile() == str(USER_GUIDE)
+    assert dialog.fit_pictures(840) >= 1  # the guide's screenshots, scaled to fit
+    assert w.show_user_guide() is dialog  # one guide window, brought to the front
+
+
+def test_keyboard_shortcuts_come_from_the_actions(make_window, qtbot):
+    w = make_window("")
+    dialog = w.show_shortcuts()
+    qtbot.waitUntil(dialog.isVisible)
+    rows = dict(dialog.rows())
+    save = w.save_action.shortcut().toString(QKeySequence.NativeText)
+    assert save and rows["File ▸ Save"] == save
+    assert rows["Run ▸ Predict"] == "Ctrl+R"
+    assert rows["Run ▸ Rank Shardings"] == "Ctrl+Shift+R"  # added by the Sharding dock
+    assert "Help ▸ User Guide" in rows
+    assert not any("&" in where for where in rows)
+    # a new action's shortcut shows up without anyone listing it
+    extra = QAction("Frobnicate", w)
+    extra.setShortcut(QKeySequence("Ctrl+Alt+F"))
+    w.addAction(extra)
+    assert ("Frobnicate", "Ctrl+Alt+F") in action_shortcuts(w)
+    dialog.close()
