@@ -2,42 +2,18 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 from ..costs.collectives import CANONICAL, bus_factor, platform_collective
-from ..hardware.platforms import PLATFORM_PRESETS, resolve_platform
+from ..hardware.platforms import resolve_platform
+from .args import PLATFORM_HELP, examples, platform_section, positive_int, usage_error
 
-__all__ = ["register", "load_platform"]
+__all__ = ["load_platform", "register"]
 
 
 def load_platform(arg: str):
-    """A preset name, a scenario file (its platform) or a JSON file holding a platform
-    section (``{"preset": ...}`` or ``{"nodes": [...], "edges": [...]}``)."""
-    from ..scenario.format import (
-        FORMAT,
-        Issue,
-        ScenarioError,
-        load_scenario,
-        validate_platform,
-    )
-
-    if arg in PLATFORM_PRESETS:
-        return resolve_platform({"preset": arg})
-    path = Path(arg)
-    if not path.exists():
-        raise ScenarioError([Issue("(platform)", f"no preset and no file named {arg!r} "
-                                                 f"(presets: {', '.join(PLATFORM_PRESETS)})")])
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ScenarioError([Issue("(file)", f"not a readable JSON file ({exc})")],
-                            str(path)) from None
-    if isinstance(doc, dict) and doc.get("format") == FORMAT:
-        return resolve_platform(load_scenario(path)["platform"])
-    if isinstance(doc, dict) and "platform" in doc and "nodes" not in doc:
-        doc = doc["platform"]
-    return resolve_platform(validate_platform(doc, str(path)))
+    """The :class:`~predictors.hardware.platforms.Platform` that ``--platform ARG`` names
+    (:func:`.args.platform_section`)."""
+    return resolve_platform(platform_section(arg))
 
 
 def _cmd_collective(args) -> int:
@@ -46,8 +22,7 @@ def _cmd_collective(args) -> int:
         est, ranks, nodes, notes = platform_collective(args.op, args.bytes, platform,
                                                        args.ranks)
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return usage_error(str(exc))
     seconds = est.us * 1e-6
     algbw = args.bytes / seconds / 1e9 if seconds > 0 else 0.0
     out = {"op": args.op, "bytes": args.bytes, "platform": platform.name,
@@ -77,21 +52,25 @@ def _size(text: str) -> float:
     t = text.strip().lower().rstrip("b")
     scale = units.get(t[-1:], 1)
     value = float(t[:-1] if scale > 1 else t)
-    if not value >= 0:
+    if not 0 <= value < float("inf"):  # NaN fails too
         raise ValueError(text)
     return value * scale
 
 
 def register(subparsers) -> None:
-    c = subparsers.add_parser("collective", help="predicted time of one collective on a "
-                                                 "platform (NCCL-style model)")
-    c.add_argument("--platform", required=True, metavar="PRESET_OR_FILE",
-                   help=f"a preset ({', '.join(p for p in PLATFORM_PRESETS if p != 'local-cpu')}"
-                        "), a scenario file or a platform JSON file")
+    c = subparsers.add_parser(
+        "collective", help="predicted time of one collective on a platform (NCCL-style model)",
+        **examples("%(prog)s --platform dgx-a100 --op all_reduce --bytes 64M",
+                   "%(prog)s --platform 2node-8x-h100 --op all_gather --bytes 1G --ranks 16 "
+                   "--json",
+                   "%(prog)s --platform resources/scenarios/mlperf_dlrm_dcnv2.json "
+                   "--op all_to_all --bytes 16M"))
+    c.add_argument("--platform", required=True, metavar="PRESET_OR_FILE", help=PLATFORM_HELP)
     c.add_argument("--op", required=True, choices=list(CANONICAL))
-    c.add_argument("--bytes", required=True, type=_size,
+    c.add_argument("--bytes", required=True, type=_size, metavar="SIZE",
                    help="message size as NCCL counts it (all-gather: the output buffer); "
-                        "suffixes K, M, G allowed")
-    c.add_argument("--ranks", type=int, help="ranks taking part (default: every GPU)")
+                        "suffixes K, M, G (powers of 1024) allowed")
+    c.add_argument("--ranks", type=positive_int, metavar="N",
+                   help="ranks taking part (default: every GPU)")
     c.add_argument("--json", action="store_true", help="print one JSON object")
     c.set_defaults(func=_cmd_collective)

@@ -4,10 +4,23 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
+from pathlib import Path
 
 from ..utils.formatting import format_bytes
 from ..utils.metrics import format_summary, summarize
+from .args import (
+    PLATFORM_HELP,
+    count,
+    examples,
+    platform_section,
+    positive_float,
+    positive_int,
+    program_name,
+    unwritable,
+    usage_error,
+)
 
 # Modules that contribute sub-commands through ``register(subparsers)``.
 _COMMAND_MODULES: list[str] = ["predictors.cli.traces", "predictors.cli.kernels",
@@ -16,40 +29,35 @@ _COMMAND_MODULES: list[str] = ["predictors.cli.traces", "predictors.cli.kernels"
 __all__ = ["main"]
 
 
-def _int_at_least(text: str, minimum: int) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < minimum:
-        raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
-    return value
+def _load(args) -> dict:
+    """The scenario of ``args.scenario``, on the platform of ``--platform`` if given."""
+    from ..scenario.format import load_scenario
+
+    doc = load_scenario(args.scenario)
+    if getattr(args, "platform", None):
+        doc["platform"] = platform_section(args.platform)
+    return doc
 
 
-def _positive_int(text: str) -> int:
-    """An argparse type: a whole number >= 1 (argparse turns the error into exit 2)."""
-    return _int_at_least(text, 1)
-
-
-def _count(text: str) -> int:
-    """An argparse type: a whole number >= 0."""
-    return _int_at_least(text, 0)
+def _profile(args):
+    """``--profile`` as the predictors take it (None: the device's bundled profile)."""
+    return None if args.profile in (None, "default") else args.profile
 
 
 def _cmd_predict(args) -> int:
     from ..engine.predict import predict
-    from ..scenario.format import load_scenario
 
-    doc = load_scenario(args.scenario)
-    if args.platform:
-        doc["platform"] = {"preset": args.platform}
+    if args.chrome_trace:
+        problem = unwritable(args.chrome_trace)
+        if problem:  # say so now, not after the prediction
+            return usage_error(f"--chrome-trace {args.chrome_trace}: {problem}")
+    doc = _load(args)
     overheads = None
     if args.overheads_from:
-        overheads = _trace_overheads(args.overheads_from, doc)
+        overheads = _trace_overheads(args.overheads_from, doc, args.prog)
         if isinstance(overheads, int):
             return overheads
-    result = predict(doc, profile=None if args.profile in (None, "default") else args.profile,
-                     overheads=overheads)
+    result = predict(doc, profile=_profile(args), overheads=overheads)
     if args.chrome_trace:
         result.timeline.save_chrome_trace(args.chrome_trace)
     if args.json:
@@ -88,14 +96,8 @@ def _memory_text(rank: dict) -> str:
 
 def _cmd_rank_sharding(args) -> int:
     from ..plan.rank_sharding import rank_shardings
-    from ..scenario.format import load_scenario
 
-    doc = load_scenario(args.scenario)
-    if args.platform:
-        doc["platform"] = {"preset": args.platform}
-    ranking = rank_shardings(doc, top=args.top,
-                             profile=None if args.profile in (None, "default")
-                             else args.profile)
+    ranking = rank_shardings(_load(args), top=args.top, profile=_profile(args))
     if args.json:
         print(json.dumps(ranking.to_json()))
         return 0
@@ -116,16 +118,14 @@ def _cmd_rank_sharding(args) -> int:
 
 
 def _cmd_fit(args) -> int:
-    from ..plan.capacity import largest_batch
-    from ..scenario.format import load_scenario
+    from ..plan.capacity import MAX_BATCH, largest_batch
 
-    doc = load_scenario(args.scenario)
-    if args.platform:
-        doc["platform"] = {"preset": args.platform}
+    if args.multiple > MAX_BATCH:
+        return usage_error(f"--multiple: must be at most {MAX_BATCH:,}, got {args.multiple:,}")
+    doc = _load(args)
     if args.optimizer:
         doc["training"]["optimizer"] = args.optimizer
-    cap = largest_batch(doc, multiple=args.multiple,
-                        profile=None if args.profile in (None, "default") else args.profile)
+    cap = largest_batch(doc, multiple=args.multiple, profile=_profile(args))
     if args.json:
         print(json.dumps(cap.to_json()))
         return 0
@@ -149,16 +149,19 @@ def _cmd_fit(args) -> int:
 
 def _cmd_sweep(args) -> int:
     from ..plan.sweep import parse_values, sweep
-    from ..scenario.format import load_scenario
 
-    doc = load_scenario(args.scenario)
+    if args.param == "platform":
+        for flag, given in (("--platform", args.platform), ("--profile", args.profile)):
+            if given:
+                return usage_error(f"{flag} with --param platform: the platforms are the "
+                                   "swept values, each predicted with its own device's "
+                                   "profile")
     try:
         values = parse_values(args.param, args.values)
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    result = sweep(doc, args.param, values,
-                   profile=None if args.profile in (None, "default") else args.profile)
+        return usage_error(f"--values: {exc}")
+    doc = _load(args)
+    result = sweep(doc, args.param, values, profile=_profile(args))
     if args.json:
         print(json.dumps(result.to_json()))
         return 0
@@ -167,20 +170,18 @@ def _cmd_sweep(args) -> int:
     for row in result.rows:
         mark = " <- fastest" if row is best else ""
         if row.error:
-            print(f"  {str(row.value):>16}   cannot run: {row.error}")
+            print(f"  {row.value!s:>16}   cannot run: {row.error}")
         else:
             memory = ("" if row.peak_memory_bytes is None
                       else f"  peak {format_bytes(row.peak_memory_bytes)}"
                       + (" (does not fit)" if row.fits is False else ""))
-            print(f"  {str(row.value):>16} {row.iteration_ms:10.3f} ms  "
+            print(f"  {row.value!s:>16} {row.iteration_ms:10.3f} ms  "
                   f"{row.records_per_s:14,.0f} samples/s  {row.ranks} rank(s){memory}{mark}")
     return 0
 
 
-def _trace_overheads(files: list[str], doc: dict):
+def _trace_overheads(files: list[str], doc: dict, prog: str):
     """T1-T5 measured from the user's recorded GPU trace(s), or an exit code."""
-    import os
-
     from ..hardware.platforms import resolve_platform
     from ..scenario.format import validate_scenario
     from ..traces.kineto import TraceError
@@ -188,16 +189,14 @@ def _trace_overheads(files: list[str], doc: dict):
     from ..traces.recording import load_recording
 
     if resolve_platform(validate_scenario(doc)["platform"]).device == "cpu":
-        print("error: --overheads-from: trace overheads apply to GPU platforms; on the CPU "
-              "run `python -m predictors calibrate`", file=sys.stderr)
-        return 2
+        return usage_error("--overheads-from: trace overheads apply to GPU platforms; on the "
+                           f"CPU run `{prog} calibrate`")
     try:
         rec = load_recording(files)
         table, _ = overheads_from_recording(
             rec, ", ".join(os.path.basename(f) for f in files))
     except TraceError as exc:
-        print(f"error: --overheads-from: {exc}", file=sys.stderr)
-        return 2
+        return usage_error(f"--overheads-from: {exc}")
     return table
 
 
@@ -207,18 +206,13 @@ def _cmd_measure(args) -> int:
 
     doc = load_scenario(args.scenario)
     if args.device == "cuda" and not _cuda_available():
-        print("error: --device cuda: no GPU here (torch.cuda.is_available() is False)",
-              file=sys.stderr)
-        return 2
+        return usage_error("--device cuda: no GPU here (torch.cuda.is_available() is False)")
     if args.et and not args.trace:
-        print("error: --et: the execution trace is recorded with the Kineto trace; give "
-              "--trace OUT.json[.gz] too", file=sys.stderr)
-        return 2
-    for flag, target in (("--trace", args.trace), ("--et", args.et)):
-        problem = _unwritable(target) if target else None
-        if problem:  # say so now, not after the measured steps
-            print(f"error: {flag} {target}: {problem}", file=sys.stderr)
-            return 2
+        return usage_error("--et: the execution trace is recorded with the Kineto trace; "
+                           "give --trace OUT.json[.gz] too")
+    problem = _unwritable_outputs(("--trace", args.trace), ("--et", args.et))
+    if problem:  # say so now, not after the measured steps
+        return usage_error(problem)
     if args.threads:
         doc["platform"] = {"preset": "local-cpu", "threads": args.threads}
     result = measure(doc, device=args.device, iters=args.iters, warmup=args.warmup,
@@ -235,6 +229,15 @@ def _cmd_measure(args) -> int:
     return 0
 
 
+def _unwritable_outputs(*flags: tuple[str, str | None]) -> str | None:
+    """``FLAG PATH: why`` for the first output file that cannot be written, or None."""
+    for flag, target in flags:
+        problem = unwritable(target) if target else None
+        if problem:
+            return f"{flag} {target}: {problem}"
+    return None
+
+
 def _progress_printer(quiet: bool):
     def show(fraction: float, stage: str) -> None:
         if not quiet:
@@ -247,13 +250,22 @@ def _cmd_calibrate(args) -> int:
     from ..calibrate.validate import format_classes
     from ..profiles import save_profile
 
-    if args.device == "cuda" or args.from_measurements:
+    gpu = args.device == "cuda" or args.from_measurements
+    if args.gemms_from and not args.from_measurements:
+        return usage_error("--gemms-from: adds GEMMs to a profile built with "
+                           "--from-measurements DIR; give that too")
+    if gpu and args.keep_samples:
+        return usage_error("--keep-samples: CPU calibrations only (the samples of a GPU "
+                           "calibration are its --measurements folder)")
+    if not gpu and args.measurements:
+        return usage_error("--measurements: GPU calibrations only (--device cuda)")
+    if args.from_measurements and not Path(args.from_measurements).is_dir():
+        return usage_error(f"--from-measurements {args.from_measurements}: not a folder")
+    problem = _unwritable_outputs(("--out", args.out), ("--keep-samples", args.keep_samples))
+    if problem:  # say so now, not after minutes of measuring
+        return usage_error(problem)
+    if gpu:
         return _calibrate_cuda(args)
-    for flag, target in (("--out", args.out), ("--keep-samples", args.keep_samples)):
-        problem = _unwritable(target) if target else None
-        if problem:  # say so now, not after minutes of measuring
-            print(f"error: {flag} {target}: {problem}", file=sys.stderr)
-            return 2
     kept = {} if args.keep_samples else None
     prof = calibrate_cpu(threads=args.threads, budget_s=args.budget_s, seed=args.seed,
                          progress=_progress_printer(args.quiet), keep_samples=kept)
@@ -273,8 +285,6 @@ def _cmd_calibrate(args) -> int:
 def _calibrate_cuda(args) -> int:
     """``calibrate --device cuda``: measure this GPU into a folder, then build its profile
     (``--from-measurements DIR`` builds from a folder measured before, anywhere)."""
-    from pathlib import Path
-
     from ..calibrate.cuda_profile import (
         calibrate_cuda,
         profile_from_measurements,
@@ -282,10 +292,6 @@ def _calibrate_cuda(args) -> int:
     )
     from ..profiles import ProfileError, save_profile
 
-    problem = _unwritable(args.out)
-    if problem:
-        print(f"error: --out {args.out}: {problem}", file=sys.stderr)
-        return 2
     if args.from_measurements:
         folder = args.from_measurements
         from ..traces.kineto import TraceError
@@ -294,14 +300,12 @@ def _calibrate_cuda(args) -> int:
             prof = profile_from_measurements(folder, gemms_from=args.gemms_from or [])
             prof, rows = with_validation(prof, folder, gemms_from=args.gemms_from or [])
         except (ProfileError, TraceError) as exc:  # a trace of the folder missing or broken
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+            return usage_error(str(exc))
     else:
         if not _cuda_available():
-            print("error: --device cuda: no GPU here (torch.cuda.is_available() is False); "
-                  "measure on the GPU machine, or build from its folder with "
-                  "--from-measurements DIR", file=sys.stderr)
-            return 2
+            return usage_error("--device cuda: no GPU here (torch.cuda.is_available() is "
+                               "False); measure on the GPU machine, or build from its folder "
+                               "with --from-measurements DIR")
         folder = args.measurements or str(Path(args.out).with_suffix("")) + "-measurements"
         prof, rows = calibrate_cuda(
             args.budget_s, args.seed, folder,
@@ -327,6 +331,36 @@ def _print_gpu_rows(rows: list[dict], how: str) -> None:
               f"{format_summary(summarize(r['error_pct'] / 100 for r in rows))}")
 
 
+def _record_target(args, prof):
+    """Where ``validate --record`` stores the figures: the ``--profile`` file, or the
+    bundled file of the profile used; ``(path, None)`` or ``(None, why not)``."""
+    from ..profiles import profile_file
+
+    if args.profile and Path(args.profile).is_file():
+        target = Path(args.profile)
+    else:
+        target = profile_file(prof)
+    if target is None:
+        return None, (f"--record: the profile {prof.name!r} has no file to record in; give "
+                      "--profile PROFILE.json")
+    problem = unwritable(str(target))
+    if problem:
+        return None, f"--record: {target}: {problem}"
+    return target, None
+
+
+def _record(target: Path, figures: dict) -> int:
+    """Store ``figures`` as the profile file's ``validation.end_to_end``; an exit status."""
+    from ..profiles import ProfileError, record_validation
+
+    try:
+        record_validation(target, "end_to_end", figures)
+    except (ProfileError, OSError) as exc:
+        return usage_error(f"--record: {exc}")
+    print(f"recorded in {target} (validation.end_to_end)", file=sys.stderr)
+    return 0
+
+
 def _validate_cuda(args) -> int:
     """``validate --device cuda``: measure random scenarios on this GPU (and six GPU-sized
     ones) and predict them with a profile (default: the GPU's bundled one)."""
@@ -335,18 +369,10 @@ def _validate_cuda(args) -> int:
     import tempfile
 
     from ..calibrate.cuda_profile import gpu_end_to_end, scenario_errors
-    from ..profiles import (
-        ProfileError,
-        default_profile,
-        profile_file,
-        record_validation,
-        resolve_profile,
-    )
+    from ..profiles import default_profile, resolve_profile
 
     if not _cuda_available():
-        print("error: --device cuda: no GPU here (torch.cuda.is_available() is False)",
-              file=sys.stderr)
-        return 2
+        return usage_error("--device cuda: no GPU here (torch.cuda.is_available() is False)")
     import torch
 
     from ..calibrate.cuda_collect import collect, gpu_scenarios
@@ -355,6 +381,18 @@ def _validate_cuda(args) -> int:
     name = torch.cuda.get_device_name()
     prof = (resolve_profile(args.profile) if args.profile
             else default_profile(name, "gpu") or profile_for_device(name))
+    if prof.device.kind != "gpu":
+        return usage_error(f"--profile: {prof.name!r} describes a CPU ({prof.device.name}); "
+                           "validate --device cuda needs a GPU profile")
+    target = None
+    if args.record:  # know where it goes before the measurements
+        target, problem = _record_target(args, prof)
+        if problem:
+            return usage_error(problem)
+    problem = _unwritable_outputs(("--measurements", args.measurements and
+                                   str(Path(args.measurements) / "measurements.json.gz")))
+    if problem:
+        return usage_error(problem)
     folder = args.measurements or tempfile.mkdtemp(prefix="ml-dse-validate-")
     collect(folder, device="cuda", scenarios=gpu_scenarios(name, args.seed, 2 * args.n),
             kernels=False, budget_s=600.0,
@@ -365,43 +403,12 @@ def _validate_cuda(args) -> int:
           f"({prof.kind}) on {name}; measurements in {folder}")
     if not args.json:
         _print_gpu_rows(rows, "profile as it is")
-    if args.record:
-        target = profile_file(prof)
-        if target is None:
-            print(f"error: --record: no profile file for {prof.name!r}", file=sys.stderr)
-            return 1
-        try:
-            when = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-            record_validation(target, "end_to_end", gpu_end_to_end(
-                rows, {"date": when, "host": socket.gethostname()},
-                " ".join(["python -m predictors validate"] + sys.argv[2:])))
-        except (ProfileError, OSError) as e:
-            print(f"error: --record: {e}", file=sys.stderr)
-            return 1
+    if target is not None:
+        when = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        return _record(target, gpu_end_to_end(rows, {"date": when,
+                                                     "host": socket.gethostname()},
+                                              args.command_line))
     return 0
-
-
-def _unwritable(path: str) -> str | None:
-    """Why a profile cannot be written at ``path`` (its folder is created), or None."""
-    import tempfile
-    from pathlib import Path
-
-    from ..utils.fileio import writable_target
-
-    if Path(path).expanduser().is_dir():
-        return "is a folder; give a file name such as PROFILE.json"
-    try:
-        writable_target(Path(path).expanduser())
-    except OSError as exc:
-        return str(exc)
-    folder = Path(path).expanduser().resolve().parent
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-    except OSError as exc:
-        return f"cannot write in {folder}: {exc.strerror or exc}"
-    return None
 
 
 def _cuda_available() -> bool:
@@ -410,45 +417,32 @@ def _cuda_available() -> bool:
 
 
 def _cmd_validate(args) -> int:
-    from pathlib import Path
-
     from ..calibrate.validate import end_to_end_record, format_report, validate_cpu
-    from ..profiles import (
-        ProfileError,
-        default_profile,
-        profile_file,
-        record_validation,
-        resolve_profile,
-    )
+    from ..profiles import default_profile, resolve_profile
 
     if args.device == "cuda":
         return _validate_cuda(args)
+    if args.measurements:
+        return usage_error("--measurements: GPU validations only (--device cuda)")
     prof = (resolve_profile(args.profile) if args.profile
             else default_profile("cpu", "cpu", args.threads))
     if prof is not None and prof.device.kind != "cpu":
-        raise SystemExit(f"error: --profile: {prof.name!r} describes a GPU "
-                         f"({prof.device.name}); validate --device cpu needs a CPU profile")
+        return usage_error(f"--profile: {prof.name!r} describes a GPU ({prof.device.name}); "
+                           "validate --device cpu needs a CPU profile")
     if prof is None:
-        raise SystemExit(f"error: no calibrated CPU profile for {args.threads} thread(s); "
-                         f"run `python -m predictors calibrate --device cpu --out P.json`")
+        return usage_error(f"no calibrated CPU profile for {args.threads} thread(s); run "
+                           f"`{args.prog} calibrate --device cpu --out P.json`")
     kinds = ("dlrm", "transformer") if args.kind == "all" else (args.kind,)
     target = None
     if args.record:  # know where it goes before minutes of measuring
-        target = (Path(args.profile) if args.profile and Path(args.profile).is_file()
-                  else profile_file(prof))
-        if target is None:
-            raise SystemExit(f"error: --record: no profile file for {args.profile!r}")
+        target, problem = _record_target(args, prof)
+        if problem:
+            return usage_error(problem)
     result = validate_cpu(prof, n=args.n, seed=args.seed, iters=args.iters, kinds=kinds,
                           rounds=args.rounds, progress=_progress_printer(args.quiet))
     print(json.dumps(result) if args.json else format_report(result))
     if target is not None:
-        try:
-            record_validation(target, "end_to_end", end_to_end_record(result, " ".join(
-                ["python -m predictors validate"] + sys.argv[2:])))
-        except (ProfileError, OSError) as e:
-            print(f"error: --record: {e}", file=sys.stderr)
-            return 1
-        print(f"recorded in {target} (validation.end_to_end)", file=sys.stderr)
+        return _record(target, end_to_end_record(result, args.command_line))
     return 0
 
 
@@ -467,16 +461,28 @@ def _cmd_validate_scenario(args) -> int:
     return 2 if bad else 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m predictors",
-                                     description="Predict one training iteration of a "
-                                                 "scenario without running it.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("predict", help="predict one training iteration")
-    p.add_argument("scenario", help="scenario JSON file")
+def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every sub-command; ``prog`` as :func:`~.args.program_name` says."""
+    parser = argparse.ArgumentParser(
+        prog=prog or program_name(),
+        description="Predict how fast a model trains on a machine, and why, without "
+                    "running it.",
+        **examples("%(prog)s predict resources/scenarios/small_dlrm.json",
+                   "%(prog)s sweep resources/scenarios/bert_base.json --param platform "
+                   "--values a100-1,h100-1,h200-1",
+                   "%(prog)s COMMAND --help"))
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    p = sub.add_parser(
+        "predict", help="predict one training iteration",
+        **examples("%(prog)s resources/scenarios/small_dlrm.json",
+                   "%(prog)s resources/scenarios/bert_base.json --platform h100-1 --json",
+                   "%(prog)s resources/scenarios/small_dlrm.json --platform "
+                   "resources/scenarios/mlperf_dlrm_dcnv2.json --chrome-trace small.json.gz"))
+    p.add_argument("scenario", metavar="SCENARIO.json", help="scenario JSON file")
     p.add_argument("--profile", help="device profile name or path; 'roofline' for datasheet "
                                       "figures only (default: the device's bundled profile)")
-    p.add_argument("--platform", help="override the scenario's platform preset")
+    p.add_argument("--platform", metavar="PRESET_OR_FILE",
+                   help=f"predict on this platform instead of the scenario's: {PLATFORM_HELP}")
     p.add_argument("--overheads-from", nargs="+", metavar="TRACE",
                    help="CPU overheads (T1-T5) measured from your own recorded GPU trace(s) "
                         "instead of the profile's pooled ones")
@@ -484,47 +490,71 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chrome-trace", metavar="OUT.json",
                    help="also write the predicted timeline as a Chrome trace (Perfetto)")
     p.set_defaults(func=_cmd_predict)
-    rs = sub.add_parser("rank-sharding", help="predict the candidate embedding sharding "
-                                              "plans of a multi-GPU scenario, best first")
-    rs.add_argument("scenario", help="scenario JSON file")
-    rs.add_argument("--top", type=_positive_int, help="print only the K best plans")
+    rs = sub.add_parser(
+        "rank-sharding", help="predict the candidate embedding sharding plans of a "
+                              "multi-GPU scenario, best first",
+        **examples("%(prog)s resources/scenarios/mlperf_dlrm_dcnv2.json --top 3",
+                   "%(prog)s resources/scenarios/small_dlrm.json --platform dgx-h100 --json"))
+    rs.add_argument("scenario", metavar="SCENARIO.json", help="scenario JSON file")
+    rs.add_argument("--top", type=positive_int, metavar="K", help="print only the K best plans")
     rs.add_argument("--profile", help="device profile name or path (as for predict)")
-    rs.add_argument("--platform", help="override the scenario's platform preset")
+    rs.add_argument("--platform", metavar="PRESET_OR_FILE",
+                    help=f"rank the plans on this platform instead: {PLATFORM_HELP}")
     rs.add_argument("--json", action="store_true", help="print one JSON object")
     rs.set_defaults(func=_cmd_rank_sharding)
     from ..scenario.format import OPTIMIZERS
 
-    ft = sub.add_parser("fit", help="the largest batch whose step fits every rank's "
-                                    "device memory")
-    ft.add_argument("scenario", help="scenario JSON file")
-    ft.add_argument("--platform", help="override the scenario's platform preset")
+    ft = sub.add_parser(
+        "fit", help="the largest batch whose step fits every rank's device memory",
+        **examples("%(prog)s resources/scenarios/bert_base.json --optimizer adamw",
+                   "%(prog)s resources/scenarios/bert_base.json --platform h200-1 "
+                   "--multiple 8 --json"))
+    ft.add_argument("scenario", metavar="SCENARIO.json", help="scenario JSON file")
+    ft.add_argument("--platform", metavar="PRESET_OR_FILE",
+                    help=f"fit on this platform instead: {PLATFORM_HELP}")
     ft.add_argument("--optimizer", choices=list(OPTIMIZERS),
                     help="override the scenario's optimizer")
-    ft.add_argument("--multiple", type=_positive_int, default=1,
+    ft.add_argument("--multiple", type=positive_int, default=1, metavar="N",
                     help="only batches that are multiples of this (default 1)")
     ft.add_argument("--profile", help="device profile name or path (as for predict)")
     ft.add_argument("--json", action="store_true", help="print one JSON object")
     ft.set_defaults(func=_cmd_fit)
     from ..plan.sweep import SWEEPABLE  # light: no torch
 
-    sw = sub.add_parser("sweep", help="predict the scenario for each value of one setting")
-    sw.add_argument("scenario", help="scenario JSON file")
+    sw = sub.add_parser(
+        "sweep", help="predict the scenario for each value of one setting",
+        **examples("%(prog)s resources/scenarios/bert_base.json --param batch_size "
+                   "--values 8,64,512",
+                   "%(prog)s resources/scenarios/bert_base.json --param platform "
+                   "--values a100-1,h100-1,h200-1 --json",
+                   "%(prog)s resources/scenarios/small_dlrm.json --platform dgx-a100 "
+                   "--param dtype --values float32,bfloat16"))
+    sw.add_argument("scenario", metavar="SCENARIO.json", help="scenario JSON file")
     sw.add_argument("--param", required=True, choices=list(SWEEPABLE),
                     help="the setting to sweep")
-    sw.add_argument("--values", required=True,
+    sw.add_argument("--values", required=True, metavar="V1,V2,...",
                     help="comma-separated values, e.g. 256,512,1024 or a100-1,dgx-a100")
+    sw.add_argument("--platform", metavar="PRESET_OR_FILE",
+                    help=f"sweep on this platform instead of the scenario's (not with "
+                         f"--param platform): {PLATFORM_HELP}")
     sw.add_argument("--profile", help="device profile name or path (not with --param "
                                       "platform: each platform takes its own)")
     sw.add_argument("--json", action="store_true", help="print one JSON object")
     sw.set_defaults(func=_cmd_sweep)
-    m = sub.add_parser("measure", help="run the scenario for real and time it")
-    m.add_argument("scenario")
+    m = sub.add_parser(
+        "measure", help="run the scenario for real and time it",
+        **examples("%(prog)s resources/scenarios/small_dlrm.json --threads 1 --iters 10",
+                   "%(prog)s resources/scenarios/small_dlrm.json --trace small.pt.trace.json.gz "
+                   "--memory --json",
+                   "%(prog)s resources/scenarios/bert_base.json --device cuda --iters 30"))
+    m.add_argument("scenario", metavar="SCENARIO.json", help="scenario JSON file")
     m.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
                    help="cpu or cuda (default: cpu)")
-    m.add_argument("--iters", type=_positive_int, default=20,
+    m.add_argument("--iters", type=positive_int, default=20, metavar="N",
                    help="timed iterations (default 20)")
-    m.add_argument("--warmup", type=_count, default=5, help="untimed iterations first")
-    m.add_argument("--threads", type=_positive_int,
+    m.add_argument("--warmup", type=count, default=5, metavar="N",
+                   help="untimed iterations first (default 5)")
+    m.add_argument("--threads", type=positive_int, metavar="N",
                    help="CPU threads (default: the scenario's)")
     m.add_argument("--trace", metavar="OUT.json[.gz]",
                    help="also record one step with torch.profiler (Kineto JSON)")
@@ -534,17 +564,26 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--memory", action="store_true",
                    help="also measure one step's peak of allocated tensor memory (and "
                         "record memory events in --trace)")
-    m.add_argument("--json", action="store_true")
+    m.add_argument("--json", action="store_true", help="print one JSON object")
     m.set_defaults(func=_cmd_measure)
-    c = sub.add_parser("calibrate", help="measure this device and write a profile")
-    c.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    c.add_argument("--out", required=True, metavar="PROFILE.json")
-    c.add_argument("--budget-s", type=float, default=600.0, help="time budget (default 600)")
-    c.add_argument("--threads", type=_positive_int, default=1, help="CPU threads (default 1)")
-    c.add_argument("--seed", type=int, default=0)
+    c = sub.add_parser(
+        "calibrate", help="measure this device and write a profile",
+        **examples("%(prog)s --out my-cpu.json --budget-s 600",
+                   "%(prog)s --device cuda --out my-gpu.json",
+                   "%(prog)s --from-measurements resources/measurements/nvidia-h200-2026-11-29 "
+                   "--out h200.json"))
+    c.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                   help="cpu or cuda (default: cpu)")
+    c.add_argument("--out", required=True, metavar="PROFILE.json",
+                   help="the profile to write (and a .npz beside it)")
+    c.add_argument("--budget-s", type=positive_float, default=600.0, metavar="S",
+                   help="time budget in seconds (default 600)")
+    c.add_argument("--threads", type=positive_int, default=1, metavar="N",
+                   help="CPU threads (default 1)")
+    c.add_argument("--seed", type=int, default=0, help="seed of the random scenarios")
     c.add_argument("--keep-samples", metavar="SAMPLES.json.gz",
-                   help="also write the training samples (benchmarks/feature_ab.py refits "
-                        "from them)")
+                   help="cpu: also write the training samples (benchmarks/feature_ab.py "
+                        "refits from them)")
     c.add_argument("--measurements", metavar="DIR",
                    help="cuda: where the measurements go (default: beside --out)")
     c.add_argument("--from-measurements", metavar="DIR",
@@ -554,39 +593,57 @@ def build_parser() -> argparse.ArgumentParser:
                         "same GPU, another run; repeatable)")
     c.add_argument("--quiet", action="store_true", help="no progress on stderr")
     c.set_defaults(func=_cmd_calibrate)
-    va = sub.add_parser("validate", help="measure and predict random scenarios")
-    va.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    va = sub.add_parser(
+        "validate", help="measure and predict random scenarios",
+        **examples("%(prog)s --n 4 --kind dlrm",
+                   "%(prog)s --profile local-cpu-1t-zen4 --rounds 3 --json",
+                   "%(prog)s --device cuda --n 5 --measurements validation/"))
+    va.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                    help="cpu or cuda (default: cpu)")
     va.add_argument("--profile", help="profile path or name (default: the bundled one)")
-    va.add_argument("--n", type=_positive_int, default=10,
+    va.add_argument("--n", type=positive_int, default=10, metavar="N",
                     help="scenarios per kind (default 10)")
     va.add_argument("--kind", default="all", choices=["all", "dlrm", "transformer"])
-    va.add_argument("--threads", type=_positive_int, default=1)
-    va.add_argument("--iters", type=_positive_int, default=10, help="timed iterations per run")
+    va.add_argument("--threads", type=positive_int, default=1, metavar="N",
+                    help="CPU threads (default 1)")
+    va.add_argument("--iters", type=positive_int, default=10, metavar="N",
+                    help="timed iterations per run (default 10)")
     va.add_argument("--seed", type=int, default=1000, help="scenario seed (not calibration's)")
-    va.add_argument("--rounds", type=_positive_int, default=2,
-                    help="measurements per scenario, each round through all scenarios "
+    va.add_argument("--rounds", type=positive_int, default=2, metavar="R",
+                    help="cpu: measurements per scenario, each round through all scenarios "
                          "(default 2; the fastest is kept)")
-    va.add_argument("--json", action="store_true")
+    va.add_argument("--json", action="store_true", help="print one JSON object (cuda: a list)")
     va.add_argument("--record", action="store_true",
                     help="store the end-to-end figures in the profile (validation.end_to_end; "
                          "the Profiles tab shows them)")
     va.add_argument("--measurements", metavar="DIR",
                     help="cuda: keep the measurements and traces here (default: a temp folder)")
-    va.add_argument("--quiet", action="store_true")
+    va.add_argument("--quiet", action="store_true", help="no progress on stderr")
     va.set_defaults(func=_cmd_validate)
-    v = sub.add_parser("check", help="validate scenario files and compile their models")
-    v.add_argument("scenario", nargs="+")
+    v = sub.add_parser(
+        "check", help="validate scenario files and compile their models",
+        **examples("%(prog)s resources/scenarios/small_dlrm.json",
+                   "%(prog)s resources/scenarios/*.json"))
+    v.add_argument("scenario", nargs="+", metavar="SCENARIO.json")
     v.set_defaults(func=_cmd_validate_scenario)
     for module in _COMMAND_MODULES:  # each adds its own sub-commands
         importlib.import_module(module).register(sub)
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """Run one command line (default: ``sys.argv[1:]``); the exit status: 0, 2 for a user
+    error (bad input, file or flags), 1 for a run that failed otherwise."""
+    import shlex
+
     from ..profiles import ProfileError
     from ..scenario.format import ScenarioError
 
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    prog = prog or program_name()
+    args = build_parser(prog).parse_args(argv)
+    args.prog = prog
+    args.command_line = f"{prog} {shlex.join(argv)}"
     try:
         return args.func(args)
     except ScenarioError as exc:
@@ -595,6 +652,12 @@ def main(argv: list[str] | None = None) -> int:
         prefix = f"{source}: " if not exc.source and isinstance(source, str) else ""
         print(f"error: {prefix}{exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader of stdout went away (`| head`): stop quietly
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):  # stdout is no file (captured)
+            pass
+        return 1
     except (OSError, ProfileError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -11,8 +11,9 @@ from pathlib import Path
 import numpy as np
 
 from ..utils.fileio import atomic_write_bytes
+from .args import examples
 
-__all__ = ["register", "predict_rows"]
+__all__ = ["predict_rows", "register"]
 
 GEMM_OPS = ("mm", "addmm", "bmm", "baddbmm")
 EMBEDDING_OPS = ("embedding_bag",)
@@ -23,6 +24,7 @@ class _UsageError(Exception):
 
 
 def _fail(message: str) -> int:
+    """One ``error:`` line on stderr; exit status 2 (a user error)."""
     print(f"error: {message}", file=sys.stderr)
     return 2
 
@@ -141,13 +143,13 @@ def _cmd_predict(args) -> int:
     from ..profiles import ProfileError
 
     try:
-        profile = profile_for_device(args.device)
+        profile = profile_for_device(args.gpu)
     except KeyError as exc:
-        return _fail(f"--device: {exc.args[0]}")
+        return _fail(f"--gpu: {exc.args[0]}")
     except ProfileError as exc:
-        return _fail(f"--device: {exc}")
+        return _fail(f"--gpu: {exc}")
     if profile.device.kind != "gpu":
-        return _fail(f"--device: {profile.name!r} describes a CPU; kernels predict models "
+        return _fail(f"--gpu: {profile.name!r} describes a CPU; kernels predict models "
                      "GPU kernels")
     try:
         with open(args.inp, newline="") as f:
@@ -242,13 +244,17 @@ def _cmd_validate_traces(args) -> int:
         rec = load_recording(args.files)
     except TraceError as exc:
         return _fail(str(exc))
-    name = args.device or rec.traces[0].device_name
+    name = args.gpu or rec.traces[0].device_name
     if not name:
-        return _fail(f"{rec.traces[0].file}: the trace names no GPU; give --device")
+        return _fail(f"{rec.traces[0].file}: the trace names no GPU; give --gpu NAME")
     try:
         profile = profile_for_device(name)
     except (KeyError, ProfileError) as exc:
-        return _fail(f"--device: {exc.args[0] if isinstance(exc, KeyError) else exc}")
+        where = "--gpu" if args.gpu else f"{rec.traces[0].file}: the trace's GPU"
+        return _fail(f"{where}: {exc.args[0] if isinstance(exc, KeyError) else exc}")
+    if profile.device.kind != "gpu":
+        return _fail(f"--gpu: {profile.name!r} describes a CPU; validate-traces models GPU "
+                     "kernels")
     try:
         result = validate_recording(rec, profile, et_paths=args.et)
     except TraceError as exc:
@@ -260,39 +266,65 @@ def _cmd_validate_traces(args) -> int:
     return 0
 
 
+_GPU_HELP = ("the name a GPU reports (e.g. 'NVIDIA H100 80GB HBM3'; case, spaces and dashes "
+             "are forgiven), a bundled profile's name (nvidia-h200), or a profile JSON path")
+
+
 def register(subparsers) -> None:
-    k = subparsers.add_parser("kernels", help="GPU kernel models: predict, build profiles, "
-                                             "validate against traces")
-    ksub = k.add_subparsers(dest="kernels_command", required=True)
-    p = ksub.add_parser("predict", help="predict kernel times for the shapes of a CSV")
-    p.add_argument("--device", required=True,
-                   help="GPU name as it reports itself (e.g. 'NVIDIA H100 80GB HBM3'), a "
-                        "bundled profile name, or a profile JSON path")
+    k = subparsers.add_parser(
+        "kernels", help="GPU kernel models: predict, build profiles, validate against traces",
+        **examples("%(prog)s predict --gpu 'NVIDIA H100 80GB HBM3' --op mm --in shapes.csv "
+                   "--out pred.csv",
+                   "%(prog)s validate-traces "
+                   "resources/measurements/nvidia-h200-2026-11-29/scenario00.json.gz",
+                   "%(prog)s SUBCOMMAND --help"))
+    ksub = k.add_subparsers(dest="kernels_command", required=True, metavar="SUBCOMMAND")
+    p = ksub.add_parser(
+        "predict", help="predict kernel times for the shapes of a CSV",
+        **examples("printf 'M,N,K\\n4096,4096,4096\\n' > shapes.csv",
+                   "%(prog)s --gpu 'NVIDIA H100 80GB HBM3' --op mm --in shapes.csv "
+                   "--out pred.csv",
+                   "%(prog)s --gpu nvidia-h200-measured --op addmm --in shapes.csv "
+                   "--out pred.csv"))
+    p.add_argument("--gpu", required=True, metavar="NAME", help=_GPU_HELP)
     p.add_argument("--op", required=True, choices=GEMM_OPS + EMBEDDING_OPS)
     p.add_argument("--in", dest="inp", required=True, metavar="SHAPES.csv",
                    help="GEMM: columns B,M,N,K (B optional for mm/addmm), optional dtype "
                         "(float32 default, float16, bfloat16); embedding_bag: "
                         "rows,dim,batch,pooling[,distribution,alpha,backward]")
-    p.add_argument("--out", required=True, metavar="PRED.csv")
+    p.add_argument("--out", required=True, metavar="PRED.csv",
+                   help="the input rows with pred_ms (kernel milliseconds) added")
     p.set_defaults(func=_cmd_predict)
-    b = ksub.add_parser("build-profiles", help="rebuild the bundled GPU profiles")
-    b.add_argument("--out", help="output folder (default: resources/profiles/gpu)")
-    b.add_argument("--regressor", choices=("gbm", "mlp"), default="gbm")
-    b.add_argument("--seed", type=int, default=0)
-    b.add_argument("--data", help="the neusight-gemm folder (default: ../shared/data/...)")
+    b = ksub.add_parser(
+        "build-profiles", help="rebuild the bundled GPU profiles",
+        **examples("%(prog)s",
+                   "%(prog)s --out /tmp/profiles --no-validate",
+                   "%(prog)s --overheads-only"))
+    b.add_argument("--out", metavar="DIR", help="output folder (default: resources/profiles/gpu)")
+    b.add_argument("--regressor", choices=("gbm", "mlp"), default="gbm",
+                   help="the fp32 GEMM model (default gbm)")
+    b.add_argument("--seed", type=int, default=0, help="the fits' seed (default 0)")
+    b.add_argument("--data", metavar="DIR",
+                   help="the neusight-gemm folder (default: ../shared/data/microbench/"
+                        "neusight-gemm)")
     b.add_argument("--no-validate", action="store_true",
                    help="skip the held-out and leave-one-GPU-out fits")
     b.add_argument("--overheads-only", action="store_true",
                    help="only re-measure T1-T5 and launch maps from the public GPU traces "
                         "into the existing profiles")
     b.set_defaults(func=_cmd_build)
-    v = ksub.add_parser("validate-traces",
-                        help="replay recorded GPU traces with modeled kernels and compare "
-                             "with the recording")
+    v = ksub.add_parser(
+        "validate-traces",
+        help="replay recorded GPU traces with modeled kernels and compare with the recording",
+        **examples("%(prog)s resources/measurements/nvidia-h200-2026-11-29/scenario00.json.gz",
+                   "%(prog)s resources/measurements/nvidia-h200-2026-11-29/scenario03.json.gz "
+                   "--gpu nvidia-h200-measured --json"))
     v.add_argument("files", nargs="+", metavar="FILE",
                    help="Kineto traces (several files: the ranks of one job)")
     v.add_argument("--et", nargs="+", metavar="ET.json",
                    help="the job's execution traces (collective sizes for old traces)")
-    v.add_argument("--device", help="profile to use (default: the GPU the trace names)")
+    v.add_argument("--gpu", metavar="NAME",
+                   help=f"the profile to model with (default: the GPU the trace names): "
+                        f"{_GPU_HELP}")
     v.add_argument("--json", action="store_true", help="print one JSON object")
     v.set_defaults(func=_cmd_validate_traces)

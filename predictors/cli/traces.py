@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import json
-import sys
+
+from .args import examples, unwritable, usage_error
 
 __all__ = ["register"]
 
@@ -19,8 +20,7 @@ def _cmd_summary(args) -> int:
     try:
         result = summarize(_load(args.files))
     except TraceError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return usage_error(str(exc))
     if args.json:
         print(json.dumps(result))
         return 0
@@ -41,11 +41,14 @@ def _cmd_replay(args) -> int:
     from ..traces.kineto import TraceError
     from ..traces.replay import replay
 
+    if args.chrome_trace:
+        problem = unwritable(args.chrome_trace)
+        if problem:  # say so now, not after the replay
+            return usage_error(f"--chrome-trace {args.chrome_trace}: {problem}")
     try:
         result = replay(_load(args.files))
     except TraceError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return usage_error(str(exc))
     if args.chrome_trace:
         result.timeline.save_chrome_trace(args.chrome_trace)
     if args.json:
@@ -63,15 +66,24 @@ def _cmd_replay(args) -> int:
 
 def register(sub) -> None:
     """Add ``trace-summary`` and ``replay`` to the ``python -m predictors`` parser."""
-    p = sub.add_parser("trace-summary", help="steps, device time and kernels of recorded "
-                                             "Kineto traces (several files: the ranks of one "
-                                             "job)")
-    p.add_argument("files", nargs="+", metavar="FILE")
+    p = sub.add_parser(
+        "trace-summary", help="steps, device time and kernels of recorded Kineto traces "
+                              "(several files: the ranks of one job)",
+        **examples("%(prog)s sample_traces/small_dlrm_cpu1.pt.trace.json.gz",
+                   "%(prog)s resources/measurements/nvidia-h200-2026-11-29/scenario00.json.gz "
+                   "--json"))
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="Kineto traces, plain or gzipped JSON")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_cmd_summary)
-    r = sub.add_parser("replay", help="re-simulate recorded traces with their own kernel "
-                                      "times and overheads, beside the recorded step time")
-    r.add_argument("files", nargs="+", metavar="FILE")
+    r = sub.add_parser(
+        "replay", help="re-simulate recorded traces with their own kernel times and "
+                       "overheads, beside the recorded step time",
+        **examples("%(prog)s sample_traces/small_dlrm_cpu1.pt.trace.json.gz",
+                   "%(prog)s resources/measurements/nvidia-h200-2026-11-29/scenario00.json.gz "
+                   "--json --chrome-trace replayed.json"))
+    r.add_argument("files", nargs="+", metavar="FILE",
+                   help="Kineto traces, plain or gzipped JSON")
     r.add_argument("--json", action="store_true", help="print one JSON object")
     r.add_argument("--chrome-trace", metavar="OUT.json",
                    help="also write the replayed timeline as a Chrome trace")

@@ -174,7 +174,7 @@ def test_a_trace_without_kernels_or_ops_is_refused(tmp_path, capsys):
     cpu_only = {**doc, "traceEvents": [e for e in doc["traceEvents"]
                                        if e.get("cat") not in ("kernel", "ac2g")]}
     assert main(["kernels", "validate-traces", str(write(tmp_path / "c.json", cpu_only)),
-                 "--device", "NVIDIA A100-SXM4-40GB"]) == 2
+                 "--gpu", "NVIDIA A100-SXM4-40GB"]) == 2
     assert "records no GPU kernels" in capsys.readouterr().err
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import subprocess
 import sys
 
@@ -27,10 +28,10 @@ def _read(path):
 def test_gemm_round_trip_by_reported_name(tmp_path):
     src = _write(tmp_path / "s.csv", ["B", "M", "N", "K", "note"],
                  [[1, 1024, 1024, 1024, "a"], [1, 4096, 4096, 4096, "b"]])
-    out = subprocess.run([sys.executable, "-m", "predictors", "kernels", "predict", "--device",
+    out = subprocess.run([sys.executable, "-m", "predictors", "kernels", "predict", "--gpu",
                           "NVIDIA H100 80GB HBM3", "--op", "mm", "--in", str(src), "--out",
                           str(tmp_path / "p.csv")], cwd=ROOT, capture_output=True, text=True,
-                         timeout=120)
+                         timeout=120, check=False)
     assert out.returncode == 0, out.stderr
     rows = _read(tmp_path / "p.csv")
     assert [r["note"] for r in rows] == ["a", "b"]
@@ -41,7 +42,7 @@ def test_gemm_round_trip_by_reported_name(tmp_path):
 @pytest.mark.parametrize("op", ["bmm", "addmm", "baddbmm"])
 def test_other_gemm_ops(tmp_path, op):
     src = _write(tmp_path / "s.csv", ["B", "M", "N", "K"], [[64, 128, 128, 64]])
-    assert main(["kernels", "predict", "--device", "Tesla V100-SXM2-32GB", "--op", op,
+    assert main(["kernels", "predict", "--gpu", "Tesla V100-SXM2-32GB", "--op", op,
                  "--in", str(src), "--out", str(tmp_path / "p.csv")]) == 0
     assert float(_read(tmp_path / "p.csv")[0]["pred_ms"]) > 0
 
@@ -52,7 +53,7 @@ def test_embedding_bag_with_distribution(tmp_path):
                  [[10_000_000, 128, 2048, 20, "uniform", "", 0],
                   [10_000_000, 128, 2048, 20, "zipf", 1.2, 0],
                   [10_000_000, 128, 2048, 20, "uniform", "", 1]])
-    assert main(["kernels", "predict", "--device", "nvidia-a100-sxm4-40gb", "--op",
+    assert main(["kernels", "predict", "--gpu", "nvidia-a100-sxm4-40gb", "--op",
                  "embedding_bag", "--in", str(src), "--out", str(tmp_path / "p.csv")]) == 0
     uni, zipf, bwd = (float(r["pred_ms"]) for r in _read(tmp_path / "p.csv"))
     assert 0 < zipf < uni and bwd > 0
@@ -60,24 +61,24 @@ def test_embedding_bag_with_distribution(tmp_path):
 
 def test_errors_are_one_line(tmp_path, capsys):
     good = _write(tmp_path / "g.csv", ["M", "N", "K"], [[8, 8, 8]])
-    assert main(["kernels", "predict", "--device", "NVIDIA GeForce 256", "--op", "mm",
+    assert main(["kernels", "predict", "--gpu", "NVIDIA GeForce 256", "--op", "mm",
                  "--in", str(good), "--out", str(tmp_path / "o.csv")]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("error: --device: unknown device") and "\n" not in err
+    assert err.startswith("error: --gpu: unknown device") and "\n" not in err
     bad = _write(tmp_path / "b.csv", ["M", "N", "K"], [[8, "x", 8]])
-    assert main(["kernels", "predict", "--device", "NVIDIA H200", "--op", "mm",
+    assert main(["kernels", "predict", "--gpu", "NVIDIA H200", "--op", "mm",
                  "--in", str(bad), "--out", str(tmp_path / "o.csv")]) == 2
     err = capsys.readouterr().err.strip()
     assert "line 2" in err and "'N'" in err and "\n" not in err
     missing = _write(tmp_path / "m.csv", ["M", "K"], [[8, 8]])
-    assert main(["kernels", "predict", "--device", "NVIDIA H200", "--op", "bmm",
+    assert main(["kernels", "predict", "--gpu", "NVIDIA H200", "--op", "bmm",
                  "--in", str(missing), "--out", str(tmp_path / "o.csv")]) == 2
     assert "missing column(s) N, B" in capsys.readouterr().err
-    assert main(["kernels", "predict", "--device", "NVIDIA H200", "--op", "mm",
+    assert main(["kernels", "predict", "--gpu", "NVIDIA H200", "--op", "mm",
                  "--in", str(tmp_path / "nope.csv"), "--out", str(tmp_path / "o.csv")]) == 2
     assert "cannot read" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:
-        main(["kernels", "predict", "--device", "NVIDIA H200", "--op", "conv2d",
+        main(["kernels", "predict", "--gpu", "NVIDIA H200", "--op", "conv2d",
               "--in", str(good), "--out", str(tmp_path / "o.csv")])
     assert exc.value.code == 2
 
@@ -86,7 +87,7 @@ def test_half_precision_gemms_use_the_tensor_core_peak(tmp_path, capsys):
     src = _write(tmp_path / "s.csv", ["M", "N", "K", "dtype"],
                  [[8192, 8192, 8192, "float32"], [8192, 8192, 8192, "bf16"],
                   [8192, 8192, 8192, "float16"], [8192, 8192, 8192, ""]])
-    assert main(["kernels", "predict", "--device", "NVIDIA H100 80GB HBM3", "--op", "mm",
+    assert main(["kernels", "predict", "--gpu", "NVIDIA H100 80GB HBM3", "--op", "mm",
                  "--in", str(src), "--out", str(tmp_path / "p.csv")]) == 0
     fp32, bf16, fp16, default = (float(r["pred_ms"]) for r in _read(tmp_path / "p.csv"))
     assert default == fp32
@@ -95,6 +96,30 @@ def test_half_precision_gemms_use_the_tensor_core_peak(tmp_path, capsys):
     assert 300e12 < flops / (bf16 * 1e-3) <= 989e12   # tensor cores: below 989 TF dense
     assert fp16 == pytest.approx(bf16)
     bad = _write(tmp_path / "b.csv", ["M", "N", "K", "dtype"], [[1, 2, 3, "int8"]])
-    assert main(["kernels", "predict", "--device", "NVIDIA H100 80GB HBM3", "--op", "mm",
+    assert main(["kernels", "predict", "--gpu", "NVIDIA H100 80GB HBM3", "--op", "mm",
                  "--in", str(bad), "--out", str(tmp_path / "q.csv")]) == 2
     assert "'int8' is not one of" in capsys.readouterr().err
+
+
+def test_the_gpu_is_named_with_gpu_not_device(tmp_path, capsys):
+    """``--device`` is cpu/cuda elsewhere; the kernels commands name their GPU with --gpu."""
+    src = _write(tmp_path / "s.csv", ["M", "N", "K"], [[256, 256, 256]])
+    with pytest.raises(SystemExit) as exc:
+        main(["kernels", "predict", "--device", "NVIDIA H200", "--op", "mm",
+              "--in", str(src), "--out", str(tmp_path / "p.csv")])
+    assert exc.value.code == 2
+    assert "--gpu" in capsys.readouterr().err
+    assert main(["kernels", "predict", "--gpu", "nvidia-h200-measured", "--op", "addmm",
+                 "--in", str(src), "--out", str(tmp_path / "p.csv")]) == 0
+    assert "(measured)" in capsys.readouterr().out
+    trace = str(ROOT / "resources" / "measurements" / "nvidia-h200-2026-11-29"
+                / "scenario00.json.gz")
+    with pytest.raises(SystemExit) as exc:
+        main(["kernels", "validate-traces", trace, "--device", "NVIDIA H200"])
+    assert exc.value.code == 2
+    capsys.readouterr()
+    assert main(["kernels", "validate-traces", trace, "--gpu", "NVIDIA GeForce 256"]) == 2
+    assert capsys.readouterr().err.startswith("error: --gpu: ")
+    assert main(["kernels", "validate-traces", trace, "--gpu", "nvidia-h200-measured",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["device"] == "NVIDIA H200"
