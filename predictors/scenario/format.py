@@ -2,39 +2,47 @@
 
 A scenario is kept as plain JSON-like data.  :func:`validate_scenario` returns a normalized
 copy (defaults filled in) or raises :class:`ScenarioError`, whose ``issues`` each name the
-field at fault, e.g. ``model.nodes[2].params.layers[1]: must be positive, got 0``.
+field at fault, e.g. ``model.nodes[2].params.layers[1]: must be positive, got 0``.  The
+fields and their types are defined once, in :mod:`.definition`; this module checks the
+format version and what types cannot say (the model's wiring, the platform graph).
 """
 from __future__ import annotations
 
 import copy
 import json
-import math
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
 import networkx as nx
+from msgspec import UNSET
 
-from ..hardware.platforms import (
-    GPU_MODELS,
-    LINK_KINDS,
-    PLATFORM_PRESETS,
-    resolve_platform,
-)
+from ..hardware.platforms import GPU_MODELS, resolve_platform
 from ..hardware.specs import find_gpu_spec
 from ..utils.fileio import atomic_write_bytes
-from .registry import BLOCK_KINDS, MAX_SIZE, block_kind, validate_params
+from .definition import (
+    DTYPES,
+    FORMAT,
+    OPTIMIZERS,
+    PLATFORM_NODE_KINDS,
+    ROW_WISE,
+    VERSION,
+    BlockId,
+    BlockKindName,
+    Platform,
+    Scenario,
+)
+from .registry import block_kind
+from .typecheck import check, short_repr
 
 __all__ = ["FORMAT", "VERSION", "ScenarioError", "Issue", "load_scenario", "read_scenario",
            "migrate_scenario", "save_scenario", "validate_scenario", "validate_platform",
-           "scenario_to_json", "model_graph", "MIGRATIONS", "DTYPES", "OPTIMIZERS", "ROW_WISE"]
+           "scenario_to_json", "model_graph", "MIGRATIONS", "DTYPES", "OPTIMIZERS", "ROW_WISE",
+           "PLATFORM_NODE_KINDS"]
 
-FORMAT = "ml-dse/scenario"
-VERSION = 1
-DTYPES = ("float32", "bfloat16", "float16")
-OPTIMIZERS = ("sgd", "adam", "adamw")
-ROW_WISE = "rw"   # an embedding_sharding value: the table's rows split over every rank
-PLATFORM_NODE_KINDS = ("cpu", "gpu", "node", "nvswitch", "nic", "pcie_switch")
+_BLOCK_FIELD = re.compile(r"model\.nodes\[(\d+)\]")
 
 # MIGRATIONS[v] upgrades a version-v document to version v + 1.  Version 1 is the first;
 # the next format change adds ``MIGRATIONS[1]`` and bumps VERSION.
@@ -66,11 +74,12 @@ class ScenarioError(ValueError):
 def _migrate(doc: dict, issues: list[Issue]) -> dict:
     version = doc.get("version")
     if isinstance(version, bool) or not isinstance(version, int):
-        issues.append(Issue("version", f"expected an integer format version, got {version!r}"))
+        issues.append(Issue("version", f"expected an integer format version, "
+                                       f"got {short_repr(version)}"))
         return doc
     if version > VERSION:
-        issues.append(Issue("version", f"version {version} is newer than this program "
-                                       f"understands ({VERSION}); please upgrade"))
+        issues.append(Issue("version", f"version {short_repr(version)} is newer than this "
+                                       f"program understands ({VERSION}); please upgrade"))
         return doc
     while version < VERSION:
         if version not in MIGRATIONS:
@@ -82,70 +91,53 @@ def _migrate(doc: dict, issues: list[Issue]) -> dict:
     return doc
 
 
-def _validate_model(model, issues: list[Issue]) -> dict:
-    if not isinstance(model, dict):
-        issues.append(Issue("model", "expected an object with 'nodes' and 'edges'"))
-        return {"nodes": [], "edges": []}
-    nodes_in, edges_in = model.get("nodes"), model.get("edges", [])
-    if not isinstance(nodes_in, list) or not nodes_in:
-        issues.append(Issue("model.nodes", "expected a non-empty list of blocks"))
-        nodes_in = []
-    if not isinstance(edges_in, list):
-        issues.append(Issue("model.edges", "expected a list of edges"))
-        edges_in = []
-    nodes, kinds, index = [], {}, {}
-    for i, node in enumerate(nodes_in):
-        where = f"model.nodes[{i}]"
-        if not isinstance(node, dict):
-            issues.append(Issue(where, f"expected an object, got {node!r}"))
+def _check_model(model, issues: list[Issue]) -> None:
+    """The wiring of the model: ids are unique, edges join known blocks without loops,
+    duplicates or cycles, every block has the inputs and outputs its kind allows, and
+    there is a loss.  Blocks and edges whose ids are of the wrong type are left out (the
+    type check reports them); a block of an unknown kind still counts as an id."""
+    nodes = model.get("nodes") if isinstance(model, dict) else None
+    edges = model.get("edges", []) if isinstance(model, dict) else []
+    if not isinstance(nodes, list):
+        return
+    kinds: dict[str, str | None] = {}  # id -> kind (None: an unknown kind)
+    index: dict[str, int] = {}
+    for i, node in enumerate(nodes):
+        if not (isinstance(node, dict) and _is(node.get("id"), BlockId)):
             continue
-        nid, kind = node.get("id"), node.get("kind")
-        if not isinstance(nid, str) or not nid:
-            issues.append(Issue(f"{where}.id", f"expected a non-empty string, got {nid!r}"))
-            continue
+        nid = node["id"]
         if nid in kinds:
-            issues.append(Issue(f"{where}.id", f"duplicate block id {nid!r}", nid))
+            issues.append(Issue(f"model.nodes[{i}].id", f"duplicate block id {nid!r}", nid))
             continue
-        if not isinstance(kind, str) or kind not in BLOCK_KINDS:
-            issues.append(Issue(f"{where}.kind", f"unknown block kind {kind!r} (known: "
-                                                 f"{', '.join(BLOCK_KINDS)})", nid))
-            kinds[nid] = None
-            continue
-        params, errs = validate_params(kind, node.get("params", {}), f"{where}.params")
-        issues.extend(Issue(f, m, nid) for f, m in errs)
-        kinds[nid] = kind
+        kinds[nid] = node["kind"] if _is(node.get("kind"), BlockKindName) else None
         index[nid] = i
-        nodes.append({"id": nid, "kind": kind, "params": params})
-    edges, graph = [], nx.DiGraph()
+    graph = nx.DiGraph()
     graph.add_nodes_from(kinds)
-    for i, edge in enumerate(edges_in):
+    for i, edge in enumerate(edges if isinstance(edges, list) else []):
         where = f"model.edges[{i}]"
-        if not isinstance(edge, dict):
-            issues.append(Issue(where, f"expected an object, got {edge!r}"))
+        if not (isinstance(edge, dict) and isinstance(edge.get("source"), str)
+                and isinstance(edge.get("target"), str)):
             continue
-        src, dst = edge.get("source"), edge.get("target")
-        bad = False
-        for key, end in (("source", src), ("target", dst)):
-            if not isinstance(end, str) or end not in kinds:
-                issues.append(Issue(f"{where}.{key}", f"no block with id {end!r}"))
-                bad = True
-        if bad:
+        src, dst = edge["source"], edge["target"]
+        missing = [(key, end) for key, end in (("source", src), ("target", dst))
+                   if end not in kinds]
+        for key, end in missing:
+            issues.append(Issue(f"{where}.{key}", f"no block with id {end!r}"))
+        if missing:
             continue
         if src == dst:
             issues.append(Issue(where, f"block {src!r} is connected to itself", src))
-            continue
-        if graph.has_edge(src, dst):
+        elif graph.has_edge(src, dst):
             issues.append(Issue(where, f"duplicate edge {src!r} -> {dst!r}", dst))
-            continue
-        graph.add_edge(src, dst)
-        edges.append({"source": src, "target": dst})
+        else:
+            graph.add_edge(src, dst)
     if graph.number_of_nodes() and not nx.is_directed_acyclic_graph(graph):
         cycle = nx.find_cycle(graph)
         path = " -> ".join([cycle[0][0]] + [v for _, v in cycle])
         issues.append(Issue("model.edges", f"the model graph has a cycle: {path}", cycle[0][0]))
-    for node in nodes:
-        kind, nid = block_kind(node["kind"]), node["id"]
-        where = f"model.nodes[{index[nid]}]"
+    typed = {nid: kind for nid, kind in kinds.items() if kind is not None}
+    for nid, name in typed.items():
+        kind, where = block_kind(name), f"model.nodes[{index[nid]}]"
         n_in, n_out = graph.in_degree(nid), graph.out_degree(nid)
         if n_in < kind.min_inputs:
             issues.append(Issue(where, f"{kind.label} needs at least {kind.min_inputs} "
@@ -156,172 +148,117 @@ def _validate_model(model, issues: list[Issue]) -> dict:
         if not kind.has_output and n_out:
             issues.append(Issue(where, f"{kind.label} has no output, but feeds {n_out} "
                                        f"block(s)", nid))
-    if nodes and not any(n["kind"] == "loss" for n in nodes):
+    if typed and "loss" not in typed.values():
         issues.append(Issue("model.nodes", "the model has no loss block"))
-    return {"nodes": nodes, "edges": edges}
 
 
-def _validate_platform(platform, issues: list[Issue]) -> dict:
-    if not isinstance(platform, dict):
-        issues.append(Issue("platform", "expected {'preset': NAME} or {'nodes', 'edges'}"))
-        return {"preset": "local-cpu"}
-    if "preset" in platform:
-        out = {"preset": platform["preset"]}
-        if not isinstance(platform["preset"], str) or platform["preset"] not in PLATFORM_PRESETS:
-            issues.append(Issue("platform.preset", f"unknown preset {platform['preset']!r} "
-                                                   f"(known: {', '.join(PLATFORM_PRESETS)})"))
-        if "threads" in platform:
-            t = platform["threads"]
-            if isinstance(t, bool) or not isinstance(t, int) or t < 1:
-                issues.append(Issue("platform.threads", f"must be a positive integer, got {t!r}"))
-            out["threads"] = t
-        return out
-    nodes = platform.get("nodes")
-    if not isinstance(nodes, list) or not nodes:
-        issues.append(Issue("platform.nodes", "expected a non-empty list of devices"))
-        return {"preset": "local-cpu"}
-    ids = set()
-    for i, node in enumerate(nodes):
-        if not isinstance(node, dict) or node.get("kind") not in PLATFORM_NODE_KINDS:
-            issues.append(Issue(f"platform.nodes[{i}].kind", f"expected one of "
-                                f"{list(PLATFORM_NODE_KINDS)}, got {node!r}"))
-            continue
-        if not isinstance(node.get("id"), str) or not node["id"]:
-            issues.append(Issue(f"platform.nodes[{i}].id", f"expected a non-empty string, "
-                                                           f"got {node.get('id')!r}"))
-            continue
-        if node["id"] in ids:
-            issues.append(Issue(f"platform.nodes[{i}].id", f"duplicate device id "
-                                                           f"{node['id']!r}"))
-        ids.add(node["id"])
-        _validate_device_params(node, f"platform.nodes[{i}].params", issues)
-    models = [(i, (n.get("params") or {}).get("model", "a100")) for i, n in enumerate(nodes)
-              if isinstance(n, dict) and n.get("kind") == "gpu"
-              and isinstance(n.get("params", {}), dict)]
+def _is(value, tp) -> bool:
+    """Whether ``value`` is of type ``tp`` (of :mod:`.definition`)."""
+    try:
+        msgspec.convert(value, tp)
+    except msgspec.ValidationError:
+        return False
+    return True
+
+
+def _check_platform(platform: Platform, issues: list[Issue]) -> None:
+    """What the types of a custom platform graph cannot say: unique device ids, known GPU
+    models (a short name or any name in the GPU table), one GPU model, GPUs that divide
+    evenly over the hosts, links between devices that exist."""
+    if platform.preset is not UNSET:
+        return
+    where = "platform"
+    ids: set[str] = set()
+    models: list[tuple[int, str]] = []
+    for i, node in enumerate(platform.nodes):
+        if node.id in ids:
+            issues.append(Issue(f"{where}.nodes[{i}].id", f"duplicate device id {node.id!r}"))
+        ids.add(node.id)
+        if node.kind == "gpu":
+            model = "a100" if node.params is UNSET or node.params.model is UNSET \
+                else node.params.model
+            if model not in GPU_MODELS and find_gpu_spec(model) is None:
+                issues.append(Issue(f"{where}.nodes[{i}].params.model", f"unknown GPU "
+                                    f"{model!r} (known: {', '.join(GPU_MODELS)} or a name in "
+                                    f"the GPU table)"))
+            models.append((i, model))
     for i, model in models[1:]:
         if model != models[0][1]:
-            issues.append(Issue(f"platform.nodes[{i}].params.model",
+            issues.append(Issue(f"{where}.nodes[{i}].params.model",
                                 f"{model!r} differs from the first GPU's {models[0][1]!r}: "
                                 "a platform has one GPU model"))
             break
-    gpus = sum(1 for n in nodes if isinstance(n, dict) and n.get("kind") == "gpu")
-    hosts = sum(1 for n in nodes if isinstance(n, dict) and n.get("kind") == "node")
-    if gpus and hosts and gpus % hosts:
-        issues.append(Issue("platform.nodes", f"{gpus} GPUs do not divide evenly over "
+    hosts = sum(1 for n in platform.nodes if n.kind == "node")
+    if models and hosts and len(models) % hosts:
+        issues.append(Issue(f"{where}.nodes", f"{len(models)} GPUs do not divide evenly over "
                                               f"{hosts} nodes"))
-    edges = platform.get("edges", [])
-    if not isinstance(edges, list):
-        issues.append(Issue("platform.edges", f"expected a list of links, got {edges!r}"))
-        edges = []
-    for i, edge in enumerate(edges):
+    for i, edge in enumerate(platform.edges or []):
         for key in ("source", "target"):
-            if not isinstance(edge, dict) or not isinstance(edge.get(key), str) \
-                    or edge[key] not in ids:
-                issues.append(Issue(f"platform.edges[{i}].{key}", "no device with that id"))
-        kind = edge.get("kind") if isinstance(edge, dict) else None
-        if isinstance(edge, dict) and (not isinstance(kind, str) or kind not in LINK_KINDS):
-            issues.append(Issue(f"platform.edges[{i}].kind", f"unknown link kind "
-                                f"{edge.get('kind')!r} (known: {', '.join(LINK_KINDS)})"))
-    return copy.deepcopy(platform)
+            if getattr(edge, key) not in ids:
+                issues.append(Issue(f"{where}.edges[{i}].{key}", "no device with that id"))
 
 
-def _validate_device_params(node: dict, where: str, issues: list[Issue]) -> None:
-    """A custom platform device's ``params``: a CPU's ``threads``, a GPU's ``model``."""
-    params = node.get("params", {})
-    if not isinstance(params, dict):
-        issues.append(Issue(where, f"expected an object, got {params!r}"))
-        return
-    if node["kind"] == "cpu" and "threads" in params:
-        t = params["threads"]
-        if isinstance(t, bool) or not isinstance(t, int) or t < 1:
-            issues.append(Issue(f"{where}.threads", f"must be a positive integer, got {t!r}"))
-    if node["kind"] == "gpu" and "model" in params:
-        model = params["model"]
-        if not isinstance(model, str) or (model not in GPU_MODELS
-                                          and find_gpu_spec(model) is None):
-            issues.append(Issue(f"{where}.model", f"unknown GPU {model!r} (known: "
-                                f"{', '.join(GPU_MODELS)} or a name in the GPU table)"))
-
-
-def _validate_training(training, issues: list[Issue]) -> dict:
-    out = {"batch_size": 128, "optimizer": "sgd", "dtype": "float32", "lr": 0.01}
-    if training is None:
+def _platform_dict(platform: Platform) -> dict:
+    """A platform as plain data: a preset (with its threads), or the custom graph."""
+    if platform.preset is not UNSET:
+        out = {"preset": platform.preset}
+        if platform.threads is not UNSET:
+            out["threads"] = platform.threads
         return out
-    if not isinstance(training, dict):
-        issues.append(Issue("training", f"expected an object, got {training!r}"))
-        return out
-    out.update(training)
-    bs = out["batch_size"]
-    if isinstance(bs, bool) or not isinstance(bs, int) or not 1 <= bs <= MAX_SIZE:
-        issues.append(Issue("training.batch_size", f"must be a positive integer up to "
-                                                   f"{MAX_SIZE:,}, got {bs!r}"))
-    if out["optimizer"] not in OPTIMIZERS:
-        issues.append(Issue("training.optimizer", f"expected one of {list(OPTIMIZERS)}, "
-                                                  f"got {out['optimizer']!r}"))
-    if out["dtype"] not in DTYPES:
-        issues.append(Issue("training.dtype", f"expected one of {list(DTYPES)}, "
-                                              f"got {out['dtype']!r}"))
-    lr = out["lr"]
-    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < math.inf:
-        issues.append(Issue("training.lr", f"must be a positive number, got {lr!r}"))
-    for key in set(out) - {"batch_size", "optimizer", "dtype", "lr"}:
-        issues.append(Issue(f"training.{key}", "unknown training setting"))
+    return msgspec.to_builtins(platform)
+
+
+def _issues(problems: list[tuple[str, str]], doc: dict) -> list[Issue]:
+    """Type problems as issues; those inside a block name the block."""
+    nodes = doc["model"].get("nodes") if isinstance(doc.get("model"), dict) else None
+    out = []
+    for where, message in problems:
+        node_id = None
+        block = _BLOCK_FIELD.match(where)
+        if block and isinstance(nodes, list) and int(block.group(1)) < len(nodes):
+            node = nodes[int(block.group(1))]
+            node_id = node.get("id") if isinstance(node, dict) else None
+        out.append(Issue(where, message, node_id if _is(node_id, BlockId) else None))
     return out
-
-
-def _validate_parallelism(parallelism, issues: list[Issue]) -> dict:
-    if parallelism is None:
-        return {"embedding_sharding": "auto"}
-    if not isinstance(parallelism, dict):
-        issues.append(Issue("parallelism", f"expected an object, got {parallelism!r}"))
-        return {"embedding_sharding": "auto"}
-    sharding = parallelism.get("embedding_sharding", "auto")
-    if sharding != "auto" and not isinstance(sharding, dict):
-        issues.append(Issue("parallelism.embedding_sharding",
-                            f"expected 'auto' or an object mapping tables to ranks, "
-                            f"got {sharding!r}"))
-    for key in sorted(set(parallelism) - {"embedding_sharding"}, key=str):
-        issues.append(Issue(f"parallelism.{key}", "unknown parallelism setting (known: "
-                                                  "embedding_sharding)"))
-    return copy.deepcopy(parallelism)
 
 
 def validate_platform(platform, source: str = "") -> dict:
     """Validate a scenario's ``platform`` section on its own; raise :class:`ScenarioError`."""
-    issues: list[Issue] = []
-    out = _validate_platform(platform, issues)
+    typed, problems = check(platform, Platform, "platform")
+    issues = [Issue(where, message) for where, message in problems]
+    if typed is not None:
+        _check_platform(typed, issues)
     if issues:
         raise ScenarioError(issues, source)
-    return out
+    return _platform_dict(typed)
 
 
 def validate_scenario(doc, source: str = "") -> dict:
-    """Validate and normalize a scenario document; raise :class:`ScenarioError`."""
-    issues: list[Issue] = []
-    if not isinstance(doc, dict):
-        raise ScenarioError([Issue("(document)", "expected a JSON object")], source)
-    if doc.get("format") != FORMAT:
-        raise ScenarioError([Issue("format", f"expected {FORMAT!r}, got "
-                                             f"{doc.get('format')!r}")], source)
-    doc = _migrate(doc, issues)
+    """Validate and normalize a scenario document; raise :class:`ScenarioError`.
+
+    The format and version come first (an older version is upgraded), then the types of
+    every field (:mod:`.definition`), then what types cannot say: the model's wiring, the
+    platform graph, the ranks of an explicit embedding sharding."""
+    doc = migrate_scenario(doc, source)
+    typed, problems = check(doc, Scenario, "")
+    issues = _issues(problems, doc)
+    _check_model(doc.get("model"), issues)
+    platform = typed.platform if typed is not None else check(
+        doc.get("platform", {"preset": "local-cpu"}), Platform, "platform")[0]
+    if platform is not None:
+        _check_platform(platform, issues)
     if issues:
         raise ScenarioError(issues, source)
-    name = doc.get("name", "")
-    if not isinstance(name, str):
-        issues.append(Issue("name", f"expected a string, got {name!r}"))
     out = {
-        "format": FORMAT, "version": VERSION, "name": name if isinstance(name, str) else "",
-        "model": _validate_model(doc.get("model"), issues),
-        "platform": _validate_platform(doc.get("platform", {"preset": "local-cpu"}), issues),
-        "training": _validate_training(doc.get("training"), issues),
-        "parallelism": _validate_parallelism(doc.get("parallelism"), issues),
+        "format": FORMAT, "version": VERSION, "name": typed.name,
+        "model": {"nodes": [{"id": b.id, "kind": b.__struct_config__.tag,
+                             "params": msgspec.to_builtins(b.params)} for b in typed.model.nodes],
+                  "edges": msgspec.to_builtins(typed.model.edges)},
+        "platform": _platform_dict(typed.platform),
+        "training": msgspec.to_builtins(typed.training),
+        "parallelism": msgspec.to_builtins(typed.parallelism),
         "layout": copy.deepcopy(doc.get("layout", {})),
     }
-    if not isinstance(out["layout"], dict):
-        issues.append(Issue("layout", f"expected an object of canvas positions, "
-                                      f"got {out['layout']!r}"))
-    if issues:
-        raise ScenarioError(issues, source)
     _check_sharding_ranks(out, issues)
     if issues:
         raise ScenarioError(issues, source)
@@ -330,7 +267,7 @@ def validate_scenario(doc, source: str = "") -> dict:
 
 def _check_sharding_ranks(doc: dict, issues: list[Issue]) -> None:
     """An explicit sharding may only place tables on ranks the platform has."""
-    sharding = doc["parallelism"].get("embedding_sharding", "auto")
+    sharding = doc["parallelism"]["embedding_sharding"]
     if not isinstance(sharding, dict):
         return
     ranks = resolve_platform(doc["platform"]).ranks
@@ -342,9 +279,7 @@ def _check_sharding_ranks(doc: dict, issues: list[Issue]) -> None:
             issues.append(Issue(f"parallelism.embedding_sharding.{key}",
                                 f"no such table: keys are '<block id>/<table index>' "
                                 f"({some})"))
-        elif rank == ROW_WISE:
-            continue   # its rows split over every rank
-        elif isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < ranks:
+        elif rank != ROW_WISE and rank >= ranks:
             issues.append(Issue(f"parallelism.embedding_sharding.{key}",
                                 f"expected a rank from 0 to {ranks - 1} (the platform has "
                                 f"{ranks}) or {ROW_WISE!r} (row-wise over all of them), "
@@ -364,7 +299,7 @@ def migrate_scenario(doc, source: str = "") -> dict:
         raise ScenarioError([Issue("(document)", "expected a JSON object")], source)
     if doc.get("format") != FORMAT:
         raise ScenarioError([Issue("format", f"expected {FORMAT!r}, got "
-                                             f"{doc.get('format')!r}")], source)
+                                             f"{short_repr(doc.get('format'))}")], source)
     issues: list[Issue] = []
     doc = _migrate(doc, issues)
     if issues:
@@ -388,6 +323,9 @@ def read_scenario(path: str | os.PathLike):
     except json.JSONDecodeError as exc:
         raise ScenarioError([Issue("(file)", f"not valid JSON: {exc.msg} at line {exc.lineno}, "
                                              f"column {exc.colno}")], str(path)) from None
+    except (ValueError, RecursionError) as exc:  # a number too long, arrays nested too deep
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise ScenarioError([Issue("(file)", f"not readable JSON: {why}")], str(path)) from None
     return doc
 
 

@@ -7,6 +7,7 @@ import sys
 import pytest
 from paths import ROOT, SCENARIOS
 
+import predictors.plan.capacity as capacity
 from predictors.engine.predict import device_memory
 from predictors.hardware.platforms import resolve_platform
 from predictors.model.capture import capture_training_step
@@ -54,14 +55,12 @@ def test_when_not_even_the_first_multiple_fits():
 def test_on_the_cpu_the_hosts_memory_is_the_limit(monkeypatch):
     import os
 
-    import predictors.engine.predict as predict_mod
-
     doc = load_scenario(SCENARIOS / "bert_base.json")
     doc["platform"] = {"preset": "local-cpu"}
     cap = largest_batch(doc)
     assert cap.device_bytes == os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     assert cap.peak_bytes <= cap.device_bytes < cap.over_peak_bytes
-    monkeypatch.setattr(predict_mod, "device_memory", lambda platform: 0.0)
+    monkeypatch.setattr(capacity, "device_memory", lambda platform: 0.0)
     with pytest.raises(ScenarioError, match="memory is unknown"):
         largest_batch(doc)
 
@@ -77,7 +76,6 @@ def test_fit_command_prints_json():
 
 
 def test_the_search_stops_at_its_cap_on_a_multiple(monkeypatch):
-    import predictors.plan.capacity as capacity
 
     monkeypatch.setattr(capacity, "MAX_BATCH", 1000)
     cap = largest_batch(load_scenario(SCENARIOS / "small_dlrm.json"), multiple=3)
