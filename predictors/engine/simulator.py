@@ -17,7 +17,8 @@ queued.
   after the last (an item with no calls lasts ``t5``).
 - A :class:`Call` is a runtime call inside an item (a kernel launch, a copy, a
   synchronization).  It lasts ``dur_us``; a synchronizing call also holds the thread until
-  its stream (or every stream) drains, a blocking call until its own kernels end.
+  its stream (or every stream) drains; a copy through pageable memory holds it until its
+  own kernels end (or a set time before: the last staged chunk still in flight).
 - A :class:`Kernel` is device work that a call queues on a stream.  It starts at
   ``max(call start + delay, stream free, its dependencies)``, and runs ``dur_us``.
 
@@ -76,7 +77,8 @@ class Call:
     dur_us: float
     kernels: tuple = ()
     sync: Hashable | None = None    # a stream, or ALL_STREAMS, that it waits to drain
-    blocking: bool = False          # returns only when its kernels have ended
+    returns_before_us: float | None = None  # waits for its kernels: returns this long
+                                            # before they end (None: does not wait)
     payload: object = None
 
 
@@ -172,8 +174,9 @@ def _walk(items: Sequence[Item], res: RankResult, cancelled):
                              else free.get(call.sync, tc))
                     if drain > end_call:
                         end_call = drain
-                elif call.blocking and copied > end_call:
-                    end_call = copied
+                elif (call.returns_before_us is not None
+                      and copied - call.returns_before_us > end_call):
+                    end_call = copied - call.returns_before_us
                 res.calls.append((tc, end_call))
                 tc = end_call
             end = tc + it.t3_us

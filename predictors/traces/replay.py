@@ -24,8 +24,9 @@ the rules the predictions use.  What a recording gives the simulator:
   did in the recording (an event wait takes a few microseconds);
 - a blocking call (``cudaStreamSynchronize``, ``cudaDeviceSynchronize``, a synchronous
   ``cudaMemcpy``) holds the CPU until the stream it waited for drains; a copy call that
-  returned only when its copy had ended (pageable host memory) holds it until that copy
-  ends;
+  waited for its copy (pageable host memory, :func:`~predictors.traces.ops.copy_holds`)
+  holds it until that copy ends, or, for an upload staged chunk by chunk, until as long
+  before the copy's end as it returned in the recording;
 - a collective (NCCL/RCCL kernel) starts on every rank when the last rank reaches it, and
   then runs for its transfer time: the shortest recorded duration of that collective over
   the ranks (the last rank to arrive did not wait).  The ranks' collectives meet in the
@@ -44,7 +45,7 @@ import numpy as np
 from ..engine.simulator import ALL_STREAMS, Call, Item, Kernel, RankResult, simulate
 from ..engine.timeline import CATEGORIES, Lane, Span, Timeline
 from .kineto import Kind, KinetoTrace, TraceError, stream_label
-from .ops import CpuOps, blocking_copies, runtime_flags
+from .ops import CpuOps, copy_holds, runtime_flags
 from .overheads import TraceStats, item_times, overhead_stats
 from .recording import Recording, kernel_categories, kernel_category
 
@@ -101,7 +102,7 @@ class _Rank:
         self.wait = times.wait
         launch, sync = runtime_flags(tr)
         self.is_launch, self.is_sync = launch, sync
-        self.blocking = blocking_copies(tr, op)
+        self.holds = copy_holds(tr, op)
         # Runtime calls per item, in time order.
         rt = np.flatnonzero((tr.kind == Kind.RUNTIME) & (op.owner >= 0))
         rt = rt[np.lexsort((tr.ts[rt], op.owner[rt]))]
@@ -237,7 +238,8 @@ class _Rank:
         if self.is_sync[nid]:
             stream = self.sync_stream.get(c, -1)
             sync = ALL_STREAMS if stream == -1 else stream
-        return Call(dur, tuple(kernels), sync, bool(self.blocking[c]) and sync is None,
+        hold = None if sync is not None or np.isnan(self.holds[c]) else float(self.holds[c])
+        return Call(dur, tuple(kernels), sync, hold,
                     payload=c)
 
     def events(self, items: list[Item], res: RankResult):

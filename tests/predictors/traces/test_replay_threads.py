@@ -8,7 +8,7 @@ from synth import write
 
 from predictors.traces import load_recording
 from predictors.traces.kineto import Kind
-from predictors.traces.ops import blocking_copies
+from predictors.traces.ops import blocking_copies, copy_holds
 from predictors.traces.overheads import item_times, overhead_stats, thread_waits
 from predictors.traces.replay import replay
 
@@ -28,9 +28,10 @@ class Trace:
         self.ev.append({"ph": "X", "cat": "user_annotation", "name": name, "pid": 10,
                         "tid": tid, "ts": ts, "dur": dur})
 
-    def op(self, name, ts, dur, tid=11, launches=(), cat="cpu_op"):
+    def op(self, name, ts, dur, tid=11, launches=(), cat="cpu_op",
+           copy_name="Memcpy DtoH (Device -> Pageable)"):
         """An op; ``launches``: ``(offset, call_dur, kernel_start, kernel_dur, stream,
-        kind)`` each (kind "kernel" or "gpu_memcpy")."""
+        kind)`` each (kind "kernel" or "gpu_memcpy", named ``copy_name``)."""
         self.ev.append({"ph": "X", "cat": cat, "name": name, "pid": 10, "tid": tid,
                         "ts": ts, "dur": dur, "args": {}})
         for off, cdur, ks, kdur, stream, kind in launches:
@@ -40,7 +41,7 @@ class Trace:
                             "name": "cudaMemcpyAsync" if copy else "cudaLaunchKernel",
                             "ts": ts + off, "dur": cdur, "args": {"correlation": self.corr}})
             self.ev.append({"ph": "X", "cat": kind, "pid": 0, "tid": stream, "ts": ks,
-                            "dur": kdur, "name": "Memcpy DtoH (Device -> Pageable)" if copy
+                            "dur": kdur, "name": copy_name if copy
                             else "void at::native::vectorized_elementwise_kernel<4>",
                             "args": {"correlation": self.corr, "stream": stream,
                                      "device": 0}})
@@ -193,6 +194,32 @@ def test_copy_to_pageable_memory_holds_the_cpu(tmp_path):
     base = replay(rec)
     assert abs(base.error_pct) < 2.0
     # The kernel modeled 300 us longer: the copy, and the CPU with it, wait 300 us more.
+    dur = np.full(len(tr), np.nan)
+    dur[(tr.kind == Kind.KERNEL) & (tr.dur == 200)] = 500
+    slow = replay(rec, durations=[dur])
+    assert slow.iteration_ms - base.iteration_ms == pytest.approx(0.3, abs=0.01)
+
+
+def test_a_large_pageable_upload_holds_the_cpu_until_its_last_chunk(tmp_path):
+    # A host-to-device copy from pageable memory is staged through pinned buffers: the
+    # large one holds its call until 27 us before the copy ends (the last chunk in
+    # flight), behind a 200 us kernel; the small one returns before its copy runs.
+    t = Trace()
+    t.step("ProfilerStep#0", 95, 700)
+    t.op("aten::mm", 100, 20, launches=[(5, 5, 112, 200, 7, "kernel")])
+    upload = "Memcpy HtoD (Pageable -> Device)"
+    t.op("aten::to", 130, 260, launches=[(5, 250, 312, 100, 7, "gpu_memcpy")],
+         copy_name=upload)
+    t.op("aten::to", 400, 20, launches=[(5, 5, 413, 2, 7, "gpu_memcpy")], copy_name=upload)
+    t.op("aten::relu", 430, 20, launches=[(5, 5, 442, 10, 7, "kernel")])
+    rec = load_recording([write(tmp_path / "h2d.json", t.doc())])
+    tr, op = rec.traces[0], rec.ops[0]
+    holds = copy_holds(tr, op)
+    held = np.flatnonzero(~np.isnan(holds))
+    assert len(held) == 1 and tr.dur[held[0]] == 250 and holds[held[0]] == pytest.approx(27)
+    base = replay(rec)
+    assert abs(base.error_pct) < 2.0
+    # The kernel before the upload modeled 300 us longer: the upload, and the CPU, wait.
     dur = np.full(len(tr), np.nan)
     dur[(tr.kind == Kind.KERNEL) & (tr.dur == 200)] = 500
     slow = replay(rec, durations=[dur])
