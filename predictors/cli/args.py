@@ -5,7 +5,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 from pathlib import Path
+
+from ..hardware.platforms import PLATFORM_PRESETS
+from ..scenario.format import (
+    FORMAT,
+    Issue,
+    ScenarioError,
+    load_scenario,
+    validate_platform,
+)
+from ..utils.fileio import writable_target
 
 __all__ = [
     "PLATFORM_HELP",
@@ -68,14 +79,6 @@ def platform_section(arg: str, flag: str = "--platform") -> dict:
     (``{"preset": ...}``, ``{"nodes": [...], "edges": [...]}``, or an object with such a
     ``platform`` key).  An unknown name or a bad file raises
     :class:`~predictors.scenario.format.ScenarioError` that names the flag and the file."""
-    from ..hardware.platforms import PLATFORM_PRESETS
-    from ..scenario.format import (
-        FORMAT,
-        Issue,
-        ScenarioError,
-        load_scenario,
-        validate_platform,
-    )
 
     if arg in PLATFORM_PRESETS:
         return validate_platform({"preset": arg}, flag)
@@ -102,9 +105,7 @@ def platform_section(arg: str, flag: str = "--platform") -> dict:
 
 def unwritable(path: str) -> str | None:
     """Why a file cannot be written at ``path`` (its folder is created), or None."""
-    import tempfile
 
-    from ..utils.fileio import writable_target
 
     if Path(path).expanduser().is_dir():
         return "is a folder; give a file name"

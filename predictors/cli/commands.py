@@ -2,12 +2,51 @@
 from __future__ import annotations
 
 import argparse
+import datetime
 import importlib
 import json
 import os
+import shlex
+import socket
 import sys
+import tempfile
 from pathlib import Path
 
+from ..calibrate.cuda_profile import (
+    calibrate_cuda,
+    gpu_end_to_end,
+    profile_from_measurements,
+    scenario_errors,
+    with_validation,
+)
+from ..calibrate.gpu_profiles import profile_for_device
+from ..calibrate.kept_samples import save_samples
+from ..engine.predict import predict
+from ..hardware.platforms import resolve_platform
+from ..plan.capacity import MAX_BATCH, largest_batch
+from ..plan.rank_sharding import rank_shardings
+from ..plan.sweep import (
+    SWEEPABLE,  # light: no torch
+    parse_values,
+    sweep,
+)
+from ..profiles import (
+    ProfileError,
+    default_profile,
+    profile_file,
+    record_validation,
+    resolve_profile,
+    save_profile,
+)
+from ..scenario.format import (
+    OPTIMIZERS,
+    ScenarioError,
+    load_scenario,
+    validate_scenario,
+)
+from ..traces.kineto import TraceError
+from ..traces.overhead_tables import overheads_from_recording
+from ..traces.recording import load_recording
 from ..utils.formatting import format_bytes
 from ..utils.metrics import format_summary, summarize
 from .args import (
@@ -31,7 +70,6 @@ __all__ = ["main"]
 
 def _load(args) -> dict:
     """The scenario of ``args.scenario``, on the platform of ``--platform`` if given."""
-    from ..scenario.format import load_scenario
 
     doc = load_scenario(args.scenario)
     if getattr(args, "platform", None):
@@ -45,7 +83,6 @@ def _profile(args):
 
 
 def _cmd_predict(args) -> int:
-    from ..engine.predict import predict
 
     if args.chrome_trace:
         problem = unwritable(args.chrome_trace)
@@ -95,7 +132,6 @@ def _memory_text(rank: dict) -> str:
 
 
 def _cmd_rank_sharding(args) -> int:
-    from ..plan.rank_sharding import rank_shardings
 
     ranking = rank_shardings(_load(args), top=args.top, profile=_profile(args))
     if args.json:
@@ -118,7 +154,6 @@ def _cmd_rank_sharding(args) -> int:
 
 
 def _cmd_fit(args) -> int:
-    from ..plan.capacity import MAX_BATCH, largest_batch
 
     if args.multiple > MAX_BATCH:
         return usage_error(f"--multiple: must be at most {MAX_BATCH:,}, got {args.multiple:,}")
@@ -148,7 +183,6 @@ def _cmd_fit(args) -> int:
 
 
 def _cmd_sweep(args) -> int:
-    from ..plan.sweep import parse_values, sweep
 
     if args.param == "platform":
         for flag, given in (("--platform", args.platform), ("--profile", args.profile)):
@@ -182,11 +216,6 @@ def _cmd_sweep(args) -> int:
 
 def _trace_overheads(files: list[str], doc: dict, prog: str):
     """T1-T5 measured from the user's recorded GPU trace(s), or an exit code."""
-    from ..hardware.platforms import resolve_platform
-    from ..scenario.format import validate_scenario
-    from ..traces.kineto import TraceError
-    from ..traces.overhead_tables import overheads_from_recording
-    from ..traces.recording import load_recording
 
     if resolve_platform(validate_scenario(doc)["platform"]).device == "cpu":
         return usage_error("--overheads-from: trace overheads apply to GPU platforms; on the "
@@ -201,8 +230,7 @@ def _trace_overheads(files: list[str], doc: dict, prog: str):
 
 
 def _cmd_measure(args) -> int:
-    from ..calibrate.measure import measure
-    from ..scenario.format import load_scenario
+    from ..calibrate.measure import measure  # deferred: imports torch
 
     doc = load_scenario(args.scenario)
     if args.device == "cuda" and not _cuda_available():
@@ -246,9 +274,8 @@ def _progress_printer(quiet: bool):
 
 
 def _cmd_calibrate(args) -> int:
-    from ..calibrate.calibrate import calibrate_cpu
-    from ..calibrate.validate import format_classes
-    from ..profiles import save_profile
+    from ..calibrate.calibrate import calibrate_cpu  # deferred: imports torch
+    from ..calibrate.validate import format_classes  # deferred: imports torch
 
     gpu = args.device == "cuda" or args.from_measurements
     if args.gemms_from and not args.from_measurements:
@@ -271,7 +298,6 @@ def _cmd_calibrate(args) -> int:
                          progress=_progress_printer(args.quiet), keep_samples=kept)
     path = save_profile(prof, args.out)
     if kept is not None:
-        from ..calibrate.kept_samples import save_samples
         print(f"wrote {save_samples(kept, prof.provenance, args.keep_samples)} "
               f"(training samples)")
     classes = prof.validation.get("classes", {})
@@ -285,16 +311,9 @@ def _cmd_calibrate(args) -> int:
 def _calibrate_cuda(args) -> int:
     """``calibrate --device cuda``: measure this GPU into a folder, then build its profile
     (``--from-measurements DIR`` builds from a folder measured before, anywhere)."""
-    from ..calibrate.cuda_profile import (
-        calibrate_cuda,
-        profile_from_measurements,
-        with_validation,
-    )
-    from ..profiles import ProfileError, save_profile
 
     if args.from_measurements:
         folder = args.from_measurements
-        from ..traces.kineto import TraceError
 
         try:
             prof = profile_from_measurements(folder, gemms_from=args.gemms_from or [])
@@ -334,7 +353,6 @@ def _print_gpu_rows(rows: list[dict], how: str) -> None:
 def _record_target(args, prof):
     """Where ``validate --record`` stores the figures: the ``--profile`` file, or the
     bundled file of the profile used; ``(path, None)`` or ``(None, why not)``."""
-    from ..profiles import profile_file
 
     if args.profile and Path(args.profile).is_file():
         target = Path(args.profile)
@@ -351,7 +369,6 @@ def _record_target(args, prof):
 
 def _record(target: Path, figures: dict) -> int:
     """Store ``figures`` as the profile file's ``validation.end_to_end``; an exit status."""
-    from ..profiles import ProfileError, record_validation
 
     try:
         record_validation(target, "end_to_end", figures)
@@ -364,19 +381,16 @@ def _record(target: Path, figures: dict) -> int:
 def _validate_cuda(args) -> int:
     """``validate --device cuda``: measure random scenarios on this GPU (and six GPU-sized
     ones) and predict them with a profile (default: the GPU's bundled one)."""
-    import datetime
-    import socket
-    import tempfile
 
-    from ..calibrate.cuda_profile import gpu_end_to_end, scenario_errors
-    from ..profiles import default_profile, resolve_profile
 
     if not _cuda_available():
         return usage_error("--device cuda: no GPU here (torch.cuda.is_available() is False)")
-    import torch
+    import torch  # deferred: torch
 
-    from ..calibrate.cuda_collect import collect, gpu_scenarios
-    from ..calibrate.gpu_profiles import profile_for_device
+    from ..calibrate.cuda_collect import (  # deferred: imports torch
+        collect,
+        gpu_scenarios,
+    )
 
     name = torch.cuda.get_device_name()
     prof = (resolve_profile(args.profile) if args.profile
@@ -412,13 +426,16 @@ def _validate_cuda(args) -> int:
 
 
 def _cuda_available() -> bool:
-    import torch
+    import torch  # deferred: torch
     return torch.cuda.is_available()
 
 
 def _cmd_validate(args) -> int:
-    from ..calibrate.validate import end_to_end_record, format_report, validate_cpu
-    from ..profiles import default_profile, resolve_profile
+    from ..calibrate.validate import (  # deferred: imports torch
+        end_to_end_record,
+        format_report,
+        validate_cpu,
+    )
 
     if args.device == "cuda":
         return _validate_cuda(args)
@@ -447,8 +464,7 @@ def _cmd_validate(args) -> int:
 
 
 def _cmd_validate_scenario(args) -> int:
-    from ..model.workload import build_workload
-    from ..scenario.format import ScenarioError, load_scenario
+    from ..model.workload import build_workload  # deferred: imports torch
 
     bad = 0
     for path in args.scenario:
@@ -502,7 +518,6 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
                     help=f"rank the plans on this platform instead: {PLATFORM_HELP}")
     rs.add_argument("--json", action="store_true", help="print one JSON object")
     rs.set_defaults(func=_cmd_rank_sharding)
-    from ..scenario.format import OPTIMIZERS
 
     ft = sub.add_parser(
         "fit", help="the largest batch whose step fits every rank's device memory",
@@ -519,7 +534,6 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     ft.add_argument("--profile", help="device profile name or path (as for predict)")
     ft.add_argument("--json", action="store_true", help="print one JSON object")
     ft.set_defaults(func=_cmd_fit)
-    from ..plan.sweep import SWEEPABLE  # light: no torch
 
     sw = sub.add_parser(
         "sweep", help="predict the scenario for each value of one setting",
@@ -634,10 +648,7 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """Run one command line (default: ``sys.argv[1:]``); the exit status: 0, 2 for a user
     error (bad input, file or flags), 1 for a run that failed otherwise."""
-    import shlex
 
-    from ..profiles import ProfileError
-    from ..scenario.format import ScenarioError
 
     argv = sys.argv[1:] if argv is None else list(argv)
     prog = prog or program_name()

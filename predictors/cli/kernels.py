@@ -10,6 +10,17 @@ from pathlib import Path
 
 import numpy as np
 
+from ..calibrate.gpu_profiles import (
+    PROFILE_DIR,
+    attach_trace_overheads,
+    build_profiles,
+    profile_for_device,
+)
+from ..calibrate.public_data import neusight_dir
+from ..costs.gpu_embedding import embedding_bag_ms
+from ..profiles import ProfileError
+from ..traces.kineto import TraceError
+from ..traces.recording import load_recording
 from ..utils.fileio import atomic_write_bytes
 from .args import examples
 
@@ -102,11 +113,10 @@ def predict_rows(profile, op: str, rows: list[dict], fields: list[str]) -> np.nd
         out = model.predict_shapes(B, M, N, K, shared_weight=op in ("mm", "addmm"))
         half = np.flatnonzero(dtypes != "float32")
         if len(half):  # tensor-core GEMMs: the profile's model for them (measured roofline)
-            from ..costs.op_costs import kernel_seconds
+            from ..costs.op_costs import kernel_seconds  # deferred: imports torch
             nodes = [_gemm_node(op, B[i], M[i], N[i], K[i], dtypes[i]) for i in half]
             out[half] = np.array(kernel_seconds(nodes, profile.device, profile)[1]) * 1e3
         return out
-    from ..costs.gpu_embedding import embedding_bag_ms
 
     missing = [c for c in ("rows", "dim", "batch", "pooling") if c not in fields]
     if missing:
@@ -139,8 +149,6 @@ def predict_rows(profile, op: str, rows: list[dict], fields: list[str]) -> np.nd
 
 
 def _cmd_predict(args) -> int:
-    from ..calibrate.gpu_profiles import profile_for_device
-    from ..profiles import ProfileError
 
     try:
         profile = profile_for_device(args.gpu)
@@ -184,12 +192,6 @@ def _cmd_predict(args) -> int:
 
 
 def _cmd_build(args) -> int:
-    from ..calibrate.gpu_profiles import (
-        PROFILE_DIR,
-        attach_trace_overheads,
-        build_profiles,
-    )
-    from ..calibrate.public_data import neusight_dir
 
     if args.overheads_only:
         paths = sorted(Path(args.out or PROFILE_DIR).glob("*.json"))
@@ -234,11 +236,7 @@ def print_validation(v) -> None:
 
 
 def _cmd_validate_traces(args) -> int:
-    from ..calibrate.gpu_profiles import profile_for_device
-    from ..calibrate.trace_validation import validate_recording
-    from ..profiles import ProfileError
-    from ..traces.kineto import TraceError
-    from ..traces.recording import load_recording
+    from ..calibrate.trace_validation import validate_recording  # deferred: imports torch
 
     try:
         rec = load_recording(args.files)

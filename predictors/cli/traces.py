@@ -3,19 +3,20 @@ from __future__ import annotations
 
 import json
 
+from ..traces.kineto import TraceError
+from ..traces.recording import load_recording
+from ..traces.replay import replay
+from ..traces.summary import summarize
 from .args import examples, unwritable, usage_error
 
 __all__ = ["register"]
 
 
 def _load(files):
-    from ..traces.recording import load_recording
     return load_recording(files)
 
 
 def _cmd_summary(args) -> int:
-    from ..traces.kineto import TraceError
-    from ..traces.summary import summarize
 
     try:
         result = summarize(_load(args.files))
@@ -38,8 +39,6 @@ def _cmd_summary(args) -> int:
 
 
 def _cmd_replay(args) -> int:
-    from ..traces.kineto import TraceError
-    from ..traces.replay import replay
 
     if args.chrome_trace:
         problem = unwritable(args.chrome_trace)

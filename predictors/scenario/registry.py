@@ -5,6 +5,7 @@ compiles to torch.  The GUI builds its palette and inspector from these descript
 """
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -144,7 +145,6 @@ def block_kind(name: str) -> BlockKind:
 
 def default_params(kind: str) -> dict:
     """A fresh copy of the default parameters of ``kind``."""
-    import copy
     return {p.name: copy.deepcopy(p.default) for p in block_kind(kind).params}
 
 

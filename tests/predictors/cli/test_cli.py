@@ -172,7 +172,10 @@ def test_validate_record_user_errors_exit_2(tmp_path, monkeypatch, capsys):
         raise AssertionError("measured despite a bad command line")
 
     monkeypatch.setattr(validate, "validate_cpu", never)
-    monkeypatch.setattr(profiles, "profile_file", lambda prof: None)
+    import predictors.cli.commands as commands
+
+    for module in (profiles, commands):
+        monkeypatch.setattr(module, "profile_file", lambda prof: None)
     assert main(["validate", "--profile", "local-cpu-1t", "--record"]) == 2
     assert "--record: the profile" in capsys.readouterr().err
     assert main(["validate", "--profile", "nvidia-h200"]) == 2
