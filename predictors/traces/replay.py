@@ -18,6 +18,8 @@ the rules the predictions use.  What a recording gives the simulator:
   recording.  Ops are visited in recorded start order, which is also the order their
   kernels queue on a stream;
 - a kernel starts at ``max(launch call + launch latency, stream free, inputs ready)``;
+  the kernels one call launches (a CUDA graph's nodes) keep the spacing they had on the
+  device, which the GPU spends launching each node;
   cross-stream waits are the ones the recording shows: a device event that started later
   than its launch and its stream allowed waited for the event on another stream of its
   rank that ended last before it started, and starts as long after that one's end as it
@@ -222,10 +224,14 @@ class _Rank:
         tr = self.tr
         nid = tr.name_id[c]
         kernels = []
+        before: dict[int, int] = {}  # stream -> this call's previous kernel on it
         for k in self.launched.get(c, ()):
             dep = self.deps.get(k)
-            after = (() if dep is None else
-                     ((dep, max(0.0, float(tr.ts[k] - tr.ts[dep] - tr.dur[dep]))),))
+            after = (() if dep is None else ((dep, self._lag(k, dep)),))
+            prev = before.get(int(tr.thread[k]))
+            if prev is not None:  # a CUDA graph's nodes keep their spacing on the device
+                after += ((prev, self._lag(k, prev)),)
+            before[int(tr.thread[k])] = k
             q = self.comm_pos.get(k)
             kernels.append(Kernel(int(tr.thread[k]), float(self.dur[k]), lat, after,
                                   collective=q is not None and q < n_sync, id=k,
@@ -241,6 +247,11 @@ class _Rank:
         hold = None if sync is not None or np.isnan(self.holds[c]) else float(self.holds[c])
         return Call(dur, tuple(kernels), sync, hold,
                     payload=c)
+
+    def _lag(self, k: int, dep: int) -> float:
+        """How long after device event ``dep`` ended ``k`` started, in the recording."""
+        tr = self.tr
+        return max(0.0, float(tr.ts[k] - tr.ts[dep] - tr.dur[dep]))
 
     def events(self, items: list[Item], res: RankResult):
         """The replayed bars ``(kind, thread or stream, start, dur, name, category)`` and
