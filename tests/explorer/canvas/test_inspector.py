@@ -215,4 +215,5 @@ def test_the_sharding_plan_shows_and_resets_to_auto(qtbot, editor):
     inspector.sharding_reset.click()
     assert editor.document.parallelism() == {"embedding_sharding": "auto"}
     editor.undo_stack.undo()
-    assert isinstance(editor.document.parallelism()["embedding_sharding"], dict)
+    assert editor.document.parallelism()["embedding_sharding"] == {"tables/0": 0,
+                                                                   "tables/1": 0}

@@ -43,7 +43,7 @@ def compared(qtbot, prediction, trace) -> CompareView:
 def test_prediction_beside_own_cpu_recording(qtbot, cpu_prediction, tmp_path):
     view = compared(qtbot, cpu_prediction, SAMPLE)
     c = view.comparison
-    assert c is not None and c.recorded_step == "ProfilerStep#0"
+    assert c.recorded_step == "ProfilerStep#0"
     assert c.recorded_ms == pytest.approx(9.087432)   # the file's ProfilerStep#0
     # measure --trace stored its untraced median: the error is judged against it
     assert c.unprofiled_ms == pytest.approx(8.024917, abs=1e-6)
@@ -120,7 +120,9 @@ def test_main_window_import_drop_and_export(qtbot, tmp_path, cpu_prediction):
     assert "&Import Trace…" in texts and "Export &Recorded Chrome Trace…" in texts
     with qtbot.waitSignal(w.compare.loader.sigFinished, timeout=30_000):
         assert _drop(w, [SAMPLE]).isAccepted()
-    assert w.compare.view.comparison is not None
+    c = w.compare.view.comparison  # the dropped trace against the window's prediction
+    assert c.recorded_step == "ProfilerStep#0"
+    assert c.predicted_ms == pytest.approx(cpu_prediction.iteration_ms)
     assert not w.compare.dock.isHidden()
     out = w.compare.export_recorded(tmp_path / "recorded.json")
     doc = json.loads(out.read_text())

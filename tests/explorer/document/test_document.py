@@ -4,6 +4,7 @@ import pytest
 from explorer.document.editor import DocumentEditor
 from explorer.document.scenario_document import ScenarioDocument, empty_scenario
 from predictors.scenario.format import validate_scenario
+from predictors.scenario.registry import default_params
 
 
 def test_load_snapshot_round_trip(qtbot, default_scenario):
@@ -38,7 +39,7 @@ def test_add_block_undo_redo(qtbot, editor):
     with qtbot.waitSignal(doc.sigNodeAdded) as blocker:
         node_id = editor.add_block("mlp", (10, 20))
     assert blocker.args == [node_id]
-    assert doc.node(node_id)["params"]["layers"] == [512, 256, 64]
+    assert doc.node(node_id)["params"] == default_params("mlp")
     assert doc.position(node_id) == (10.0, 20.0)
     assert editor.is_modified()
     editor.undo_stack.undo()

@@ -174,9 +174,9 @@ def test_a_new_gpu_model_brings_its_nvlink_generation(page):
 
 
 def test_another_preset_drops_the_old_positions(page):
-    item = page.scene.devices["gpu0"]
     page.editor.set_platform({"preset": "dgx-a100"}, {"gpu0": [900.0, 900.0]}, "Move")
     assert page.editor.document.platform_positions() == {"gpu0": [900.0, 900.0]}
+    assert page.scene.devices["gpu0"].pos() == QPointF(900.0, 900.0)
     page.editor.set_platform({"preset": "dgx-h100"})  # as the Inspector or a sweep does
     assert page.editor.document.platform_positions() == {}
-    assert item is not None
+    assert page.scene.devices["gpu0"].pos() != QPointF(900.0, 900.0)  # laid out afresh

@@ -108,7 +108,8 @@ def test_bundled_and_added_profiles_with_kinds_provenance_and_validation(qtbot, 
     # An added (measured) CPU profile: the per-class table and the end-to-end figures.
     cpu = write_profile(tmp_path / "mine" / "local-cpu-1t.json")
     info = panel.add_profile(cpu)
-    assert info is not None and not info.bundled and panel.selected().path == cpu.resolve()
+    assert info.path == cpu.resolve() and not info.bundled
+    assert panel.selected().path == cpu.resolve()
     t = d.classes
     assert not t.isHidden() and t.rowCount() == 2
     row = {t.item(0, c).text() for c in range(t.columnCount())}

@@ -89,7 +89,7 @@ def test_run_finishes_off_the_gui_thread_and_leaves_no_threads(qtbot, no_leftove
     with qtbot.waitSignal(c.sigFinished, timeout=5000) as done:
         c.start()
         workers = list(c.runner._threads)
-    assert isinstance(done.args[0], Prediction)
+    assert isinstance(done.args[0], Prediction) and done.args[0].scenario_name == "n"
     assert fake.threads[0] is not threading.main_thread()
     assert progress and progress[0] == (0.0, "step 0")
     assert not c.is_running()
@@ -186,8 +186,12 @@ def test_real_predict_on_the_default_scenario(qtbot, no_leftover_threads):
     c = PredictionController()
     with qtbot.waitSignal(c.sigFinished, timeout=120_000) as done:
         c.start(load_scenario(DEFAULT))
-    assert done.args[0].iteration_ms > 0 and len(done.args[0].timeline) > 0
+    result = done.args[0]
     assert c.shutdown()
+    # the worker's result is the core's prediction of that scenario
+    direct = predict_module.predict(load_scenario(DEFAULT))
+    assert result.iteration_ms == pytest.approx(direct.iteration_ms)
+    assert len(result.timeline) == len(direct.timeline) > 0
 
 
 def test_automatic_gc_is_paused_until_the_worker_thread_has_stopped(qtbot):

@@ -27,7 +27,7 @@ def test_opens_the_default_scenario_and_shows_its_prediction(make_window, qtbot,
     wait_for_timeline(qtbot, w)
     assert len(w.gantt.timeline) > 0 and w.gantt._bars
     assert w.summary.iteration.value.text().endswith(" ms")
-    assert w.summary.table.rowCount() > 0
+    assert w.summary.table.rowCount() == len(w.prediction.top_ops) > 0
     assert not w.canvas_error.isVisible()
     assert not w.gantt.is_stale()
     assert w.grab().save(str(tmp_path / "main.png"))

@@ -31,7 +31,8 @@ def test_quick_calibration_fits_every_class_and_round_trips(quick_profile):
     for key in ("host", "cpu_model", "threads", "torch", "date"):
         assert prof.provenance[key]
     speed = prof.provenance["speed_reference"]  # one probe per profiled scenario at least
-    assert speed["probes"] >= prof.provenance["profiled_steps"] and speed["gemm_gflops"] > 1
+    assert speed["probes"] >= prof.provenance["profiled_steps"]
+    assert 1 < speed["gemm_gflops"] < 500  # one thread: below one core's fp32 peak
     loaded = load_profile(path)
     doc = json.loads(path.read_text())
     assert doc["format"] == "ml-dse/device-profile" and doc["arrays"].endswith(".npz")
@@ -41,7 +42,7 @@ def test_quick_calibration_fits_every_class_and_round_trips(quick_profile):
               "output_nnz": [None]} for m in (16, 256, 1024)]
     a = prof.kernel_models["gemm"].predict_ms(nodes)
     b = loaded.kernel_models["gemm"].predict_ms(nodes)
-    assert np.allclose(a, b) and np.all(a > 0)
+    assert np.allclose(a, b) and 0 < a[0] < a[1] < a[2]  # more rows, more time
     assert loaded.overheads.to_json() == prof.overheads.to_json()
 
 

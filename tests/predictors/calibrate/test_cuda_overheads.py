@@ -69,7 +69,7 @@ def test_table_is_keyed_by_the_ops_the_simulator_walks(steps):
     assert info["unaligned_ops"] == 0
     # a composite op the capture sees whole, not its inner aten::empty
     ln = table.for_op("aten::native_layer_norm", "forward")
-    assert ln is not table.default and ln.t4 > 0
+    assert ln is not table.default and 1e-6 < ln.t4 < 20e-6  # a launch: microseconds (6)
     assert table.for_op("aten::view").t1 == 0.0  # views run inside the gaps
     assert 0 < table.step_s < 2e-3
 

@@ -7,7 +7,23 @@ from predictors.calibrate.validate import format_report
 
 def test_probe_measures_a_gemm_and_a_streaming_add():
     p = probe(0.05)
-    assert 1 < p["gemm_gflops"] < 1e5 and 0.1 < p["stream_gbps"] < 1e4
+    # One core's fp32 peak: at most ~256 GFLOP/s (4 GHz x 2 FMA units x 16 lanes x 2);
+    # its stream: tens of GB/s.  A seconds/milliseconds mix-up lands 1000x off.
+    assert 1 < p["gemm_gflops"] < 500 and 0.5 < p["stream_gbps"] < 500
+
+
+def test_probe_turns_timings_into_rates(monkeypatch):
+    """Every timed call takes 1 ms on a fake clock: the rates are the probe's work over
+    1 ms (2mkn FLOPs; three 4-byte operands streamed)."""
+    import itertools
+
+    import predictors.calibrate.speed as speed
+    ticks = itertools.count()
+    monkeypatch.setattr(speed.time, "perf_counter", lambda: next(ticks) * 1e-3)
+    p = speed._probe(0.01)
+    m, k, n = speed.GEMM_SHAPE
+    assert p["gemm_gflops"] == pytest.approx(2 * m * k * n / 1e-3 / 1e9)
+    assert p["stream_gbps"] == pytest.approx(3 * 4 * speed.STREAM_NUMEL / 1e-3 / 1e9)
 
 
 def test_combine_takes_medians_and_the_gemm_spread():

@@ -79,8 +79,7 @@ def test_collective_sizes_from_an_execution_trace(tmp_path):
     with gzip.open(path, "wt") as f:
         json.dump({"schema": "1.0.1", "nodes": nodes}, f)
     sizes = collective_sizes_from_et([str(path)])
-    assert sizes == {3: [("all_to_all", 6144 * 4.0), ("all_reduce", 4000.0)]} or \
-        sizes == {3: [("send_recv", 6144 * 4.0), ("all_reduce", 4000.0)]}
+    assert sizes == {3: [("all_to_all", 6144 * 4.0), ("all_reduce", 4000.0)]}
 
 
 @needs_dlrm

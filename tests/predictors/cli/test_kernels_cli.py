@@ -10,6 +10,7 @@ import pytest
 from paths import ROOT
 
 from predictors.cli.commands import main
+from predictors.hardware.specs import GPU_SPECS
 
 
 def _write(path, header, rows):
@@ -36,15 +37,23 @@ def test_gemm_round_trip_by_reported_name(tmp_path):
     rows = _read(tmp_path / "p.csv")
     assert [r["note"] for r in rows] == ["a", "b"]
     small, big = (float(r["pred_ms"]) for r in rows)
-    assert 0 < small < big
+    peak = GPU_SPECS["NVIDIA H100 80GB HBM3"].flops("float32")
+    assert 2 * 4096 ** 3 / (big * 1e-3) < peak and 2 * 1024 ** 3 / (small * 1e-3) < peak
+    assert big > 32 * small  # 64x the FLOPs, both large enough to fill the GPU
 
 
 @pytest.mark.parametrize("op", ["bmm", "addmm", "baddbmm"])
 def test_other_gemm_ops(tmp_path, op):
-    src = _write(tmp_path / "s.csv", ["B", "M", "N", "K"], [[64, 128, 128, 64]])
+    """B = 64 products (or rows times 64 for addmm) against one: more work, more time,
+    and never faster than the V100's fp32 peak allows."""
+    src = _write(tmp_path / "s.csv", ["B", "M", "N", "K"], [[64, 128, 128, 64],
+                                                            [1, 128, 128, 64]])
     assert main(["kernels", "predict", "--gpu", "Tesla V100-SXM2-32GB", "--op", op,
                  "--in", str(src), "--out", str(tmp_path / "p.csv")]) == 0
-    assert float(_read(tmp_path / "p.csv")[0]["pred_ms"]) > 0
+    many, one = (float(r["pred_ms"]) for r in _read(tmp_path / "p.csv"))
+    assert many > one
+    peak = GPU_SPECS["Tesla V100-SXM2-32GB"].flops("float32")
+    assert many * 1e-3 >= 2 * 64 * 128 * 128 * 64 / peak
 
 
 def test_embedding_bag_with_distribution(tmp_path):
@@ -52,11 +61,13 @@ def test_embedding_bag_with_distribution(tmp_path):
                                       "alpha", "backward"],
                  [[10_000_000, 128, 2048, 20, "uniform", "", 0],
                   [10_000_000, 128, 2048, 20, "zipf", 1.2, 0],
-                  [10_000_000, 128, 2048, 20, "uniform", "", 1]])
+                  [10_000_000, 128, 2048, 20, "uniform", "", 1],
+                  [10_000_000, 128, 2048, 40, "uniform", "", 1]])
     assert main(["kernels", "predict", "--gpu", "nvidia-a100-sxm4-40gb", "--op",
                  "embedding_bag", "--in", str(src), "--out", str(tmp_path / "p.csv")]) == 0
-    uni, zipf, bwd = (float(r["pred_ms"]) for r in _read(tmp_path / "p.csv"))
-    assert 0 < zipf < uni and bwd > 0
+    uni, zipf, bwd, bwd_twice = (float(r["pred_ms"]) for r in _read(tmp_path / "p.csv"))
+    assert 0 < zipf < uni  # hot rows hit in L2
+    assert bwd_twice > bwd  # twice the lookups: twice the gradient rows to write
 
 
 def test_errors_are_one_line(tmp_path, capsys):

@@ -101,17 +101,24 @@ def test_monotone_in_ranks(kind, link, arch):
         assert all(b >= a for a, b in zip(times, times[1:])), (e, times)
 
 
-@pytest.mark.parametrize("link, arch, eff", [
-    (NV2, "volta", 0.80), (NV3, "ampere", 0.78), (NV4, "hopper", 0.824), (PCIE4, "ampere", 0.75),
-    (NV4, "blackwell", 0.824),  # other generations are taken as Hopper-like
-])
-@pytest.mark.parametrize("kind", ["all_reduce", "all_gather", "reduce_scatter", "broadcast",
-                                  "all_to_all"])
-def test_large_messages_reach_the_link_bandwidth_times_its_efficiency(link, arch, eff, kind):
-    est = collective_time(kind, 4 << 30, 8, link, arch)
-    assert est.protocol == "Simple"
-    assert est.bus_bw == pytest.approx(link * eff, rel=0.02)
-    assert est.bus_bw < link
+@pytest.mark.parametrize("link, arch", FABRICS)
+def test_large_messages_reach_most_of_the_link_bandwidth(link, arch):
+    """nccl-tests on one node report bus bandwidths of 75-85 % of the link for large
+    messages (e.g. ~230 of 300 GB/s on a DGX A100); the bus-bandwidth convention makes
+    every kind of collective reach the same figure."""
+    kinds = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all"]
+    ests = [collective_time(kind, 4 << 30, 8, link, arch) for kind in kinds]
+    assert all(est.protocol == "Simple" for est in ests)
+    for kind, est in zip(kinds, ests):
+        assert 0.7 * link < est.bus_bw < 0.9 * link, (kind, est.bus_bw / link)
+        assert est.bus_bw == pytest.approx(ests[0].bus_bw, rel=0.02), kind
+
+
+def test_an_unknown_generation_is_taken_as_hopper_like():
+    for kind, nbytes in itertools.product(("all_reduce", "all_to_all"), (64, 1 << 20, 4 << 30)):
+        new = collective_time(kind, nbytes, 8, NV4, "blackwell")
+        hopper = collective_time(kind, nbytes, 8, NV4, "hopper")
+        assert (new.us, new.bus_bw, new.protocol) == (hopper.us, hopper.bus_bw, hopper.protocol)
 
 
 def test_bus_bw_follows_the_nccl_tests_convention():

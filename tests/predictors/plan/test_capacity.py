@@ -55,6 +55,8 @@ def test_when_not_even_the_first_multiple_fits():
 def test_on_the_cpu_the_hosts_memory_is_the_limit(monkeypatch):
     import os
 
+    import predictors.plan.capacity as capacity
+
     doc = load_scenario(SCENARIOS / "bert_base.json")
     doc["platform"] = {"preset": "local-cpu"}
     cap = largest_batch(doc)

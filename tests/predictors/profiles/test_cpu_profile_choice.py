@@ -56,7 +56,7 @@ def test_a_prediction_says_when_its_profile_is_another_cpus(monkeypatch):
 
 def test_gpu_profiles_carry_no_cpu_note():
     gpu = default_profile("NVIDIA H200", "gpu")
-    assert gpu is not None and other_cpu_note(gpu) is None
+    assert gpu.device.name == "NVIDIA H200" and other_cpu_note(gpu) is None
     assert profiles.other_cpu_note(None) is None
 
 

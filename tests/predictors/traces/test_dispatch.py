@@ -53,7 +53,9 @@ def test_trace_overheads_are_keyed_by_dispatched_ops():
     table, _, info = trace_overheads([load_recording([str(LM_TRACE)])])
     assert "aten::native_layer_norm" in table.per_op
     ln = table.per_op["aten::native_layer_norm"]
-    assert ln.t4 > 0 and ln.t1 > 0
+    # seconds, of a traced host: a kernel launch of a few microseconds (5.9 here), a gap
+    # before the op of tens (24 here, the profiler's own cost included)
+    assert 1e-6 < ln.t4 < 20e-6 and 1e-6 < ln.t1 < 100e-6
     view = table.for_op("aten::view")
     assert (view.t1, view.t5) == (0.0, 0.0)  # views run inside the gaps
     assert info["ops"] > 100
