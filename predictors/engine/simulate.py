@@ -70,11 +70,19 @@ def simulate_ranks(costed: list[CostedGraph], timer: CollectiveTimer | None = No
     """Simulate every rank's ``costed`` graph (rank = its position) together and return
     one Timeline (microseconds from 0).  ``timer(ops)`` gets the ranks' twin collective
     ops and answers ``(seconds, detail)``; without one a collective takes no time."""
-    programs = [rank_items(c) for c in costed]
+    # Ranks that share one graph share its items; when every rank runs the same graph
+    # (data parallel), they arrive at every collective together, so one walk times all.
+    items_of: dict[int, list[Item]] = {}
+    for c in costed:
+        if id(c) not in items_of:
+            items_of[id(c)] = rank_items(c)
+    programs = [items_of[id(c)] for c in costed]
+    alike = len(items_of) == 1 and len(costed) > 1
+    walked = programs[:1] if alike else programs
     details: list[str] = []
 
     def collective_time(q: int, kernels: list[Kernel]) -> float:
-        ops = [k.payload for k in kernels]
+        ops = [k.payload for k in kernels] * (len(costed) if alike else 1)
         if len({op.name for op in ops}) > 1:
             raise CollectiveMismatch(f"ranks disagree on the next collective: "
                                      f"{sorted({op.name for op in ops})}")
@@ -82,7 +90,9 @@ def simulate_ranks(costed: list[CostedGraph], timer: CollectiveTimer | None = No
         details.append(detail)
         return seconds * _US
 
-    results, meetings = simulate(programs, collective_time, cancelled=cancelled)
+    results, meetings = simulate(walked, collective_time, cancelled=cancelled)
+    if alike:
+        results = results * len(costed)
     tl = TimelineBuilder(title)
     kernels = 0
     for rank, (c, items, res) in enumerate(zip(costed, programs, results)):
