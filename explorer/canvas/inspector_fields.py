@@ -6,8 +6,10 @@ inspector dock's width: long choices are elided rather than widening the form.
 from __future__ import annotations
 
 import copy
+import re
 
 from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtGui import QValidator
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -99,9 +101,50 @@ class ParamField(QObject):
         raise NotImplementedError
 
 
+_NUMBER = re.compile(r"[-+]?(\d[\d,]*)?(\.\d*)?([eE][-+]?\d+)?")
+
+
+def _range_checked(base):
+    """A spin box that keeps a typed number outside its range in the editor and says so
+    (``sigOutOfRange``) when the edit ends, instead of silently dropping digits or signs;
+    the value stays the last one in range."""
+
+    class RangeChecked(base):
+        sigOutOfRange = Signal(str)
+
+        def validate(self, text, pos):
+            state = super().validate(text, pos)
+            if state[0] == QValidator.Invalid and _NUMBER.fullmatch(self._bare(text)):
+                return QValidator.Intermediate, text, pos
+            return state
+
+        def fixup(self, text):
+            bare = self._bare(text).replace(",", "")
+            try:
+                typed = float(bare)
+            except ValueError:
+                typed = None
+            if typed is not None and not self.minimum() <= typed <= self.maximum():
+                shown = f"{int(typed):,}" if typed.is_integer() else f"{typed:g}"
+                low, high = (f"{v:,}" if isinstance(v, int) else f"{v:g}"
+                             for v in (self.minimum(), self.maximum()))
+                self.sigOutOfRange.emit(f"{shown} is out of range ({low} to {high}); "
+                                        "the value is unchanged")
+            return super().fixup(text)
+
+        def _bare(self, text: str) -> str:
+            return text.removeprefix(self.prefix()).removesuffix(self.suffix()).strip()
+
+    return RangeChecked
+
+
+RangeSpinBox = _range_checked(QSpinBox)
+RangeDoubleSpinBox = _range_checked(QDoubleSpinBox)
+
+
 class NumberField(ParamField):
     def __init__(self, name: str, spec_min, spec_max, doc: str, integer: bool):
-        widget = QSpinBox() if integer else QDoubleSpinBox()
+        widget = RangeSpinBox() if integer else RangeDoubleSpinBox()
         if not integer:
             widget.setDecimals(4)
             widget.setSingleStep(0.05)
@@ -112,6 +155,7 @@ class NumberField(ParamField):
         widget.setKeyboardTracking(False)
         super().__init__(name, widget, doc)
         widget.valueChanged.connect(self.sigCommitted)
+        widget.sigOutOfRange.connect(lambda message: self.set_error(f"{name}: {message}"))
 
     def _show(self, value):
         if isinstance(value, (int, float)) and not isinstance(value, bool):

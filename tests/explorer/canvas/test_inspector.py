@@ -217,3 +217,17 @@ def test_the_sharding_plan_shows_and_resets_to_auto(qtbot, editor):
     editor.undo_stack.undo()
     assert editor.document.parallelism()["embedding_sharding"] == {"tables/0": 0,
                                                                    "tables/1": 0}
+
+
+@pytest.mark.parametrize("text,shown", [("99999999999", "99,999,999,999"), ("-3", "-3")])
+def test_a_number_out_of_range_is_named_not_silently_changed(qtbot, inspector, editor, text,
+                                                             shown):
+    inspector.follow_selection([])
+    field = inspector.fields["batch_size"]
+    type_into(qtbot, field.widget.lineEdit(), text)
+    assert field.widget.value() == 512 and editor.document.training()["batch_size"] == 512
+    assert editor.undo_stack.count() == 0
+    assert field.error == (f"batch_size: {shown} is out of range (1 to 16,777,216); the "
+                           "value is unchanged")
+    type_into(qtbot, field.widget.lineEdit(), "1024")  # a value in range commits, clears
+    assert editor.document.training()["batch_size"] == 1024 and field.error is None
