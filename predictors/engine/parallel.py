@@ -32,7 +32,7 @@ from ..model.sharding import (
 from ..model.workload import RankShard
 from ..scenario.format import Issue, ScenarioError
 from ..utils.progress import check_cancelled
-from .simulate import simulate_ranks
+from .simulate import rank_spans_ms, simulate_ranks
 from .timeline import Timeline
 
 __all__ = ["RankGraphs", "collective_timer", "auto_plan"]
@@ -119,6 +119,13 @@ class RankGraphs:
         timeline = simulate_ranks(graphs, timer, title, cancelled)
         self.notes.extend(n for n in timer.notes if n not in self.notes)
         return timeline
+
+    def rank_spans_ms(self, plan: Plan,
+                      cancelled: Callable[[], bool] | None = None) -> list[float]:
+        """Each rank's iteration (ms) under ``plan``: the same simulation as
+        :meth:`simulate`, without drawing its Timeline."""
+        graphs = [self.costed(plan.local(r), r, plan.rowwise) for r in range(self.ranks)]
+        return rank_spans_ms(graphs, collective_timer(self.platform), cancelled)
 
     def batch_note(self) -> str:
         """How the global batch splits over the ranks."""

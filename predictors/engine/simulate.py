@@ -15,6 +15,7 @@ kernel ends a collective-model duration after the *last* rank got there.
 """
 from __future__ import annotations
 
+import weakref
 from typing import Callable
 
 from ..costs.op_costs import CostedGraph, CostedOp
@@ -22,7 +23,8 @@ from ..model.comm_ops import PROFILER_NAMES
 from .simulator import Call, CollectiveMismatch, Item, Kernel, simulate
 from .timeline import Timeline, TimelineBuilder
 
-__all__ = ["simulate_rank", "simulate_ranks", "CollectiveTimer", "CollectiveMismatch"]
+__all__ = ["simulate_rank", "simulate_ranks", "rank_spans_ms", "CollectiveTimer",
+           "CollectiveMismatch"]
 
 _US = 1e6
 MEMORY_COUNTER = "memory allocated"
@@ -65,19 +67,25 @@ def rank_items(costed: CostedGraph) -> list[Item]:
     return items
 
 
-def simulate_ranks(costed: list[CostedGraph], timer: CollectiveTimer | None = None,
-                   title: str = "", cancelled: Callable[[], bool] | None = None) -> Timeline:
-    """Simulate every rank's ``costed`` graph (rank = its position) together and return
-    one Timeline (microseconds from 0).  ``timer(ops)`` gets the ranks' twin collective
-    ops and answers ``(seconds, detail)``; without one a collective takes no time."""
-    # Ranks that share one graph share its items; when every rank runs the same graph
-    # (data parallel), they arrive at every collective together, so one walk times all.
-    items_of: dict[int, list[Item]] = {}
-    for c in costed:
-        if id(c) not in items_of:
-            items_of[id(c)] = rank_items(c)
-    programs = [items_of[id(c)] for c in costed]
-    alike = len(items_of) == 1 and len(costed) > 1
+def _items(costed: CostedGraph) -> list[Item]:
+    """The graph's items, built once per costed graph (a search simulates one graph under
+    many plans)."""
+    hit = _ITEMS.get(id(costed))
+    if hit is None or hit[0]() is not costed:
+        hit = _ITEMS[id(costed)] = (weakref.ref(costed, lambda _, k=id(costed):
+                                                _ITEMS.pop(k, None)), rank_items(costed))
+    return hit[1]
+
+
+_ITEMS: dict[int, tuple[weakref.ref, list[Item]]] = {}
+
+
+def _run(costed: list[CostedGraph], timer: CollectiveTimer | None, cancelled):
+    """``(programs, results, meetings, details)`` of every rank walked together."""
+    programs = [_items(c) for c in costed]
+    # When every rank runs the same graph (data parallel), the ranks arrive at every
+    # collective together, so one walk times them all.
+    alike = len(costed) > 1 and all(c is costed[0] for c in costed)
     walked = programs[:1] if alike else programs
     details: list[str] = []
 
@@ -93,6 +101,15 @@ def simulate_ranks(costed: list[CostedGraph], timer: CollectiveTimer | None = No
     results, meetings = simulate(walked, collective_time, cancelled=cancelled)
     if alike:
         results = results * len(costed)
+    return programs, results, meetings, details
+
+
+def simulate_ranks(costed: list[CostedGraph], timer: CollectiveTimer | None = None,
+                   title: str = "", cancelled: Callable[[], bool] | None = None) -> Timeline:
+    """Simulate every rank's ``costed`` graph (rank = its position) together and return
+    one Timeline (microseconds from 0).  ``timer(ops)`` gets the ranks' twin collective
+    ops and answers ``(seconds, detail)``; without one a collective takes no time."""
+    programs, results, meetings, details = _run(costed, timer, cancelled)
     tl = TimelineBuilder(title)
     kernels = 0
     for rank, (c, items, res) in enumerate(zip(costed, programs, results)):
@@ -101,6 +118,21 @@ def simulate_ranks(costed: list[CostedGraph], timer: CollectiveTimer | None = No
     return tl.build(device=dev.name if dev else "", kernels=kernels,
                     ops=sum(len(c.ops) for c in costed), ranks=len(costed),
                     overheads=costed[0].overheads.source if costed else "")
+
+
+def rank_spans_ms(costed: list[CostedGraph], timer: CollectiveTimer | None = None,
+                  cancelled: Callable[[], bool] | None = None) -> list[float]:
+    """Each rank's iteration (ms), as :func:`simulate_ranks`' Timeline spans it, without
+    drawing the Timeline: what a search over plans needs."""
+    _, results, _, _ = _run(costed, timer, cancelled)
+    out = []
+    for c, res in zip(costed, results):
+        # the training loop's bar is drawn only when it lasts
+        first = 0 if c.overheads.step_s > 0 else 1
+        starts = res.item_start[first:] + [s for s, _ in res.kernels]
+        ends = res.item_end[first:] + [e for _, e in res.kernels]
+        out.append((max(ends) - min(starts)) / 1e3 if starts else 0.0)
+    return out
 
 
 def _draw(tl: TimelineBuilder, rank: int, costed: CostedGraph, items: list[Item], res,

@@ -442,3 +442,25 @@ def test_row_wise_plans_know_which_rank_is_hot():
     # nothing left to place and it still does not fit: refused, not returned
     with pytest.raises(PlanError):
         greedy_with_rowwise("q", tables, 4, lambda t: 1.0, 10e9)
+
+
+@pytest.mark.parametrize("name,preset", [("mlperf_dlrm_dcnv2.json", None),
+                                         ("bert_base.json", "dgx-h100"),
+                                         ("small_dlrm.json", "dgx-a100")])
+def test_rank_spans_are_the_timelines_spans(name, preset):
+    """The search's figures (no Timeline drawn) are the prediction's, rank by rank."""
+    from predictors.engine.parallel import RankGraphs
+    from predictors.engine.predict import prepare
+    from predictors.model.sharding import round_robin_plan
+
+    doc = load_scenario(SCENARIOS / name)
+    if preset:
+        doc["platform"] = {"preset": preset}
+    doc, platform, profile = prepare(doc)
+    graphs = RankGraphs(doc, platform, profile)
+    plan = round_robin_plan(graphs.tables, graphs.ranks)
+    timeline = graphs.simulate(plan)
+    spans = graphs.rank_spans_ms(plan)
+    assert spans == pytest.approx([timeline.span_ms(r) for r in range(graphs.ranks)],
+                                  rel=1e-12)
+    assert len(set(spans)) > 1 or name != "mlperf_dlrm_dcnv2.json"  # ranks differ there
