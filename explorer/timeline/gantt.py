@@ -11,11 +11,13 @@ import html
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QCursor, QFontMetrics
+from PySide6.QtGui import QBrush, QColor, QCursor
 from PySide6.QtWidgets import (
     QGraphicsRectItem,
+    QHBoxLayout,
     QLabel,
     QMenu,
+    QScrollBar,
     QToolTip,
     QVBoxLayout,
     QWidget,
@@ -24,6 +26,7 @@ from PySide6.QtWidgets import (
 from predictors.engine.timeline import CATEGORIES, Timeline
 
 from .colors import CATEGORY_COLORS, CATEGORY_LABELS, COUNTER_COLOR
+from .lane_axis import AxisRows, LaneAxis
 from .layout import LaneLayout, counter_curves, lane_title
 from .range_selection import TimeRangeSelection, TimeRangeViewBox, format_duration
 
@@ -32,6 +35,12 @@ __all__ = ["GanttWidget", "EventIndex", "format_us"]
 BAR_HEIGHT = 0.78
 STALE_OPACITY = 0.28
 MAX_EXPANDED_RANKS = 4  # more ranks open folded, all but the slowest
+MIN_ROW_PX = 18       # rows never get shorter: the view scrolls instead
+DEFAULT_ROW_PX = 24   # row height of a timeline that does not fit the view
+MAX_ROW_PX = 240
+ROW_ZOOM = 1.25       # one lane-height zoom step
+EDGE = 0.2            # rows of margin above the first and below the last row
+_SCROLL_UNITS = 1000  # scroll bar steps per row
 
 
 def format_us(us: float) -> str:
@@ -89,13 +98,43 @@ class EventIndex:
         return None if best is None else int(self._idx[lane][best])
 
 
+class GanttViewBox(TimeRangeViewBox):
+    """The Gantt's ViewBox: the wheel scrolls rows, Ctrl+wheel changes the lane height,
+    the wheel over the time axis zooms time, a sideways wheel pans time."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.gantt = None  # the GanttWidget that handles vertical scrolling and lane height
+
+    def wheelEvent(self, ev, axis=None):
+        g = self.gantt
+        if g is None or axis == 0:
+            super().wheelEvent(ev, axis)   # over the time axis: zoom time, as always
+            return
+        ev.accept()
+        delta = ev.delta() / 120.0
+        if ev.orientation() == Qt.Horizontal:
+            g.pan(-0.1 * delta)
+        elif ev.modifiers() & Qt.ControlModifier:
+            anchor = self.mapSceneToView(ev.scenePos()).y()
+            g.zoom_rows(ROW_ZOOM ** delta, anchor)
+        else:
+            g.scroll_rows(-3.0 * delta)
+
+
 class GanttWidget(QWidget):
     """Gantt chart of a :class:`Timeline` with legend, hover tooltips and click details.
 
-    Keys as in Perfetto: W/S zoom in/out at the mouse, A/D pan; the wheel zooms time.  A
-    left-drag selects a time range and shows its duration, Esc clears it; a shift-drag, a
-    middle-drag or a drag on the time axis pans.  ``F`` or a double click fits the whole
-    iteration.
+    Keys as in Perfetto: W/S zoom in/out at the mouse, A/D pan; the wheel over the time
+    axis zooms time.  A left-drag selects a time range and shows its duration, Esc clears it;
+    a shift-drag, a middle-drag or a drag on the time axis pans.  ``F`` or a double click
+    fits the whole iteration.
+
+    Rows are at least ``MIN_ROW_PX`` tall; when they do not all fit, the view scrolls: the
+    wheel, the scroll bar, Up/Down and Page Up/Page Down move through the rows, Home/End go
+    to the first/last.  Ctrl+wheel or ``+``/``-`` make rows taller or shorter.  The left
+    column names every row: ``rank N`` (a click folds or unfolds it), each lane of an
+    expanded rank, and ``node K`` when ranks are grouped per node.
 
     Signals
     -------
@@ -122,13 +161,23 @@ class GanttWidget(QWidget):
         self._hovered = -1
         self.selected = -1
         self.collapsed: set[int] = set()  # ranks folded to one row
+        self.ranks_per_node: int | None = None
+        self.row_px = float(DEFAULT_ROW_PX)   # wanted row height; taller when all rows fit
+        self._top = -EDGE                      # view y at the top edge of the view
+        self._syncing = False
 
         self.legend = QLabel(self)
         self.legend.setObjectName("ganttLegend")
         self.legend.setTextFormat(Qt.RichText)
         self.legend.setWordWrap(True)
-        self.plot = pg.PlotWidget(self, background="w", viewBox=TimeRangeViewBox())
+        self.lane_axis = LaneAxis()
+        self.lane_axis.on_rank_clicked = self.toggle_rank
+        self.plot = pg.PlotWidget(self, background="w", viewBox=GanttViewBox(),
+                                  axisItems={"left": self.lane_axis})
         self.plot.setFocusPolicy(Qt.StrongFocus)
+        self.scroll = QScrollBar(Qt.Vertical, self)
+        self.scroll.setObjectName("ganttScroll")
+        self.scroll.valueChanged.connect(self._on_scrollbar)
         self.details = QLabel("Hover a bar for its details; click to pin them here.", self)
         self.details.setObjectName("ganttDetails")
         self.details.setTextFormat(Qt.RichText)
@@ -138,7 +187,12 @@ class GanttWidget(QWidget):
         box.setContentsMargins(2, 2, 2, 2)
         box.setSpacing(2)
         box.addWidget(self.legend)
-        box.addWidget(self.plot, 1)
+        row = QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
+        row.setSpacing(0)
+        row.addWidget(self.plot, 1)
+        row.addWidget(self.scroll)
+        box.addLayout(row, 1)
         box.addWidget(self.details)
 
         pi = self.plot.getPlotItem()
@@ -149,14 +203,17 @@ class GanttWidget(QWidget):
         pi.hideButtons()
         pi.setMenuEnabled(False)
         left = pi.getAxis("left")
-        left.setStyle(tickLength=0, textFillLimits=[(0, 1.0)], hideOverlappingLabels=False)
+        left.setStyle(tickLength=0)
         left.setWidth(130)
         for name in ("left", "bottom"):
             ax = pi.getAxis(name)
             ax.setPen(pg.mkPen("#888"))
             ax.setTextPen(pg.mkPen("#333"))
         self.vb = pi.getViewBox()
+        self.vb.gantt = self
         self.vb.setMouseEnabled(x=True, y=False)
+        self.vb.sigResized.connect(lambda *_: self._apply_rows())
+        self.vb.sigRangeChanged.connect(self._place_stale_text)
         self.vb.setDefaultPadding(0.0)
 
         self._empty = pg.TextItem("No prediction yet", color="#888", anchor=(0.5, 0.5))
@@ -192,14 +249,22 @@ class GanttWidget(QWidget):
         self.vb.setRange(xRange=(0.0, 1.0), yRange=(0.0, 1.0), padding=0.0)
         self._empty.setPos(0.5, 0.5)
         self._empty.setVisible(True)
-        self.plot.getPlotItem().getAxis("left").setTicks([[]])
+        self.lane_axis.set_rows(AxisRows())
+        self.scroll.setVisible(False)
         self._update_legend([])
         self.set_stale(False)
 
     # --- public API -----------------------------------------------------------------------
 
-    def set_timeline(self, timeline: Timeline | None) -> None:
-        """Show ``timeline`` (``None`` clears), fitting the whole iteration, not stale."""
+    def set_timeline(self, timeline: Timeline | None, ranks_per_node: int | None = None) -> None:
+        """Show ``timeline`` (``None`` clears), fitting the whole iteration, not stale.
+
+        ``ranks_per_node`` (the platform's GPUs per node; else the timeline's
+        ``meta["gpus_per_node"]`` when it has one) groups the ranks per node; without it the
+        ranks are not grouped."""
+        if ranks_per_node is None and timeline is not None:
+            ranks_per_node = timeline.meta.get("gpus_per_node") or None
+        self.ranks_per_node = int(ranks_per_node) if ranks_per_node else None
         pi = self.plot.getPlotItem()
         for item in list(self._bars.values()) + self._bands:
             pi.removeItem(item)
@@ -234,7 +299,8 @@ class GanttWidget(QWidget):
         self._hovered = -1
         self._hover_box.setVisible(False)
         self._draw()
-        self.vb.setRange(xRange=(x0, x1), yRange=(-0.2, self.layout_.height + 0.2), padding=0)
+        self.vb.setXRange(x0, x1, padding=0)
+        self._apply_rows()
         if self.selected >= 0 and np.isfinite(self.layout_.y[self.timeline.lane[self.selected]]):
             self._sel_box.setRect(self._rect_of(self.selected))
         else:
@@ -283,28 +349,12 @@ class GanttWidget(QWidget):
             pi.addItem(item)
             self._bars[cat] = item
         self._draw_counters(lay, t1)
-        ticks = [(float(lay.y[i]), label) for i, label in zip(lay.order, lay.labels)]
-        left = pi.getAxis("left")
-        if len(lay.groups) > 1:
-            # Many ranks: "rank N" at the middle of each group is the major tick; the lanes
-            # are minor ticks, which the axis shows only while rows are at least twice the
-            # text's height (zoomed in), so the two levels never overlap.
-            major = [((top + bottom) / 2, f"rank {rank}") for rank, top, bottom in lay.groups]
-            minor = [(float(lay.y[i]), label.split(" · ", 1)[-1] if "(collapsed)" not in label
-                      else "streams") for i, label in zip(lay.order, lay.labels)]
-            left.setStyle(textFillLimits=[(0, 0.8), (2, 0.5)])
-            levels = [major, minor]
-        else:
-            left.setStyle(textFillLimits=[(0, 0.8), (2, 0.6), (4, 0.4), (6, 0.2)])
-            levels = [ticks, []]
-        left.setTicks(levels)
-        fm = QFontMetrics(self.plot.font())
-        widest = max(fm.horizontalAdvance(t) for level in levels for _, t in level)
-        left.setWidth(min(320, widest + 24))
+        self._draw_node_separators(lay, t0, t1)
+        self.lane_axis.set_rows(self.axis_rows(lay))
         self._update_legend(present)
         span = max(t1 - t0, 1e-3)
         self.vb.setLimits(xMin=t0 - 0.5 * span, xMax=t1 + 0.5 * span,
-                          minXRange=1e-6, yMin=-0.5, yMax=lay.height + 0.5)
+                          minXRange=1e-6, yMin=-EDGE, yMax=lay.height + EDGE)
         if self._stale:
             for item in self._faded():
                 item.setOpacity(STALE_OPACITY)
@@ -345,8 +395,123 @@ class GanttWidget(QWidget):
             return
         t0, t1 = self.timeline.begin_us / 1e3, self.timeline.end_us / 1e3
         pad = max(t1 - t0, 1e-3) * 0.01
-        self.vb.setRange(xRange=(t0 - pad, t1 + pad), yRange=(-0.2, self.layout_.height + 0.2),
-                         padding=0)
+        self.vb.setXRange(t0 - pad, t1 + pad, padding=0)
+        self._top = -EDGE
+        self._apply_rows()
+
+    # --- rows: names, node groups, vertical scrolling and lane height --------------------
+
+    def node_groups(self, lay: LaneLayout | None = None) -> list[tuple[int, float, float]]:
+        """``(node, top, bottom)`` of each node's ranks, when ranks are grouped per node and
+        there is more than one node; else empty."""
+        lay = lay or self.layout_
+        rpn = self.ranks_per_node
+        if lay is None or not rpn or len(lay.groups) < 2:
+            return []
+        nodes: dict[int, list[float]] = {}
+        for rank, top, bottom in lay.groups:
+            span = nodes.setdefault(rank // rpn, [top, bottom])
+            span[0], span[1] = min(span[0], top), max(span[1], bottom)
+        if len(nodes) < 2:
+            return []
+        return [(n, a, b) for n, (a, b) in nodes.items()]
+
+    def axis_rows(self, lay: LaneLayout) -> AxisRows:
+        """The names of the left column: each lane's (a folded rank's row has none: its
+        ``rank N`` names it), each rank's group and each node's."""
+        multi = len(lay.groups) > 1
+        rows = []
+        for lane, label in zip(lay.order, lay.labels):
+            if label.endswith("(collapsed)"):
+                name = "" if multi else "streams"
+            else:
+                name = label.split(" · ", 1)[-1] if multi else label
+            rows.append((float(lay.y[lane]), name))
+        ranks = [(rank, top, bottom, rank in self.collapsed) for rank, top, bottom in lay.groups]
+        return AxisRows(rows, ranks, self.node_groups(lay))
+
+    def _draw_node_separators(self, lay: LaneLayout, t0: float, t1: float) -> None:
+        """A line across the plot between two nodes' ranks."""
+        nodes = self.node_groups(lay)
+        for (_, _, bottom), (_, top, _) in zip(nodes, nodes[1:]):
+            line = pg.InfiniteLine(pos=(bottom + top) / 2, angle=0,
+                                   pen=pg.mkPen("#8a94a6", width=1.5, cosmetic=True))
+            line.setZValue(-5)
+            self.plot.getPlotItem().addItem(line, ignoreBounds=True)
+            self._bands.append(line)
+
+    def _extent(self) -> tuple[float, float]:
+        """The view y of the top of the first row and the bottom of the last, with margins."""
+        height = self.layout_.height if self.layout_ is not None else 1.0
+        return -EDGE, height + EDGE
+
+    def row_height_px(self) -> float:
+        """The height of a row on screen: the wanted one (:attr:`row_px`), or taller when all
+        rows fit the view."""
+        lo, hi = self._extent()
+        view_px = self.vb.height()
+        if view_px <= 0:
+            return self.row_px
+        return max(self.row_px, view_px / (hi - lo))
+
+    def _apply_rows(self) -> None:
+        """Show rows from :attr:`_top` down at :meth:`row_height_px`."""
+        if self.layout_ is None:
+            return
+        lo, hi = self._extent()
+        view_px = self.vb.height()
+        span = hi - lo if view_px <= 0 else min(hi - lo, view_px / self.row_height_px())
+        self._top = min(max(self._top, lo), hi - span)
+        self.vb.setYRange(self._top, self._top + span, padding=0)
+        self._sync_scrollbar(lo, hi, span)
+
+    def _sync_scrollbar(self, lo: float, hi: float, span: float) -> None:
+        self._syncing = True
+        try:
+            hidden = hi - lo - span
+            self.scroll.setVisible(hidden > 1e-6)
+            self.scroll.setRange(0, int(round(max(0.0, hidden) * _SCROLL_UNITS)))
+            self.scroll.setPageStep(int(round(span * _SCROLL_UNITS)))
+            self.scroll.setSingleStep(_SCROLL_UNITS)
+            self.scroll.setValue(int(round((self._top - lo) * _SCROLL_UNITS)))
+        finally:
+            self._syncing = False
+
+    def _on_scrollbar(self, value: int) -> None:
+        if self._syncing or self.layout_ is None:
+            return
+        self._top = self._extent()[0] + value / _SCROLL_UNITS
+        self._apply_rows()
+
+    def y_range(self) -> tuple[float, float]:
+        """The visible rows' span in view coordinates (top, bottom)."""
+        _, (y0, y1) = self.vb.viewRange()
+        return float(y0), float(y1)
+
+    def visible_lanes(self) -> list[int]:
+        """The lanes whose rows are whole in view, top to bottom."""
+        if self.layout_ is None:
+            return []
+        y0, y1 = self.y_range()
+        lay = self.layout_
+        return [i for i in lay.order if y0 - 1e-6 <= lay.y[i] - 0.5 and lay.y[i] + 0.5 <= y1 + 1e-6]
+
+    def scroll_rows(self, rows: float) -> None:
+        """Scroll the view down by ``rows`` (negative: up)."""
+        self._top += rows
+        self._apply_rows()
+
+    def zoom_rows(self, factor: float, anchor_y: float | None = None) -> None:
+        """Make rows ``factor`` times taller (< 1: shorter, never below ``MIN_ROW_PX``),
+        keeping the row at view y ``anchor_y`` (default: the top one) where it is."""
+        if self.layout_ is None:
+            return
+        old = self.row_height_px()
+        self.row_px = float(min(MAX_ROW_PX, max(MIN_ROW_PX, old * factor)))
+        new = self.row_height_px()
+        if anchor_y is not None:
+            self._top = anchor_y - (anchor_y - self._top) * old / new
+        self._apply_rows()
 
     def x_range(self) -> tuple[float, float]:
         """The visible time range in ms."""
@@ -367,6 +532,12 @@ class GanttWidget(QWidget):
             self._stale_text.setVisible(True)
         else:
             self._stale_text.setVisible(False)
+
+    def _place_stale_text(self, *_args) -> None:
+        """Keep "out of date" in the top right corner while the view moves."""
+        if self._stale_text.isVisible():
+            (_, x1), (y0, y1) = self.vb.viewRange()
+            self._stale_text.setPos(x1, min(y0, y1))
 
     def is_stale(self) -> bool:
         return self._stale
@@ -471,6 +642,19 @@ class GanttWidget(QWidget):
                 self.pan(0.15)
             elif key == Qt.Key_F:
                 self.fit()
+            elif key == Qt.Key_Up:
+                self.scroll_rows(-1)
+            elif key == Qt.Key_Down:
+                self.scroll_rows(1)
+            elif key in (Qt.Key_PageUp, Qt.Key_PageDown):
+                y0, y1 = self.y_range()
+                self.scroll_rows((y1 - y0) * (-0.9 if key == Qt.Key_PageUp else 0.9))
+            elif key in (Qt.Key_Home, Qt.Key_End):
+                self.scroll_rows(-1e9 if key == Qt.Key_Home else 1e9)
+            elif key in (Qt.Key_Plus, Qt.Key_Equal):
+                self.zoom_rows(ROW_ZOOM)
+            elif key == Qt.Key_Minus:
+                self.zoom_rows(1 / ROW_ZOOM)
             elif key == Qt.Key_Escape:
                 self.clear_time_range()
                 self.select_event(-1)

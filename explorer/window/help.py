@@ -86,8 +86,9 @@ class ShortcutsDialog(QDialog):
         for r, (where, keys) in enumerate(rows):
             self.table.setItem(r, 0, QTableWidgetItem(where))
             self.table.setItem(r, 1, QTableWidgetItem(keys))
-        note = QLabel("Keys of the canvases and the timeline (F, W/S/A/D, Delete, Space-drag) "
-                      "are in Help ▸ User Guide.", self)
+        note = QLabel("Keys of the canvases and the timeline (F, W/S/A/D, +/− row height, "
+                      "Up/Down/Page scroll, Delete, Space-drag) are in Help ▸ User Guide.",
+                      self)
         note.setWordWrap(True)
         note.setStyleSheet("color: #556;")
         buttons = QDialogButtonBox(QDialogButtonBox.Close, self)

@@ -233,6 +233,8 @@ def predict(scenario: dict, *, profile=None, overheads=None,
                      f"{platform.device}: its figures are used")
     if overheads is not None:
         notes.append(f"overheads: {overheads.source}")
+    if platform.nodes > 1:  # the Gantt groups the ranks per node
+        timeline.meta["gpus_per_node"] = platform.gpus
     slowest = max(per_rank, key=lambda r: r["iteration_ms"])["rank"]
     device_lanes = timeline.lanes_of(slowest, "stream") or timeline.lanes_of(slowest, "cpu")
     result = Prediction(doc["name"], platform.name, device_name, timeline,

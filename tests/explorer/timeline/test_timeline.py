@@ -8,7 +8,9 @@ import pyqtgraph as pg
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, QPointF, Qt
+from PySide6.QtGui import QWheelEvent
+from PySide6.QtWidgets import QApplication
 
 from explorer.timeline import (
     CATEGORY_COLORS,
@@ -90,10 +92,10 @@ def test_one_bar_item_per_category_without_pen(gantt):
     for item in gantt._bars.values():
         assert isinstance(item, pg.BarGraphItem)
         assert item.opts["pen"] is None
-    major, minor = gantt.plot.getPlotItem().getAxis("left")._tickLevels
-    # each rank is always labelled; its lanes when they fit
-    assert [t[1] for t in major] == ["rank 0", "rank 1"]
-    assert [t[1] for t in minor][:2] == ["CPU main", "CPU autograd"]
+    # each rank is labelled, and each of its lanes
+    shown = gantt.lane_axis.visible_texts()
+    assert [t[1] for t in shown if t[0] == "rank"] == ["rank 0", "rank 1"]
+    assert [t[1] for t in shown if t[0] == "lane"][:2] == ["CPU main", "CPU autograd"]
     assert "GEMM" in gantt.legend.text() and "communication" in gantt.legend.text()
     x0, x1 = gantt.x_range()
     assert x0 <= tl.begin_us / 1e3 and x1 >= tl.end_us / 1e3
@@ -343,3 +345,144 @@ def test_a_folded_cpu_only_rank_hides_its_memory_curve(gantt):
     gantt.set_collapsed({1})
     assert len(gantt._counter_items) == 1
     assert gantt.layout_.labels[-1] == "rank 1 (collapsed)"
+
+
+def sixteen_ranks(gantt, expanded=(0, 9), **kwargs):
+    tl = synthetic_timeline(ranks=16, steps=6)
+    gantt.set_timeline(tl, **kwargs)
+    gantt.set_collapsed(set(tl.ranks) - set(expanded))
+    return tl
+
+
+def test_every_expanded_rank_names_its_lanes(gantt, qtbot):
+    from explorer.timeline.gantt import MIN_ROW_PX
+
+    tl = sixteen_ranks(gantt, expanded=range(16))
+    lay, axis = gantt.layout_, gantt.lane_axis
+    seen: dict[int, str] = {}
+    gantt.scroll_rows(-1e9)
+    while True:   # scroll through every row, collecting the names the column paints
+        y0, y1 = gantt.y_range()
+        for kind, name, label, rect in axis.visible_texts():
+            if kind == "lane":
+                assert rect.height() <= gantt.row_height_px() + 1
+        shown = {name for kind, name, _, _ in axis.visible_texts() if kind == "lane"}
+        for lane in gantt.visible_lanes():
+            title = lane_title(tl.lanes[lane])
+            assert title in shown, (lane, title)
+            seen[lane] = title
+        if y1 >= lay.height:
+            break
+        gantt.scroll_rows(y1 - y0 - 1)
+    assert set(seen) == set(range(len(tl.lanes)))   # every lane of the 16 ranks named
+    assert gantt.row_height_px() >= MIN_ROW_PX
+
+
+def test_sixteen_ranks_keep_tall_rows_and_scroll(gantt, qtbot):
+    from explorer.timeline.gantt import MIN_ROW_PX
+
+    tl = sixteen_ranks(gantt, expanded=range(16))   # 64 rows in a 400 px widget
+    assert gantt.row_height_px() >= MIN_ROW_PX
+    lanes = gantt.visible_lanes()
+    assert 5 <= len(lanes) < len(tl.lanes)
+    assert gantt.scroll.isVisible()
+    y0, _ = gantt.y_range()
+    # the wheel over the rows scrolls them, leaving the time range alone
+    x_before = gantt.x_range()
+    at = QPointF(view_point(gantt, sum(x_before) / 2, sum(gantt.y_range()) / 2))
+    wheel = QWheelEvent(at, QPointF(gantt.plot.viewport().mapToGlobal(at.toPoint())),
+                        QPoint(0, 0), QPoint(0, -120), Qt.NoButton, Qt.NoModifier,
+                        Qt.NoScrollPhase, False)
+    QApplication.sendEvent(gantt.plot.viewport(), wheel)
+    assert gantt.y_range()[0] > y0 and gantt.x_range() == pytest.approx(x_before)
+    assert gantt.visible_lanes()[0] != lanes[0]
+    # the keys and the scroll bar move through the rows too
+    gantt.plot.setFocus()
+    qtbot.keyClick(gantt.plot, Qt.Key_Home)
+    assert gantt.y_range()[0] == pytest.approx(y0)
+    qtbot.keyClick(gantt.plot, Qt.Key_Down)
+    assert gantt.y_range()[0] == pytest.approx(y0 + 1)
+    qtbot.keyClick(gantt.plot, Qt.Key_End)
+    assert gantt.y_range()[1] == pytest.approx(gantt.layout_.height + 0.2)
+    assert gantt.visible_lanes()[-1] == gantt.layout_.order[-1]
+    gantt.scroll.setValue(0)
+    assert gantt.y_range()[0] == pytest.approx(y0)
+    # the fold keeps the scroll position; F shows the top again
+    gantt.scroll_rows(10)
+    top = gantt.y_range()[0]
+    gantt.toggle_rank(15)
+    assert gantt.y_range()[0] == pytest.approx(top)
+    qtbot.keyClick(gantt.plot, Qt.Key_F)
+    assert gantt.y_range()[0] == pytest.approx(y0)
+
+
+def test_lane_height_zoom_changes_the_rows_in_view(gantt, qtbot):
+    from explorer.timeline.gantt import MIN_ROW_PX
+
+    sixteen_ranks(gantt, expanded=range(16))
+    before = len(gantt.visible_lanes())
+    gantt.plot.setFocus()
+    qtbot.keyClick(gantt.plot, Qt.Key_Plus)
+    qtbot.keyClick(gantt.plot, Qt.Key_Plus)
+    taller = len(gantt.visible_lanes())
+    assert taller < before
+    for _ in range(10):
+        qtbot.keyClick(gantt.plot, Qt.Key_Minus)
+    assert gantt.row_height_px() == pytest.approx(MIN_ROW_PX)
+    assert len(gantt.visible_lanes()) > before
+    # Ctrl+wheel zooms the lane height too, the time range stays
+    x_before = gantt.x_range()
+    at = QPointF(view_point(gantt, sum(x_before) / 2, sum(gantt.y_range()) / 2))
+    wheel = QWheelEvent(at, QPointF(gantt.plot.viewport().mapToGlobal(at.toPoint())),
+                        QPoint(0, 0), QPoint(0, 240), Qt.NoButton, Qt.ControlModifier,
+                        Qt.NoScrollPhase, False)
+    QApplication.sendEvent(gantt.plot.viewport(), wheel)
+    assert gantt.row_height_px() > MIN_ROW_PX * 1.4
+    assert gantt.x_range() == pytest.approx(x_before)
+
+
+def test_a_few_rows_fill_the_view_and_do_not_scroll(gantt):
+    gantt.set_timeline(small_timeline())
+    assert gantt.visible_lanes() == gantt.layout_.order and not gantt.scroll.isVisible()
+    gantt.zoom_rows(1 / 1.25)   # rows cannot shrink below what fills the view
+    assert gantt.visible_lanes() == gantt.layout_.order
+
+
+def test_ranks_group_per_node_when_told(gantt):
+    sixteen_ranks(gantt, ranks_per_node=8)
+    nodes = gantt.node_groups()
+    assert [n for n, *_ in nodes] == [0, 1]
+    groups = {r: (top, bottom) for r, top, bottom in gantt.layout_.groups}
+    assert nodes[0][1] == groups[0][0] and nodes[0][2] == groups[7][1]
+    assert nodes[1][1] == groups[8][0] and nodes[1][2] == groups[15][1]
+    gantt.scroll_rows(-1e9)
+    shown = [name for kind, name, _, _ in gantt.lane_axis.visible_texts() if kind == "node"]
+    assert shown[0] == "node 0"
+    sixteen_ranks(gantt)   # without the platform's GPUs per node: no grouping
+    assert gantt.node_groups() == []
+
+
+def test_a_click_on_a_rank_name_folds_it(gantt):
+    sixteen_ranks(gantt)
+    gantt.scroll_rows(-1e9)
+    rect = next(r for kind, name, _, r in gantt.lane_axis.visible_texts() if name == "rank 0")
+    assert gantt.lane_axis.text_at(rect.center()) == ("rank", 0)
+    gantt.lane_axis.on_rank_clicked(0)
+    assert 0 in gantt.collapsed
+
+
+def test_a_two_node_prediction_groups_its_ranks_per_node(qtbot):
+    """The prediction says how many GPUs a node holds; the Gantt groups by it."""
+    from paths import SCENARIOS
+
+    from explorer.timeline.gantt import GanttWidget
+    from predictors import load_scenario, predict
+
+    doc = load_scenario(SCENARIOS / "small_dlrm.json")
+    doc["platform"] = {"preset": "2node-8x-h100"}
+    timeline = predict(doc).timeline
+    assert timeline.meta["gpus_per_node"] == 8 and len(timeline.ranks) == 16
+    gantt = GanttWidget()
+    qtbot.addWidget(gantt)
+    gantt.set_timeline(timeline)
+    assert gantt.ranks_per_node == 8
