@@ -12,12 +12,15 @@ import datetime as _dt
 import time
 from pathlib import Path
 
-from ..costs.gemm_features import DEVICE_FEATURES, figures_from_spec
-from ..costs.gpu_embedding import EmbeddingLookupModel
-from ..costs.gpu_gemm import GemmKernelModel
-from ..costs.gpu_roofline import MeasuredRooflineModel
+from ..costs.datasheet import datasheet_profile, gpu_models
+from ..costs.gemm_features import DEVICE_FEATURES
 from ..hardware.peaks import measured_peaks
-from ..hardware.specs import GPU_SPECS, DeviceSpec, find_gpu_spec, profile_slug
+from ..hardware.specs import (
+    DeviceSpec,
+    find_gpu_spec,
+    profile_slug,
+    unknown_gpu_message,
+)
 from ..profiles import DeviceProfile, ProfileError, load_profile, save_profile
 from ..traces.overhead_tables import overhead_check, trace_overheads
 from ..traces.recording import load_recording
@@ -40,15 +43,6 @@ BUNDLED_GPUS = ("Tesla V100-SXM2-32GB", "Tesla V100-PCIE-32GB", "NVIDIA A100-SXM
                 "NVIDIA A100-PCIE-40GB", "NVIDIA H100 80GB HBM3", "NVIDIA H200")
 _METRIC = ("GMAE = geometric mean over shapes of |predicted / measured latency - 1|; "
            "latency = kernel + the GPU's measurement overhead (NeuSight times whole ops)")
-
-
-def _gpu_models(spec: DeviceSpec, regressor, gemm_info: dict) -> dict:
-    peaks = measured_peaks(spec)
-    fig = figures_from_spec(spec)
-    # later models override earlier ones where both apply (cost_op_graph's order)
-    return {"other": MeasuredRooflineModel(spec, peaks),
-            "gemm": GemmKernelModel(fig, regressor, info=gemm_info),
-            "embedding": EmbeddingLookupModel(peaks, clock_mhz=spec.clock_mhz)}
 
 
 def _provenance(spec: DeviceSpec, trained_on: list[str], gemm_info: dict, kind: str) -> dict:
@@ -119,7 +113,7 @@ def build_profiles(out_dir: str | Path = PROFILE_DIR, *, regressor: str = "gbm",
                 val["this_gpu"] = {"note": "not measured: see leave_one_gpu_out for how the "
                                            "model does on GPUs it never saw"}
         profile = DeviceProfile(spec.name, kind, spec,
-                                kernel_models=_gpu_models(spec, reg, gemm_info),
+                                kernel_models=gpu_models(spec, reg, gemm_info),
                                 provenance=_provenance(spec, trained_on, gemm_info, kind)
                                 | {"built": _dt.date.today().isoformat()},
                                 validation=val)
@@ -169,22 +163,6 @@ def attach_trace_overheads(paths: list[Path], traces_dir: Path = TRACES_DIR,
     return check
 
 
-def datasheet_profile(spec: DeviceSpec, template: DeviceProfile) -> DeviceProfile:
-    """A profile for a GPU without a bundled one: its datasheet figures with the GEMM
-    regressor of ``template`` and peaks derived from the datasheet."""
-    gemm = template.kernel_models["gemm"]
-    info = dict(getattr(gemm, "info", {}))
-    return DeviceProfile(spec.name, "datasheet", spec,
-                         kernel_models=_gpu_models(spec, gemm.regressor, info),
-                         provenance={"kind": "datasheet",
-                                     "device_figures": f"datasheet: {spec.source}",
-                                     "gemm": f"regressor of the bundled {template.name} profile "
-                                             "applied to this GPU's datasheet figures",
-                                     "peaks": measured_peaks(spec).source},
-                         validation={k: v for k, v in template.validation.items()
-                                     if k != "this_gpu"})
-
-
 def profile_for_device(name: str, profile_dir: str | Path = PROFILE_DIR) -> DeviceProfile:
     """The profile of a GPU by the name it reports, a bundled profile slug, or a path.
 
@@ -212,5 +190,6 @@ def profile_for_device(name: str, profile_dir: str | Path = PROFILE_DIR) -> Devi
             return datasheet_profile(spec, load_profile(templates[0]))
         raise ProfileError(f"no GPU profiles in {profile_dir}: run "
                            "`python -m predictors kernels build-profiles`")
-    known = sorted(set(GPU_SPECS) | {p.stem for p in profile_dir.glob("*.json")})
-    raise KeyError(f"unknown device {name!r} (known: {', '.join(known)})")
+    profiles = sorted(p.stem for p in profile_dir.glob("*.json"))
+    raise KeyError(unknown_gpu_message(
+        name, extra=f"; bundled profiles: {', '.join(profiles)}" if profiles else ""))

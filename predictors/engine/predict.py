@@ -6,6 +6,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..costs.datasheet import datasheet_default
 from ..hardware.platforms import resolve_platform
 from ..hardware.specs import device_spec
 from ..model.footprint import footprint_note, step_footprint
@@ -164,6 +165,8 @@ def prepare(scenario: dict, profile=None):
     if profile is None:
         profile = default_profile(platform.device, "cpu" if platform.device == "cpu"
                                   else "gpu", platform.threads)
+        if profile is None and platform.device != "cpu":  # a GPU without a bundled one
+            profile = datasheet_default(platform.device)
     elif profile == "roofline":
         profile = None
     elif isinstance(profile, str):

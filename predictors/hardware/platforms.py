@@ -49,6 +49,10 @@ V100 = "Tesla V100-SXM2-32GB"
 A100 = "NVIDIA A100-SXM4-40GB"
 H100 = "NVIDIA H100 80GB HBM3"
 H200 = "NVIDIA H200"
+L4 = "NVIDIA L4"
+L40S = "NVIDIA L40S"
+B200 = "NVIDIA B200"
+MI300X = "AMD Instinct MI300X"
 
 PLATFORM_PRESETS: dict[str, Platform] = {p.name: p for p in [
     Platform("local-cpu", "cpu", 0, 1, None, None, 1, "this machine's CPU"),
@@ -56,6 +60,10 @@ PLATFORM_PRESETS: dict[str, Platform] = {p.name: p for p in [
     Platform("a100-1", A100, 1, 1, None, None, description="one A100 SXM4 40GB"),
     Platform("h100-1", H100, 1, 1, None, None, description="one H100 SXM5 80GB"),
     Platform("h200-1", H200, 1, 1, None, None, description="one H200 SXM 141GB"),
+    Platform("l4-1", L4, 1, 1, None, None, description="one L4 24GB (PCIe)"),
+    Platform("l40s-1", L40S, 1, 1, None, None, description="one L40S 48GB (PCIe)"),
+    Platform("b200-1", B200, 1, 1, None, None, description="one B200 SXM 180GB"),
+    Platform("mi300x-1", MI300X, 1, 1, None, None, description="one AMD Instinct MI300X 192GB"),
     Platform("dgx1-v100", V100, 8, 1, "nvlink2", None,
              description="DGX-1: 8 V100, hybrid cube-mesh NVLink"),
     Platform("dgx-a100", A100, 8, 1, "nvlink3", "nic200",
@@ -71,7 +79,8 @@ PLATFORM_PRESETS: dict[str, Platform] = {p.name: p for p in [
 ]}
 
 # the short names a custom platform's GPU node may give as its ``model``
-GPU_MODELS = {"v100": V100, "a100": A100, "h100": H100, "h200": H200}
+GPU_MODELS = {"v100": V100, "a100": A100, "h100": H100, "h200": H200, "l4": L4, "l40s": L40S,
+              "b200": B200, "mi300x": MI300X}
 
 
 def resolve_platform(platform: dict) -> Platform:

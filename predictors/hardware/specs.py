@@ -10,8 +10,8 @@ import os
 import platform
 from dataclasses import dataclass, field
 
-__all__ = ["DeviceSpec", "GPU_SPECS", "local_cpu_spec", "device_spec", "cpu_model", "cpu_signature", "find_gpu_spec",
-           "profile_slug"]
+__all__ = ["DeviceSpec", "GPU_SPECS", "GPU_ALIASES", "local_cpu_spec", "device_spec", "cpu_model",
+           "cpu_signature", "find_gpu_spec", "known_gpus", "unknown_gpu_message", "profile_slug"]
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class DeviceSpec:
 _GB = 1e9
 _T = 1e12
 
-# NVIDIA datasheets.  float32 GEMMs use TF32 tensor cores only when allowed, which PyTorch
+# NVIDIA and AMD datasheets.  float32 GEMMs use TF32 tensor cores only when allowed, which PyTorch
 # does not by default for matmul, so float32 is the CUDA-core figure.
 GPU_SPECS: dict[str, DeviceSpec] = {s.name: s for s in [
     # Tesla V100 SXM2 32GB: V100 datasheet (2020): 15.7 TFLOPS FP32, 125 TFLOPS tensor,
@@ -159,7 +159,71 @@ GPU_SPECS: dict[str, DeviceSpec] = {s.name: s for s in [
                memory_bytes=8 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
                source="NVIDIA P4 datasheet; NeuSight device_configs (40 SMs x 64 lanes)",
                clock_mhz=1113, cores_per_sm=64),
+    # Ada Lovelace inference GPUs (PCIe, no NVLink).  Tensor figures are dense (the
+    # datasheets quote twice these with sparsity).
+    # L4: NVIDIA L4 datasheet: 30.3 TFLOPS FP32, TF32 60 / FP16 121 / BF16 121 TFLOPS dense
+    # tensor, 24 GB GDDR6 at 300 GB/s, PCIe 4.0 x16; 7,424 CUDA cores = 58 SMs x 128 lanes
+    # at 2040 MHz boost (= the 30.3 TFLOPS); 48 MB L2 (NeuSight's device_configs, which
+    # list 60 SMs and 31.3 TFLOPS: 58 SMs is what the datasheet FP32 figure implies).
+    DeviceSpec("NVIDIA L4", "gpu",
+               {"float32": 30.3 * _T, "float16": 121 * _T, "bfloat16": 121 * _T},
+               vector_flops=30.3 * _T, mem_bw=300 * _GB, l2_bytes=48e6, sms=58,
+               memory_bytes=24 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
+               source="NVIDIA L4 datasheet; NeuSight device_configs (L2)",
+               clock_mhz=2040, cores_per_sm=128),
+    # L40S: NVIDIA L40S datasheet: 91.6 TFLOPS FP32, TF32 183 / FP16 362 / BF16 362 TFLOPS
+    # dense tensor, 48 GB GDDR6 at 864 GB/s, 18,176 CUDA cores (142 SMs x 128), PCIe 4.0
+    # x16; Ada architecture whitepaper (AD102): 96 MB L2; 2520 MHz boost
+    # (142 x 128 x 2 x 2520 MHz = the 91.6 TFLOPS).
+    DeviceSpec("NVIDIA L40S", "gpu",
+               {"float32": 91.6 * _T, "float16": 362 * _T, "bfloat16": 362 * _T},
+               vector_flops=91.6 * _T, mem_bw=864 * _GB, l2_bytes=96e6, sms=142,
+               memory_bytes=48 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
+               source="NVIDIA L40S datasheet; Ada Lovelace architecture whitepaper (AD102)",
+               clock_mhz=2520, cores_per_sm=128),
+    # B200 (HGX/DGX B200, SXM, 1000 W): NVIDIA HGX B200 and DGX B200 datasheets, per GPU
+    # (the 8-GPU figures / 8): 75 TFLOPS FP32, TF32 1.1 / FP16 2.25 / BF16 2.25 PFLOPS dense
+    # tensor, 180 GB HBM3e at 8 TB/s, NVLink 5 at 1.8 TB/s (900 GB/s each way).  The
+    # datasheets give no SM count, clock or L2: 148 SMs and 126 MB L2 are what the CUDA
+    # runtime reports for the part, and the clock is the one the FP32 figure implies
+    # (75 TFLOPS / (148 x 128 x 2) = 1980 MHz).
+    DeviceSpec("NVIDIA B200", "gpu",
+               {"float32": 75 * _T, "float16": 2250 * _T, "bfloat16": 2250 * _T},
+               vector_flops=75 * _T, mem_bw=8000 * _GB, l2_bytes=126e6, sms=148,
+               memory_bytes=180 * _GB, launch_latency_s=4e-6, kernel_floor_s=2e-6,
+               source="NVIDIA HGX B200 / DGX B200 datasheets (per GPU); SMs and L2 as the "
+                      "CUDA runtime reports them",
+               clock_mhz=1980, cores_per_sm=128),
+    # MI300X (OAM): AMD Instinct MI300X datasheet: 304 CUs, 2100 MHz peak engine clock,
+    # 163.4 TFLOPS FP32 vector and matrix, TF32 653.7 / FP16 1307.4 / BF16 1307.4 TFLOPS
+    # dense matrix, 192 GB HBM3 at 5.3 TB/s, 256 MB AMD Infinity Cache (the memory-side
+    # last-level cache, in the place of NVIDIA's L2), Infinity Fabric (xGMI) 7 links x
+    # 128 GB/s to the other GPUs.  FP32 lanes per CU: 64 stream processors issuing two
+    # FP32 operations per cycle, i.e. 128 (304 x 128 x 2 x 2100 MHz = 163.4 TFLOPS).
+    DeviceSpec("AMD Instinct MI300X", "gpu",
+               {"float32": 163.4 * _T, "float16": 1307.4 * _T, "bfloat16": 1307.4 * _T},
+               vector_flops=163.4 * _T, mem_bw=5300 * _GB, l2_bytes=256e6, sms=304,
+               memory_bytes=192 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
+               source="AMD Instinct MI300X datasheet",
+               clock_mhz=2100, cores_per_sm=128),
 ]}
+
+# Short names a user may type for a GPU (``l4``, ``h100``): the part each stands for.
+GPU_ALIASES: dict[str, str] = {
+    "v100": "Tesla V100-SXM2-32GB",
+    "a100": "NVIDIA A100-SXM4-40GB",
+    "a100-80gb": "NVIDIA A100-SXM4-80GB",
+    "h100": "NVIDIA H100 80GB HBM3",
+    "h100-sxm": "NVIDIA H100 80GB HBM3",
+    "h200": "NVIDIA H200",
+    "l4": "NVIDIA L4",
+    "l40s": "NVIDIA L40S",
+    "b200": "NVIDIA B200",
+    "mi300x": "AMD Instinct MI300X",
+    "p100": "Tesla P100-PCIE-16GB",
+}
+# vendor and product-line words a name may carry or leave out ("NVIDIA L4" = "L4")
+_PREFIXES = ("nvidia-", "tesla-", "geforce-", "amd-", "instinct-")
 
 
 def cpu_model() -> str:
@@ -235,13 +299,14 @@ def local_cpu_spec(threads: int | None = None) -> DeviceSpec:
 
 
 def device_spec(name: str, threads: int | None = None) -> DeviceSpec:
-    """The spec of a GPU by the name it reports, or ``cpu`` for the local CPU."""
+    """The spec of a GPU by the name it reports (in any spelling :func:`find_gpu_spec`
+    takes), or ``cpu`` for the local CPU."""
     if name == "cpu":
         return local_cpu_spec(threads)
-    try:
-        return GPU_SPECS[name]
-    except KeyError:
-        raise KeyError(f"unknown device {name!r} (known: cpu, {', '.join(GPU_SPECS)})") from None
+    spec = find_gpu_spec(name)
+    if spec is None:
+        raise KeyError(unknown_gpu_message(name, devices=("cpu",)))
+    return spec
 
 
 def profile_slug(name: str) -> str:
@@ -249,13 +314,43 @@ def profile_slug(name: str) -> str:
     return "-".join("".join(c if c.isalnum() else " " for c in name.lower()).split())
 
 
+def _bare(slug: str) -> str:
+    """A slug without its vendor and product-line words: ``nvidia-l4`` -> ``l4``."""
+    stripped = True
+    while stripped:
+        stripped = False
+        for prefix in _PREFIXES:
+            if slug.startswith(prefix) and len(slug) > len(prefix):
+                slug, stripped = slug[len(prefix):], True
+    return slug
+
+
 def find_gpu_spec(name: str) -> DeviceSpec | None:
     """A datasheet spec by the name the GPU reports (case, spaces, dashes, underscores
-    ignored), or None."""
+    ignored), that name without its vendor words (``L4``, ``A100-SXM4-40GB``,
+    ``MI300X``), or a short name of :data:`GPU_ALIASES` (``h100``); None if unknown."""
     if name in GPU_SPECS:
         return GPU_SPECS[name]
     key = profile_slug(name)
     for spec_name, spec in GPU_SPECS.items():
         if profile_slug(spec_name) == key:
             return spec
-    return None
+    bare = _bare(key)
+    if bare in GPU_ALIASES:
+        return GPU_SPECS[GPU_ALIASES[bare]]
+    matches = [spec for spec_name, spec in GPU_SPECS.items()
+               if _bare(profile_slug(spec_name)) == bare]
+    return matches[0] if len(matches) == 1 else None
+
+
+def known_gpus() -> list[str]:
+    """The names of every GPU with a datasheet spec, as the GPUs report them."""
+    return list(GPU_SPECS)
+
+
+def unknown_gpu_message(name: str, devices: tuple[str, ...] = (), extra: str = "") -> str:
+    """One line saying ``name`` is no known device and listing the known GPUs (``devices``
+    first, e.g. ``cpu``; ``extra`` appended, e.g. bundled profile names)."""
+    known = ", ".join([*devices, *known_gpus()])
+    short = ", ".join(GPU_ALIASES)
+    return f"unknown device {name!r}; known: {known} (or a short name: {short}){extra}"

@@ -143,7 +143,8 @@ def test_problems_inside_a_block_name_the_block():
      "model.nodes[5].params.weight: unknown parameter of loss (known: kind)"),
     (lambda d: d.update(platform={"preset": "dgx-b300"}),
      ("platform.preset: unknown preset 'dgx-b300' (known: local-cpu, v100-1, a100-1, h100-1, "
-      "h200-1, dgx1-v100, dgx-a100, dgx-h100, dgx-h200, pcie-4x-a100, 2node-8x-h100)")),
+      "h200-1, l4-1, l40s-1, b200-1, mi300x-1, dgx1-v100, dgx-a100, dgx-h100, dgx-h200, "
+      "pcie-4x-a100, 2node-8x-h100)")),
     (lambda d: d.update(platform={"nodes": [{"id": "g", "kind": "tpu"}]}),
      ("platform.nodes[0].kind: expected one of ['cpu', 'gpu', 'node', 'nvswitch', 'nic', "
       "'pcie_switch'], got 'tpu'")),

@@ -169,7 +169,7 @@ def test_wiring_errors_name_the_block(doc):
                                              "params": {"threads": -4}}]}),
      "platform.nodes[0].params.threads"),
     (lambda d: d.update(platform={"nodes": [{"kind": "gpu", "id": "g",
-                                             "params": {"model": "b200"}}]}),
+                                             "params": {"model": "rtx9090"}}]}),
      "platform.nodes[0].params.model"),
     (lambda d: d.update(platform={"nodes": [{"kind": "cpu", "id": "c"},
                                             {"kind": "cpu", "id": "c"}]}),
