@@ -49,6 +49,8 @@ DEVICE_KINDS = {"gpu": ("GPU", "#16966b"), "cpu": ("CPU", "#2f6fd6"),
 DEV_W, DEV_H = 150.0, 52.0
 _ROWS = {"node": 0, "cpu": 0, "gpu": 1, "nvswitch": 2, "pcie_switch": 2, "nic": 3}
 _NVLINK = {"v100": "nvlink2", "a100": "nvlink3", "h100": "nvlink4", "h200": "nvlink4"}
+# GPUs without NVLink: their peers and switches are reached over PCIe 4.0
+_PCIE_ONLY = {"l4", "l40s"}
 
 
 def effective_graph(platform) -> dict:
@@ -89,10 +91,13 @@ def gpu_model_of(graph: dict) -> str:
 
 def default_link(kind_a: str, kind_b: str, model: str) -> str:
     """A sensible link kind between two devices: NVLink of the GPUs' generation between
-    GPUs and to an NVSwitch, PCIe to a PCIe switch or a CPU, the 400G NIC between NICs."""
+    GPUs and to an NVSwitch (PCIe 4.0 for GPUs without NVLink: L4, L40S), PCIe to a PCIe
+    switch or a CPU, the 400G NIC between NICs."""
     ends = {kind_a, kind_b}
     if "nic" in ends:
         return "nic400"
+    if model in _PCIE_ONLY:
+        return "pcie4"
     generation = _NVLINK.get(model, "nvlink4")
     if ends <= {"gpu", "nvswitch"}:
         return generation

@@ -180,3 +180,12 @@ def test_another_preset_drops_the_old_positions(page):
     page.editor.set_platform({"preset": "dgx-h100"})  # as the Inspector or a sweep does
     assert page.editor.document.platform_positions() == {}
     assert page.scene.devices["gpu0"].pos() != QPointF(900.0, 900.0)  # laid out afresh
+
+
+def test_gpus_without_nvlink_default_to_pcie_links():
+    from explorer.platform.scene import default_link
+
+    assert default_link("gpu", "gpu", "l4") == "pcie4"
+    assert default_link("gpu", "nvswitch", "l40s") == "pcie4"
+    assert default_link("gpu", "gpu", "a100") == "nvlink3"
+    assert default_link("nic", "nic", "l4") == "nic400"
