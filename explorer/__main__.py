@@ -39,8 +39,8 @@ def main(argv: list[str] | None = None, predict_fn=None) -> int:
 
     from predictors.utils.fileio import writable_target
 
-    from .window import DEFAULT_SCENARIO
-    from .window.launch import EXIT_USAGE, launch_refusal, run_batch
+    from explorer.window import DEFAULT_SCENARIO
+    from explorer.window.launch import EXIT_USAGE, launch_refusal, run_batch
 
     path = Path(args.scenario) if args.scenario else DEFAULT_SCENARIO
     # Fail fast, before any window, with one line naming the file and the field.
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None, predict_fn=None) -> int:
             return EXIT_USAGE
     from PySide6.QtWidgets import QApplication
 
-    from .window import APP_NAME, MainWindow
+    from explorer.window import APP_NAME, MainWindow
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName(APP_NAME)

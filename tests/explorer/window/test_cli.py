@@ -105,3 +105,18 @@ def test_main_in_process_with_a_fake_predictor(qapp, tmp_path):
 
     assert main(["--export-timeline", str(tmp_path / "u.png")], predict_fn=broken) == 1
     assert not (tmp_path / "u.png").exists()
+
+
+def test_the_entry_script_runs_as_a_plain_script(tmp_path):
+    """A frozen app (explorer.spec) runs explorer/__main__.py as a script, with no parent
+    package: it must not use relative imports."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    # run as the bundle does: the file's code as __main__, outside its package
+    code = ("import runpy, sys; script = sys.argv.pop(1); sys.argv[0] = script; "
+            "runpy.run_path(script, run_name='__main__')")
+    r = subprocess.run([sys.executable, "-c", code, str(ROOT / "explorer" / "__main__.py"),
+                        str(tmp_path / "missing.json"), "--screenshot", str(tmp_path / "x.png")],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "missing.json" in r.stderr, r.stderr
+    assert "ImportError" not in r.stderr
