@@ -110,8 +110,8 @@ class RankResult:
 
 
 def _walk(items: Sequence[Item], res: RankResult, cancelled):
-    """One rank in issue order; yields ``arrival`` at each collective and gets back
-    ``(start, end)`` of its kernel."""
+    """One rank in issue order; at each collective it yields ``(arrival, kernel)`` and gets
+    back the kernel's ``(start, end)``."""
     clock: dict = {}     # thread -> end of its last item
     free: dict = {}      # stream -> end of its last kernel
     kend: dict = {}      # kernel id -> end

@@ -1,0 +1,79 @@
+"""The simulator's rules on small hand-made programs (times in us)."""
+import pytest
+
+from predictors.engine.simulator import (
+    ALL_STREAMS,
+    Call,
+    CollectiveMismatch,
+    Item,
+    Kernel,
+    simulate,
+)
+
+
+def launch(stream, dur, **kw):
+    """An item that launches one kernel with a 2 us call; the kernel may start 5 us in."""
+    return Item("main", gap_us=1.0, calls=(Call(2.0, (Kernel(stream, dur, 5.0),)),), **kw)
+
+
+def test_kernels_queue_on_their_stream_and_the_cpu_runs_ahead():
+    (res,), _ = simulate([[launch(0, 100.0), launch(0, 100.0), launch(1, 10.0)]])
+    # the first item starts at 0, each next one a gap after: the CPU does not wait
+    assert res.item_start == [0.0, 3.0, 6.0]
+    assert res.kernels == [(5.0, 105.0), (105.0, 205.0), (11.0, 21.0)]
+
+
+def test_a_synchronization_holds_the_thread_until_its_stream_drains():
+    sync = Item("main", gap_us=1.0, calls=(Call(3.0, sync=0),))
+    every = Item("main", gap_us=1.0, calls=(Call(3.0, sync=ALL_STREAMS),))
+    (res,), _ = simulate([[launch(0, 100.0), launch(1, 300.0), sync, every]])
+    assert res.item_end[2] == 105.0 and res.item_end[3] == 308.0
+
+
+def test_a_blocking_copy_returns_a_set_time_before_its_copy_ends():
+    copy = Item("main", gap_us=1.0, calls=(Call(2.0, (Kernel(0, 50.0, 5.0),),
+                                                returns_before_us=10.0),))
+    (res,), _ = simulate([[launch(0, 100.0), copy]])
+    assert res.kernels[1] == (105.0, 155.0) and res.item_end[1] == 145.0
+
+
+def test_an_item_waits_for_the_item_of_another_thread_it_waited_for():
+    main = Item("main", gap_us=1.0, t5_us=50.0)
+    other = Item("autograd", gap_us=2.0, t5_us=10.0, waits_for=0)
+    (res,), _ = simulate([[main, other]])
+    assert res.item_start[1] == 52.0
+
+
+def test_inputs_and_event_waits_delay_a_kernel():
+    first = launch(0, 100.0)
+    reader = Item("main", gap_us=1.0, after_items=(0,),
+                  calls=(Call(2.0, (Kernel(1, 10.0, 5.0),)),))
+    event = Item("main", gap_us=1.0, calls=(Call(2.0, (Kernel(2, 10.0, 5.0,
+                                                                after=((7, 4.0),)),)),))
+    first.calls[0].kernels[0].id = 7
+    (res,), _ = simulate([[first, reader, event]])
+    assert res.kernels[1][0] == 105.0  # after the kernel whose result it reads
+    assert res.kernels[2][0] == 109.0  # 4 us after the event it waited for
+
+
+def test_collectives_start_when_the_last_rank_arrives():
+    def rank(compute):
+        return [launch(0, compute), Item("main", gap_us=1.0, calls=(Call(
+            2.0, (Kernel(1, 0.0, 5.0, wait_streams=(0,), collective=True),)),))]
+
+    results, meetings = simulate([rank(100.0), rank(300.0)], lambda q, kernels: 40.0)
+    # each arrives when its compute stream drains (the collective waits for it)
+    assert meetings[0].last_rank == 1 and meetings[0].start_us == 305.0
+    assert [r.kernels[1] for r in results] == [(105.0, 345.0), (305.0, 345.0)]
+    # clocks that start apart: rank 1's 305 us are 355 us on rank 0's clock
+    results, meetings = simulate([rank(100.0), rank(300.0)], lambda q, k: 40.0,
+                                 offsets_us=[0.0, 50.0])
+    assert meetings[0].start_us == 355.0
+    assert results[0].kernels[1] == (105.0, 395.0) and results[1].kernels[1][1] == 345.0
+
+
+def test_ranks_with_different_collectives_are_an_error():
+    lone = [Item("main", t5_us=1.0)]
+    meets = [Item("main", calls=(Call(1.0, (Kernel(1, collective=True),)),))]
+    with pytest.raises(CollectiveMismatch, match="collectives differ"):
+        simulate([lone, meets])
