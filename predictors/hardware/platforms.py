@@ -107,19 +107,49 @@ def resolve_platform(platform: dict) -> Platform:
     else:
         spec = find_gpu_spec(model)
         device = spec.name if spec is not None else model
-    kind_of = {n["id"]: n["kind"] for n in nodes}
-    intra = inter = None
+    intra, inter, unlinked = _slowest_links(platform, gpus)
+    description = f"custom: {len(gpus)} x {device}"
+    if intra and unlinked:
+        # a GPU left out of the others' fabric reaches them through its host's PCIe (a
+        # platform with no GPU link at all is an error of the collectives, naming it)
+        intra = min((intra, _host_pcie(device)), key=lambda k: LINK_KINDS.get(k, 0.0))
+        description += (f"; {', '.join(unlinked)} without a GPU link: PCIe through the "
+                        "host")
+    per_node = max(1, len(gpus) // hosts)
+    return Platform("custom", device, per_node, hosts, intra, inter,
+                    description=description)
+
+
+def _slowest_links(platform: dict, gpus: list[dict]) -> tuple[str | None, str | None,
+                                                               list[str]]:
+    """The slowest of the GPUs' own fabric links (GPU to GPU or to a switch), the slowest
+    NIC link, and the GPUs that have no fabric link: a collective moves at the pace of the
+    slowest link on its route."""
+    kind_of = {n["id"]: n["kind"] for n in platform["nodes"]}
+    fabric, nics, linked = [], [], set()
     for e in platform.get("edges", []):
         ends = {kind_of.get(e.get("source")), kind_of.get(e.get("target"))}
         kind = e.get("kind") or ""
-        if kind.startswith("nic") and inter is None:
-            inter = kind
-        elif (kind.startswith(("nvlink", "pcie")) and "gpu" in ends
-              and ends <= set(_FABRIC) and intra is None):
-            intra = kind  # the GPUs' own fabric: GPU to GPU or to a switch
-    per_node = max(1, len(gpus) // hosts)
-    return Platform("custom", device, per_node, hosts, intra, inter,
-                    description=f"custom: {len(gpus)} x {device}")
+        if kind.startswith("nic"):
+            nics.append(kind)
+        elif kind.startswith(("nvlink", "pcie")) and "gpu" in ends and ends <= set(_FABRIC):
+            fabric.append(kind)
+            linked.update(x for x in (e.get("source"), e.get("target"))
+                          if kind_of.get(x) == "gpu")
+
+    def slowest(kinds):
+        return min(kinds, key=lambda k: LINK_KINDS.get(k, 0.0)) if kinds else None
+
+    return slowest(fabric), slowest(nics), [g["id"] for g in gpus if g["id"] not in linked]
+
+
+# GPUs whose host interface is PCIe 5.0 x16 (vendor datasheets); the others run 4.0
+_PCIE5_GPUS = ("H100", "H200", "B200", "MI300X")
+
+
+def _host_pcie(device: str) -> str:
+    """The PCIe link between a GPU and its host."""
+    return "pcie5" if any(g in device.upper() for g in _PCIE5_GPUS) else "pcie4"
 
 
 def gpu_model_key(device: str) -> str:

@@ -262,3 +262,41 @@ def test_a_gpu_without_a_bundled_profile_predicts_with_the_public_profiles_overh
     a100, l4 = steps["a100-1"], steps["l4-1"]
     assert l4.iteration_ms == pytest.approx(a100.iteration_ms, rel=0.05)  # host-bound
     assert l4.per_rank[0]["device_active_ms"] > a100.per_rank[0]["device_active_ms"]
+
+
+def _dgx_h100_graph(extra_gpu_link: bool | None):
+    """The DGX H100 preset as a graph, with a 9th GPU linked to the NVSwitch (True), by
+    PCIe 4.0 to the switch (False), or not at all (None)."""
+    from predictors.hardware.platforms import preset_graph
+
+    graph = preset_graph("dgx-h100")
+    graph["nodes"].append({"id": "gpu8", "kind": "gpu", "params": {"model": "h100"}})
+    switch = next(n["id"] for n in graph["nodes"] if n["kind"] == "nvswitch")
+    if extra_gpu_link is not None:
+        graph["edges"].append({"source": "gpu8", "target": switch,
+                               "kind": "nvlink4" if extra_gpu_link else "pcie4"})
+    return graph
+
+
+def test_the_drawn_links_set_the_gpus_fabric():
+    """The slowest link on the GPUs' routes sets their fabric, and a GPU without a link
+    reaches its peers over its host's PCIe; a data-parallel step's all-reduce shows it."""
+    from predictors.hardware.platforms import resolve_platform
+
+    linked, slow, unlinked = (resolve_platform(_dgx_h100_graph(x)) for x in (True, False,
+                                                                            None))
+    assert (linked.intra_link, slow.intra_link, unlinked.intra_link) == \
+        ("nvlink4", "pcie4", "pcie5")
+    assert "gpu8 without a GPU link" in unlinked.description
+
+    def all_reduce_ms(graph):
+        from predictors.engine.timeline import CATEGORIES
+
+        doc = load_scenario(SCENARIOS / "bert_base.json")
+        doc["platform"] = graph
+        tl = predict(doc).timeline
+        comm = (tl.category == CATEGORIES.index("communication")) & (tl.rank == 0)
+        return float(tl.dur_us[comm].sum()) / 1e3
+
+    # the step itself is host-bound here; its gradients' all-reduce is not
+    assert all_reduce_ms(_dgx_h100_graph(None)) > 2 * all_reduce_ms(_dgx_h100_graph(True))
