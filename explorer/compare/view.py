@@ -1,5 +1,6 @@
 """The Compare dock: the predicted timeline above the recorded one on a linked time axis,
-the headline figures, and a table of the largest differences per op class and per lane."""
+the headline figures, and a table of the largest differences per op class and per lane,
+which "Export CSV…" and "Copy" take out of the app."""
 from __future__ import annotations
 
 import html
@@ -24,7 +25,7 @@ from predictors.utils.formatting import format_bytes
 
 from ..timeline.colors import CATEGORY_COLORS, CATEGORY_LABELS
 from ..timeline.gantt import GanttWidget
-from ..widgets import ErrorBar, read_only_table, stacked
+from ..widgets import EXPORT_ROLE, ErrorBar, TableExport, read_only_table, stacked
 
 __all__ = ["CompareView"]
 
@@ -102,11 +103,20 @@ class CompareView(QWidget):
         header.setSectionResizeMode(0, QHeaderView.Interactive)
         header.resizeSection(0, 150)
         self.table_caption = self._caption("Largest differences", "#888")
+        self.export = TableExport(self.table, self.export_name,
+                                  lambda message: self.error.show_error(message, kind="file"),
+                                  self)
+        caption_row = QHBoxLayout()
+        caption_row.setContentsMargins(0, 0, 0, 0)
+        caption_row.setSpacing(2)
+        caption_row.addWidget(self.table_caption, 1)
+        for b in self.export.buttons():
+            caption_row.addWidget(b)
         side = QWidget(self)
         sbox = QVBoxLayout(side)
         sbox.setContentsMargins(0, 0, 0, 0)
         sbox.setSpacing(0)
-        sbox.addWidget(self.table_caption)
+        sbox.addLayout(caption_row)
         sbox.addWidget(self.table, 1)
 
         split = QSplitter(Qt.Horizontal, self)
@@ -163,6 +173,10 @@ class CompareView(QWidget):
 
     def set_stale(self, stale: bool) -> None:
         self.predicted.set_stale(stale)
+
+    def export_name(self) -> str:
+        name = getattr(self.prediction, "scenario_name", "") or "scenario"
+        return f"{name}-compare"
 
     # --- internals ----------------------------------------------------------------------
 
@@ -271,9 +285,11 @@ class CompareView(QWidget):
                 where = QTableWidgetItem(f"■  {label}")
                 where.setForeground(QColor(CATEGORY_COLORS.get(row["key"], "#888")))
                 where.setToolTip(f"op class {label}: summed device time")
+                where.setData(EXPORT_ROLE, label)
             else:
                 where = QTableWidgetItem(f"☰  {row['key']}")
                 where.setToolTip(f"{row['key']}: lane busy time (predicted ↔ recorded)")
+                where.setData(EXPORT_ROLE, str(row["key"]))
             self.table.setItem(i, 0, where)
             for j, v in enumerate((row["predicted_ms"], row["recorded_ms"])):
                 item = QTableWidgetItem(_ms(v))

@@ -84,6 +84,8 @@ class PlatformPage(QWidget):
         self.combo = QComboBox(self)
         self.combo.setToolTip("Start from a preset (one undoable edit); editing its devices "
                               "or links makes it a custom graph")
+        # as wide as its longest entry, "(custom platform graph)" included
+        self.combo.setSizeAdjustPolicy(QComboBox.AdjustToContents)
         for name, p in PLATFORM_PRESETS.items():
             self.combo.addItem(name, name)
             self.combo.setItemData(self.combo.count() - 1, p.description, Qt.ToolTipRole)
@@ -93,6 +95,7 @@ class PlatformPage(QWidget):
         for key, name in GPU_MODELS.items():
             self.gpu_model.addItem(f"{key.upper()} ({name})", key)
         self.gpu_model.setToolTip("GPU model of every GPU (a platform has one)")
+        self.gpu_model.setSizeAdjustPolicy(QComboBox.AdjustToContents)
         self.threads = QSpinBox(self)
         self.threads.setRange(1, 512)
         self.threads.setToolTip("CPU threads for the training step")
@@ -159,6 +162,8 @@ class PlatformPage(QWidget):
                 self.combo.addItem(self.CUSTOM, self.CUSTOM)
             self.combo.setCurrentIndex(self.combo.findData(self.CUSTOM))
         self.combo.blockSignals(False)
+        self.combo.setToolTip(f"{self.combo.currentText()}: start from a preset (one undoable "
+                              "edit); editing its devices or links makes it a custom graph")
         self.description.setText(self.summary(platform))
 
     @staticmethod

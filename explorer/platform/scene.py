@@ -357,11 +357,40 @@ class PlatformScene(QGraphicsScene):
         graph["nodes"].append(node)
         where = self.positions()
         if pos is None:
-            xs = [p[0] for p in where.values()] or [0.0]
-            pos = QPointF(max(xs) + DEV_W + 30, 130.0 * _ROWS.get(kind, 3))
+            area = self.visible_area()
+            if area is not None:
+                pos = self.free_spot(area)
+            else:  # no view shows the canvas: right of the devices, in the kind's row
+                xs = [p[0] for p in where.values()] or [0.0]
+                pos = QPointF(max(xs) + DEV_W + 30, 130.0 * _ROWS.get(kind, 3))
         where[nid] = [pos.x(), pos.y()]
         self.commit(graph, f"Add {DEVICE_KINDS[kind][0]}", where)
         return nid
+
+    def visible_area(self) -> QRectF | None:
+        """The part of the canvas the first visible view shows, in scene coordinates."""
+        for view in self.views():
+            if view.isVisible() and not view.viewport().rect().isEmpty():
+                return view.mapToScene(view.viewport().rect()).boundingRect()
+        return None
+
+    def free_spot(self, area: QRectF) -> QPointF:
+        """Where a new device goes in ``area``: its centre, or the nearest spot around it
+        that no device covers, kept inside ``area`` while one is free there."""
+        c = area.center()
+        sx, sy = DEV_W + 24.0, DEV_H + 36.0
+        boxes = [d.sceneBoundingRect() for d in self.devices.values()]
+        inner = area.adjusted(DEV_W / 2 + 4, DEV_H / 2 + 4, -DEV_W / 2 - 4, -DEV_H / 2 - 4)
+        spots = sorted(((i, j) for i in range(-8, 9) for j in range(-8, 9)),
+                       key=lambda ij: (ij[0] * sx) ** 2 + (ij[1] * sy) ** 2)
+        for i, j in spots:
+            p = QPointF(c.x() + i * sx, c.y() + j * sy)
+            if (i or j) and not inner.contains(p):
+                continue
+            box = QRectF(p.x() - DEV_W / 2 - 8, p.y() - DEV_H / 2 - 8, DEV_W + 16, DEV_H + 16)
+            if not any(box.intersects(b) for b in boxes):
+                return p
+        return c  # a crowded view: on top of the others, still in sight
 
     def link(self, a: str, b: str, kind: str | None = None) -> bool:
         if a == b:

@@ -1,8 +1,8 @@
 """What-if docks: a long run in the background, its results in a table beside a chart.
 
 The Sharding and Sweep docks share this shape.  A :class:`ResultsView` has a top bar
-(run, apply, the dock's own controls, progress, cancel), an error bar, a header, and the
-table of results beside a chart.  A :class:`ResultsController` runs the work in a
+(run, apply, the dock's own controls, Export CSV… and Copy, progress, cancel), an error
+bar, a header, and the table of results beside a chart.  A :class:`ResultsController` runs the work in a
 :class:`~explorer.workers.BackgroundRunner`, adds the dock and its Run menu action, and
 greys the results while the scenario differs from the one they were made for.  "Apply"
 writes the selected result into the scenario as one undo step.
@@ -32,7 +32,7 @@ from predictors.profiles import ProfileError
 from predictors.scenario.format import ScenarioError
 from predictors.utils.formatting import format_bytes
 
-from ..widgets import ErrorBar
+from ..widgets import ErrorBar, TableExport
 from ..workers import BackgroundRunner
 
 __all__ = ["ResultsView", "ResultsController", "memory_text"]
@@ -104,6 +104,7 @@ class ResultsView(QWidget):
         self.plot.hideButtons()
         self.plot.setMinimumSize(260, 120)
         self._items: list = []
+        self.export = TableExport(self.table, self.export_name, self.show_error, self)
         self._build_layout()
         self.run_button.clicked.connect(self.sigRunRequested)
         self.cancel_button.clicked.connect(self.sigCancelRequested)
@@ -114,6 +115,9 @@ class ResultsView(QWidget):
     def _build_layout(self) -> None:
         top = QHBoxLayout()
         for w in self.controls + [self.run_button, self.apply_button]:
+            top.addWidget(w)
+        top.addSpacing(6)
+        for w in self.export.buttons():
             top.addWidget(w)
         top.addSpacing(12)
         top.addWidget(self.progress)
@@ -186,6 +190,10 @@ class ResultsView(QWidget):
     def header_text(self) -> str:
         """The header above the table (subclasses say what was run)."""
         return ""
+
+    def export_name(self) -> str:
+        """The stem of the CSV file's default name (subclasses say what was run)."""
+        return "results"
 
     def show_rows(self, shown, results: list, rows: list[list[str]], tips: list[str],
                   footer: str = "", select: int | None = 0) -> None:

@@ -1,4 +1,5 @@
-"""The Summary dock: headline numbers of a prediction and its most expensive ops."""
+"""The Summary dock: headline numbers of a prediction and its most expensive ops, which
+"Export CSV…" and "Copy" take out of the app."""
 from __future__ import annotations
 
 import html
@@ -17,7 +18,7 @@ from PySide6.QtWidgets import (
 from predictors.utils.formatting import format_bytes
 
 from ..timeline.colors import CATEGORY_COLORS, CATEGORY_LABELS
-from ..widgets import read_only_table
+from ..widgets import ErrorBar, TableExport, read_only_table
 
 __all__ = ["SummaryPanel", "device_active_fraction"]
 
@@ -114,10 +115,19 @@ class SummaryPanel(QWidget):
         self.notes.setWordWrap(True)
         self.notes.setTextFormat(Qt.RichText)
         self.table = read_only_table(list(self.COLUMNS), self)
+        self.error = ErrorBar(self)
+        self.export = TableExport(self.table, self.export_name,
+                                  lambda message: self.error.show_error(message, kind="file"),
+                                  self)
+        under = QHBoxLayout()
+        under.addWidget(self.notes, 1)
+        for b in self.export.buttons():
+            under.addWidget(b, 0, Qt.AlignBottom)
         box = QVBoxLayout(self)
         box.setContentsMargins(6, 6, 6, 6)
         box.addLayout(figures)
-        box.addWidget(self.notes)
+        box.addLayout(under)
+        box.addWidget(self.error)
         box.addWidget(self.table, 1)
         self.clear()
 
@@ -134,6 +144,10 @@ class SummaryPanel(QWidget):
         self.notes.setText("No prediction yet.")
         self.table.setRowCount(0)
         self.set_stale(False)
+
+    def export_name(self) -> str:
+        name = getattr(self.prediction, "scenario_name", "") or "scenario"
+        return f"{name}-top-ops"
 
     def set_stale(self, stale: bool) -> None:
         """Grey the figures, notes and table while a newer prediction is on its way."""

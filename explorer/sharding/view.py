@@ -80,6 +80,10 @@ class ShardingView(ResultsView):
             text = "Out of date (the scenario changed): rank again. " + text
         return text
 
+    def export_name(self) -> str:
+        name = getattr(self.shown, "scenario_name", "") or "scenario"
+        return f"{name}-sharding-plans"
+
     def set_ranking(self, ranking) -> None:
         """Show a :class:`~predictors.plan.rank_sharding.ShardingRanking`."""
         best = ranking.plans[0].iteration_ms if ranking.plans else 0.0

@@ -3,7 +3,8 @@
 The table gives each value's predicted iteration, throughput (samples/s, the batch over
 the iteration), the gap to the best, device-active share and exposed communication; a
 value that cannot run says why.  Beside it, throughput against the value: a line over
-batch sizes (log scale), bars over platforms and dtypes, the selected value marked.
+batch sizes (log scale), bars named by their values over platforms, dtypes and optimizers,
+the selected value marked.  "Export CSV…" and "Copy" take the table out of the app.
 """
 from __future__ import annotations
 
@@ -37,6 +38,12 @@ EMPTY_TEXT = ("Run ▸ Sweep predicts the scenario once per value of one setting
 LABELS = {"batch_size": "batch size", "platform": "platform", "dtype": "dtype",
           "optimizer": "optimizer"}
 ACCENT = "#4e79a7"
+
+
+def tick_text(value, limit: int = 16) -> str:
+    """A categorical value as an axis tick: its name, elided past ``limit`` characters."""
+    text = str(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def none_text(result) -> str:
@@ -100,6 +107,12 @@ class SweepView(ResultsView):
             text = "Out of date (the scenario changed): sweep again. " + text
         return text
 
+    def export_name(self) -> str:
+        r = self.shown
+        if r is None:
+            return "sweep"
+        return f"{r.scenario_name or 'scenario'}-sweep-{r.param}"
+
     def set_sweep(self, result) -> None:
         """Show a :class:`~predictors.plan.sweep.SweepResult`."""
         best = result.best()
@@ -155,16 +168,15 @@ class SweepView(ResultsView):
             ticks = [(x, str(r.value)) for x, (_, r) in zip(xs, ok)]
         else:
             self.add_plot_item(pg.BarGraphItem(x=xs, height=ys, width=0.6, brush=ACCENT))
-            # names would collide under narrow bars: number them as the table's rows
-            ticks = [(float(i), str(i + 1)) for i, _ in ok]
+            # each bar named by its value (platform, dtype, optimizer)
+            ticks = [(float(i), tick_text(r.value)) for i, r in ok]
         if selected is not None and not selected.error:
             k = next(j for j, (_, r) in enumerate(ok) if r is selected)
             self.add_plot_item(pg.ScatterPlotItem(x=[xs[k]], y=[ys[k]], symbol="o", size=13,
                                                   pen=pg.mkPen("#d32f2f", width=2),
                                                   brush=None))
         self.plot.getAxis("bottom").setTicks([ticks])
-        self.plot.setLabel("bottom", LABELS.get(result.param, result.param)
-                           + ("" if numeric else " (# in the table)"))
+        self.plot.setLabel("bottom", LABELS.get(result.param, result.param))
         pad = 0.5 if len(xs) > 1 or not numeric else 1.0
         self.plot.setXRange(float(xs.min()) - pad, float(xs.max()) + pad, padding=0)
         self.plot.setYRange(0, float(ys.max()) * 1.15, padding=0)

@@ -118,7 +118,7 @@ class LaneAxis(pg.AxisItem):
         (_, _), (v0, v1) = view.viewRange()
         top_px, bottom_px = bounds.top(), bounds.bottom()
         normal, bold = self._font(), self._font(bold=True)
-        fm, bfm = QFontMetrics(normal), QFontMetrics(bold)
+        fm = QFontMetrics(normal)
         line_h = fm.height()
         x_node, x_rank, x_lane = self.column_x()
         lane_w = max(10.0, bounds.right() - PAD - x_lane)

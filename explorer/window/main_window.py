@@ -192,7 +192,11 @@ class MainWindow(QMainWindow):
         m.addSeparator()
         self.export_image_action = self._action(
             m, "Export Timeline &Image…", self.export_image_dialog, "Ctrl+E",
-            "Write the predicted timeline as PNG, SVG or PDF")
+            "Write the whole predicted iteration as PNG, SVG or PDF")
+        self.export_visible_action = self._action(
+            m, "Export &Visible Range Image…",
+            lambda: self.export_image_dialog(visible_only=True), "Ctrl+Alt+E",
+            "Write the timeline's visible time range as PNG, SVG or PDF")
         self.export_trace_action = self._action(
             m, "Export &Chrome Trace…", self.export_trace_dialog, "Ctrl+Shift+E",
             "Write the predicted timeline as a Chrome trace (opens in Perfetto)")
@@ -398,27 +402,41 @@ class MainWindow(QMainWindow):
 
     # --- exports ----------------------------------------------------------------------------
 
+    def export_title(self) -> str:
+        """The title of an exported picture: the scenario, the platform (its device) and
+        the device profile the prediction used."""
+        p = self.prediction
+        if p is None:
+            return "Timeline"
+        profile = str(getattr(p, "profile", "") or "")
+        profile = "datasheet roofline" if profile in ("", "roofline") else profile
+        return f"{p.scenario_name} · {p.platform} ({p.device}) · profile: {profile}"
+
     def export_timeline(self, path: str | os.PathLike, visible_only: bool = False) -> Path:
-        """Write the current timeline picture (``.png``, ``.svg`` or ``.pdf``)."""
+        """Write the current timeline picture (``.png``, ``.svg`` or ``.pdf``): the whole
+        iteration, or with ``visible_only`` the time range the timeline shows."""
         if self.prediction is None:
             raise RuntimeError("no prediction to export yet")
         x_range = self.gantt.x_range() if visible_only else None
-        return export_timeline_image(self.prediction.timeline, path, x_range=x_range)
+        return export_timeline_image(self.prediction.timeline, path, x_range=x_range,
+                                     title=self.export_title())
 
-    def export_image_dialog(self) -> None:
+    def export_image_dialog(self, visible_only: bool = False) -> None:
         if self.prediction is None:
             self.statusBar().showMessage("No prediction to export yet", 5000)
             return
         filters = ";;".join(f"{desc} (*{ext})" for ext, desc in EXPORT_FORMATS.items())
         stem = self.path.stem if self.path else "timeline"
-        path, chosen = QFileDialog.getSaveFileName(self, "Export Timeline Image",
-                                                   f"{stem}-timeline.png", filters)
+        suffix = "-visible" if visible_only else ""
+        path, chosen = QFileDialog.getSaveFileName(
+            self, "Export Visible Range Image" if visible_only else "Export Timeline Image",
+            f"{stem}-timeline{suffix}.png", filters)
         if not path:
             return
         if Path(path).suffix.lower() not in EXPORT_FORMATS:
             path += chosen[chosen.index("*") + 1:chosen.index(")")]
         try:
-            self.export_timeline(path)
+            self.export_timeline(path, visible_only=visible_only)
         except (OSError, ValueError) as exc:
             QMessageBox.warning(self, APP_NAME, f"Could not export: {exc}")
             return

@@ -189,3 +189,43 @@ def test_gpus_without_nvlink_default_to_pcie_links():
     assert default_link("gpu", "nvswitch", "l40s") == "pcie4"
     assert default_link("gpu", "gpu", "a100") == "nvlink3"
     assert default_link("nic", "nic", "l4") == "nic400"
+
+
+def test_the_preset_box_shows_its_whole_text(page, tmp_path):
+    from PySide6.QtWidgets import QStyle, QStyleOptionComboBox
+
+    page.buttons[0].click()  # a custom graph now: the box's longest entry
+    combo = page.combo
+    assert combo.currentText() == PlatformPage.CUSTOM
+
+    def room() -> int:
+        opt = QStyleOptionComboBox()
+        combo.initStyleOption(opt)
+        return combo.style().subControlRect(QStyle.CC_ComboBox, opt,
+                                            QStyle.SC_ComboBoxEditField, combo).width()
+
+    need = combo.fontMetrics().horizontalAdvance(PlatformPage.CUSTOM)
+    page.layout().activate()
+    assert room() >= need, (room(), need)
+    assert PlatformPage.CUSTOM in combo.toolTip()
+    page.grab().save(str(tmp_path / "platform-custom.png"))
+
+
+@pytest.mark.parametrize("index", range(6))
+def test_an_added_device_lands_in_sight_beside_the_others(page, index):
+    from explorer.platform.scene import DEVICE_KINDS
+
+    view = page.view
+    view.resetTransform()  # zoomed in on the middle of the preset, as after a look around
+    view.scale(1.4, 1.4)
+    view.centerOn(page.scene.devices["gpu3"])
+    before = set(page.scene.devices)
+    kind = list(DEVICE_KINDS)[index]
+    assert page.buttons[index].kind == kind
+    page.buttons[index].click()
+    (new,) = set(page.scene.devices) - before
+    item = page.scene.devices[new]
+    visible = view.mapToScene(view.viewport().rect()).boundingRect()
+    assert visible.contains(item.sceneBoundingRect()), (kind, item.pos(), visible)
+    others = [d.sceneBoundingRect() for n, d in page.scene.devices.items() if n != new]
+    assert not any(item.sceneBoundingRect().intersects(r) for r in others)

@@ -222,3 +222,21 @@ def test_a_sweep_asked_for_during_the_search_replaces_it(make_window, qtbot):
         w.sweep.run_action.trigger()
         assert not w.sweep.fit_runner.is_running()
     go.set()
+
+
+def test_a_sweep_over_platforms_names_them_on_the_axis(qtbot, tmp_path):
+    from explorer.sweep.view import SweepView
+    from predictors.plan.sweep import SweepResult, SweepRow
+
+    view = SweepView()
+    qtbot.addWidget(view)
+    view.resize(1100, 360)
+    view.show()
+    names = ["dgx-a100", "h100-1", "local-cpu"]
+    view.set_sweep(SweepResult("dlrm", "platform", [
+        SweepRow(n, 10.0 + i, 1000.0 - 100 * i, 8.0, 0.0, 1, 10**9, True)
+        for i, n in enumerate(names)]))
+    ticks = view.plot.getAxis("bottom")._tickLevels
+    assert [label for _, label in ticks[0]] == names
+    assert "#" not in view.plot.getAxis("bottom").labelText
+    view.grab().save(str(tmp_path / "sweep-platforms.png"))

@@ -40,7 +40,7 @@ def test_menus_and_shortcuts(make_window):
     texts = lambda m: [a.text().replace("&", "") for a in m.actions() if not a.isSeparator()]
     assert texts(menus["File"]) == ["New", "Open…", "Open Recent", "Save", "Save As…",
                                     "Import Trace…", "Export Timeline Image…",
-                                    "Export Chrome Trace…", "Export Recorded Chrome Trace…",
+                                    "Export Visible Range Image…", "Export Chrome Trace…", "Export Recorded Chrome Trace…",
                                     "Quit"]
     assert {"Undo", "Redo", "Delete", "Select All"} <= {t.split(" ")[0] if t.startswith(
         ("Undo", "Redo")) else t for t in texts(menus["Edit"])}
@@ -268,3 +268,24 @@ def test_status_messages_do_not_cover_the_prediction_status(make_window, qtbot):
     # the stage text sits right of the message area, not under the message
     assert w.run_status.isVisible() and w.stage_label.text().startswith("Iteration")
     assert w.run_status.geometry().left() > w.statusBar().width() // 3
+
+
+def test_file_menu_exports_the_visible_range_titled_with_scenario_platform_profile(
+        make_window, qtbot, tmp_path, monkeypatch):
+    w = make_window()
+    wait_for_timeline(qtbot, w)
+    p = w.prediction
+    title = w.export_title()
+    assert p.scenario_name in title and p.platform in title and "profile" in title
+    file_menu = w.menuBar().actions()[0].menu()
+    texts = [a.text() for a in file_menu.actions()]
+    assert "Export &Visible Range Image…" in texts
+    end = p.timeline.end_us / 1e3
+    w.gantt.vb.setXRange(0.0, end / 4, padding=0)
+    target = tmp_path / "visible.svg"
+    monkeypatch.setattr("explorer.window.main_window.QFileDialog.getSaveFileName",
+                        lambda *a, **k: (str(target), "SVG drawing (*.svg)"))
+    w.export_visible_action.trigger()
+    svg = target.read_text()
+    assert "ms shown" in svg and "iteration span" not in svg   # the visible range only
+    assert p.scenario_name in svg and p.platform in svg and "profile: " in svg
