@@ -20,7 +20,7 @@ from typing import Callable
 
 from ..costs.op_costs import CostedGraph, CostedOp
 from ..model.comm_ops import PROFILER_NAMES
-from .simulator import Call, CollectiveMismatch, Item, Kernel, simulate
+from .simulator import Call, CollectiveMismatch, Item, Kernel, critical_path, simulate
 from .timeline import Timeline, TimelineBuilder
 
 __all__ = ["simulate_rank", "simulate_ranks", "rank_spans_ms", "CollectiveTimer",
@@ -111,13 +111,15 @@ def simulate_ranks(costed: list[CostedGraph], timer: CollectiveTimer | None = No
     ops and answers ``(seconds, detail)``; without one a collective takes no time."""
     programs, results, meetings, details = _run(costed, timer, cancelled)
     tl = TimelineBuilder(title)
-    kernels = 0
+    kernels, bars = 0, {}
     for rank, (c, items, res) in enumerate(zip(costed, programs, results)):
-        kernels += _draw(tl, rank, c, items, res, meetings, details)
+        kernels += _draw(tl, rank, c, items, res, meetings, details, bars)
+    path = critical_path(results, meetings)
     dev = costed[0].device if costed else None
     return tl.build(device=dev.name if dev else "", kernels=kernels,
                     ops=sum(len(c.ops) for c in costed), ranks=len(costed),
-                    overheads=costed[0].overheads.source if costed else "")
+                    overheads=costed[0].overheads.source if costed else "",
+                    critical_path=sorted(bars[e] for e in path if e in bars))
 
 
 def rank_spans_ms(costed: list[CostedGraph], timer: CollectiveTimer | None = None,
@@ -136,8 +138,9 @@ def rank_spans_ms(costed: list[CostedGraph], timer: CollectiveTimer | None = Non
 
 
 def _draw(tl: TimelineBuilder, rank: int, costed: CostedGraph, items: list[Item], res,
-          meetings, details) -> int:
-    """One rank's bars and its memory curve; the number of kernels it ran."""
+          meetings, details, bars: dict) -> int:
+    """One rank's bars and its memory curve; the number of kernels it ran.  ``bars`` maps
+    ``(rank, "item" | "kernel", index)`` to the bar drawn for it."""
     on_gpu = costed.device.kind != "cpu"
     main = tl.lane(rank, "cpu", "CPU main thread")
     cpu_lanes = {"main": main,
@@ -145,6 +148,7 @@ def _draw(tl: TimelineBuilder, rank: int, costed: CostedGraph, items: list[Item]
     stream = tl.lane(rank, "stream", "stream 0 (compute)") if on_gpu else None
     comm = None
     if costed.overheads.step_s > 0:
+        bars[(rank, "item", 0)] = len(tl)
         tl.add(main, 0.0, res.item_end[0], "cpu_overhead", "training loop",
                "per-iteration CPU time outside aten ops (measured)")
     kernels, k, q = 0, 0, 0
@@ -152,6 +156,9 @@ def _draw(tl: TimelineBuilder, rank: int, costed: CostedGraph, items: list[Item]
         op: CostedOp = items[n].payload
         start, end = res.item_start[n], res.item_end[n]
         lane = cpu_lanes[op.thread]
+        bars[(rank, "item", n)] = len(tl)
+        if op.category == "communication" or (on_gpu and op.kernel_s > 0.0):
+            bars[(rank, "kernel", k)] = len(tl) + 1  # drawn right after its CPU bar
         if op.category == "communication":
             name = PROFILER_NAMES.get(op.name, op.name)
             tl.add(lane, start, end - start, "cpu_op", name, f"{op.phase}: {op.detail}")

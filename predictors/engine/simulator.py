@@ -46,8 +46,8 @@ from typing import Callable, Hashable, Sequence
 
 from ..utils.progress import check_cancelled
 
-__all__ = ["Kernel", "Call", "Item", "RankResult", "Rendezvous", "simulate", "ALL_STREAMS",
-           "CollectiveMismatch"]
+__all__ = ["Kernel", "Call", "Item", "RankResult", "Rendezvous", "simulate", "critical_path",
+           "ALL_STREAMS", "CollectiveMismatch"]
 
 ALL_STREAMS = "*"  # Call.sync: wait for every stream of the rank to drain
 
@@ -107,15 +107,24 @@ class RankResult:
     item_end: list[float] = field(default_factory=list)
     calls: list[tuple[float, float]] = field(default_factory=list)    # per call, walk order
     kernels: list[tuple[float, float]] = field(default_factory=list)  # per kernel, walk order
+    # What bound each time, as ("item", index), ("kernel", index) or ("collective", kernel
+    # index: it waited for the last rank), None for a start nothing delayed:
+    item_after: list = field(default_factory=list)    # an item's start
+    item_held: list = field(default_factory=list)     # an item's end, when a kernel held it
+    kernel_after: list = field(default_factory=list)  # a kernel's start
+    collectives: list[int] = field(default_factory=list)  # kernel index of each, in order
 
 
 def _walk(items: Sequence[Item], res: RankResult, cancelled):
     """One rank in issue order; at each collective it yields ``(arrival, kernel)`` and gets
-    back the kernel's ``(start, end)``."""
-    clock: dict = {}     # thread -> end of its last item
-    free: dict = {}      # stream -> end of its last kernel
-    kend: dict = {}      # kernel id -> end
+    back the kernel's ``(start, end, waited)`` (its kernel starts on arrival and ends with
+    the collective; ``waited``: another rank arrived later).  Beside the times it records what bound each
+    start and end (``RankResult.item_after``, ``item_held``, ``kernel_after``)."""
+    clock: dict = {}     # thread -> (end of its last item, that item)
+    free: dict = {}      # stream -> (end of its last kernel, that kernel)
+    kend: dict = {}      # kernel id -> (end, kernel index)
     done: list[float] = []
+    done_ref: list = []  # per item: what its result waited for last
     starts, ends = res.item_start, res.item_end
     for n, it in enumerate(items):
         if n % 2000 == 0:
@@ -124,16 +133,16 @@ def _walk(items: Sequence[Item], res: RankResult, cancelled):
         w = it.waits_for
         waited = ends[w] if 0 <= w < n else None
         if mine is None and waited is None:
-            start = it.start_at
-        elif waited is None or (mine is not None and mine >= waited):
-            start = mine + it.gap_us
+            start, after = it.start_at, None
+        elif waited is None or (mine is not None and mine[0] >= waited):
+            start, after = mine[0] + it.gap_us, ("item", mine[1])
         else:
-            start = waited + it.gap_us
-        ready = -inf
+            start, after = waited + it.gap_us, ("item", w)
+        ready, ready_ref = -inf, None
         for d in it.after_items:
             if d < n and done[d] > ready:
-                ready = done[d]
-        last_kernel = None
+                ready, ready_ref = done[d], done_ref[d]
+        last_kernel = held = None
         if not it.calls:
             end = start + it.t5_us
         else:
@@ -141,54 +150,64 @@ def _walk(items: Sequence[Item], res: RankResult, cancelled):
             for j, call in enumerate(it.calls):
                 if j:
                     tc += it.t5_us
-                copied = tc
+                copied, copied_ref = tc, None
                 for k in call.kernels:
-                    s = tc + k.delay_us
+                    s, why = tc + k.delay_us, ("item", n)
                     f = free.get(k.stream)
-                    if f is not None and f > s:
-                        s = f
+                    if f is not None and f[0] > s:
+                        s, why = f[0], ("kernel", f[1])
                     if ready > s:
-                        s = ready
+                        s, why = ready, ready_ref
                     for st in k.wait_streams:
                         f = free.get(st)
-                        if f is not None and f > s:
-                            s = f
+                        if f is not None and f[0] > s:
+                            s, why = f[0], ("kernel", f[1])
                     for kid, lag in k.after:
                         e = kend.get(kid)
-                        if e is not None and e + lag > s:
-                            s = e + lag
+                        if e is not None and e[0] + lag > s:
+                            s, why = e[0] + lag, ("kernel", e[1])
+                    index = len(res.kernels)
                     if k.collective:
-                        s, e = yield s, k
+                        res.collectives.append(index)
+                        s, e, waited = yield s, k
+                        if waited:  # for the last rank to arrive
+                            why = ("collective", index)
                     else:
                         e = s + k.dur_us
-                    free[k.stream] = e
+                    free[k.stream] = (e, index)
                     if k.id >= 0:
-                        kend[k.id] = e
+                        kend[k.id] = (e, index)
                     res.kernels.append((s, e))
-                    last_kernel = e
+                    res.kernel_after.append(why)
+                    last_kernel = (e, index)
                     if e > copied:
-                        copied = e
+                        copied, copied_ref = e, index
                 end_call = tc + call.dur_us
                 if call.sync is not None:
-                    drain = (max(free.values(), default=tc) if call.sync == ALL_STREAMS
-                             else free.get(call.sync, tc))
-                    if drain > end_call:
-                        end_call = drain
+                    f = (max(free.values(), default=None) if call.sync == ALL_STREAMS
+                         else free.get(call.sync))
+                    if f is not None and f[0] > end_call:
+                        end_call, held = f[0], ("kernel", f[1])
                 elif (call.returns_before_us is not None
                       and copied - call.returns_before_us > end_call):
-                    end_call = copied - call.returns_before_us
+                    end_call, held = copied - call.returns_before_us, ("kernel", copied_ref)
                 res.calls.append((tc, end_call))
                 tc = end_call
             end = tc + it.t3_us
         starts.append(start)
         ends.append(end)
-        clock[it.thread] = end
+        res.item_after.append(after)
+        res.item_held.append(held)
+        clock[it.thread] = (end, n)
         if last_kernel is not None:
-            done.append(last_kernel)
+            done.append(last_kernel[0])
+            done_ref.append(("kernel", last_kernel[1]))
         elif it.done_waits_inputs and ready > end:
             done.append(ready)
+            done_ref.append(ready_ref)
         else:
             done.append(end)
+            done_ref.append(("item", n))
 
 
 @dataclass(frozen=True)
@@ -233,5 +252,51 @@ def simulate(ranks: Sequence[Sequence[Item]],
         start = pending[last][0] + offsets[last]
         meetings.append(Rendezvous(start, dur, last))
         for r in range(len(walks)):
-            pending[r] = advance(r, (pending[r][0], start + dur - offsets[r]))
+            arrival = pending[r][0]
+            pending[r] = advance(r, (arrival, start + dur - offsets[r],
+                                     start - offsets[r] > arrival))
     return results, meetings
+
+
+def critical_path(results: Sequence[RankResult], meetings: Sequence[Rendezvous],
+                  offsets_us: Sequence[float] | None = None) -> list[tuple[int, str, int]]:
+    """The chain of items and kernels that sets the step, last first: from the event that
+    ends last (on the common clock), each step goes to what bound it: the kernel that held
+    an item's end, else what delayed its start; for a kernel, what delayed its start, and
+    for a collective that waited, the last rank's arrival.  ``(rank, "item" | "kernel",
+    index)`` each."""
+    offsets = list(offsets_us) if offsets_us is not None else [0.0] * len(results)
+    best = None
+    for r, res in enumerate(results):
+        for n, e in enumerate(res.item_end):
+            if best is None or e + offsets[r] > best[0]:
+                best = (e + offsets[r], r, "item", n)
+        for i, (_, e) in enumerate(res.kernels):
+            if e + offsets[r] > best[0]:
+                best = (e + offsets[r], r, "kernel", i)
+    if best is None:
+        return []
+    _, rank, kind, index = best
+    path, seen = [], set()
+    while (rank, kind, index) not in seen:
+        seen.add((rank, kind, index))
+        path.append((rank, kind, index))
+        res = results[rank]
+        if kind == "item":
+            ref = res.item_held[index] or res.item_after[index]
+        else:
+            ref = res.kernel_after[index]
+        if ref is None:
+            break
+        if ref[0] == "collective":
+            q = res.collectives.index(ref[1])
+            rank = meetings[q].last_rank
+            kind, index = "kernel", results[rank].collectives[q]
+            if (rank, kind, index) in seen:  # this rank was the last one: go on from it
+                ref = results[rank].kernel_after[index]
+                if ref is None or ref[0] == "collective":
+                    break
+                kind, index = ref
+        else:
+            kind, index = ref
+    return path

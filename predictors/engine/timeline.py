@@ -298,6 +298,10 @@ class TimelineBuilder:
         self._cols: list[list] = [[], [], [], [], [], []]
         self.counters: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
+    def __len__(self) -> int:
+        """The events added so far (the next one's index)."""
+        return len(self._cols[0])
+
     def lane(self, rank: int, kind: str, name: str) -> int:
         key = (rank, kind, name)
         if key not in self._lane_index:

@@ -137,3 +137,21 @@ def test_sizes_torch_cannot_hold_are_a_scenario_error():
     doc["training"]["batch_size"] = 10 ** 12
     with pytest.raises(ScenarioError, match="torch cannot build this model"):
         predict(doc)
+
+
+@pytest.mark.parametrize("preset", [None, "local-cpu", "dgx-a100"])
+def test_the_critical_path_ends_the_step_and_runs_back_in_time(preset):
+    """The prediction marks the bars that set its step: the last one ends the iteration,
+    and each bar on the path starts no later than the one after it."""
+    doc = load_scenario(SCENARIOS / "small_dlrm.json")
+    if preset:
+        doc["platform"] = {"preset": preset}
+    result = predict(doc)
+    tl = result.timeline
+    path = tl.meta["critical_path"]
+    assert len(path) > 10
+    ends = tl.start_us[path] + tl.dur_us[path]
+    assert ends.max() / 1e3 == pytest.approx(
+        max(r["iteration_ms"] for r in result.per_rank) + tl.start_us.min() / 1e3)
+    order = np.argsort(ends, kind="stable")
+    assert (np.diff(tl.start_us[path][order]) >= -1e-6).all()

@@ -77,3 +77,23 @@ def test_ranks_with_different_collectives_are_an_error():
     meets = [Item("main", calls=(Call(1.0, (Kernel(1, collective=True),)),))]
     with pytest.raises(CollectiveMismatch, match="collectives differ"):
         simulate([lone, meets])
+
+
+def test_the_critical_path_follows_what_bound_each_start():
+    """Rank 0 waits in the collective for rank 1, whose long kernel sets the step: the
+    path runs from rank 0's last item back through the collective to rank 1's kernel
+    and the item that launched it."""
+    from predictors.engine.simulator import critical_path
+
+    def rank(compute):
+        return [launch(0, compute), Item("main", gap_us=1.0, calls=(Call(
+            2.0, (Kernel(1, 0.0, 5.0, wait_streams=(0,), collective=True),)),)),
+            Item("main", gap_us=1.0, calls=(Call(3.0, sync=1),))]
+
+    results, meetings = simulate([rank(100.0), rank(300.0)], lambda q, kernels: 40.0)
+    path = critical_path(results, meetings)
+    assert path == [(0, "item", 2),      # rank 0's sync, held by its collective
+                    (0, "kernel", 1),    # which waited for the last rank
+                    (1, "kernel", 1),    # rank 1's collective: after its compute stream
+                    (1, "kernel", 0),    # the 300 us kernel
+                    (1, "item", 0)]      # launched by the first item
