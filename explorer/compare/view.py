@@ -271,8 +271,11 @@ class CompareView(QWidget):
             cells.append(_FIGURE.format(cap=f"memory {what}, predicted / recorded",
                                         val=f"{format_bytes(p)} / {format_bytes(r)}",
                                         col="#1f2d3d"))
+        notes = "".join(f"<div style='color:#b45309'>⚠ {html.escape(n)}</div>"
+                        for n in c.notes)
         self.figures.setText("<table cellspacing='0' cellpadding='0'><tr>" + "".join(
-            f"<td style='padding-right:26px'>{x}</td>" for x in cells) + "</tr></table>")
+            f"<td style='padding-right:26px'>{x}</td>" for x in cells) + "</tr></table>"
+            + notes)
 
     def _fill_table(self) -> None:
         rows = [] if self.comparison is None else self.comparison.rows[2:]

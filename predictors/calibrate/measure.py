@@ -11,6 +11,7 @@ import time
 import torch
 
 from ..hardware.platforms import resolve_platform
+from ..hardware.specs import cpu_signature
 from ..model.workload import build_workload, training_step
 from ..traces.recording import UNPROFILED_KEY
 from ..utils.fileio import atomic_write_bytes
@@ -76,6 +77,7 @@ def measure(doc: dict, device: str = "cpu", iters: int = 20, warmup: int = 5,
             unprofiled = {k: result[k] for k in ("scenario", "device", "threads",
                                                  "iterations", "iteration_ms", "p10_ms",
                                                  "p90_ms", "torch")}
+            unprofiled["cpu"] = cpu_signature()  # the host that ran it
             _record_trace(workload, batch, optimizer, os.fspath(trace), device, sync,
                           trace_steps, memory if trace_memory is None else trace_memory,
                           unprofiled, os.fspath(et) if et else None)

@@ -238,6 +238,8 @@ def predict(scenario: dict, *, profile=None, overheads=None,
         notes.append(f"overheads: {overheads.source}")
     if platform.nodes > 1:  # the Gantt groups the ranks per node
         timeline.meta["gpus_per_node"] = platform.gpus
+    if profile is not None and profile.provenance.get("cpu_signature"):
+        timeline.meta["profile_cpu"] = profile.provenance["cpu_signature"]  # for Compare
     slowest = max(per_rank, key=lambda r: r["iteration_ms"])["rank"]
     device_lanes = timeline.lanes_of(slowest, "stream") or timeline.lanes_of(slowest, "cpu")
     result = Prediction(doc["name"], platform.name, device_name, timeline,

@@ -26,6 +26,8 @@ class Comparison:
     # the same scenario's median step without the profiler, where the trace carries it
     # (``measure --trace``): the profiler slows the step it records
     unprofiled_ms: float | None = None
+    # what the reader must know to judge the error, e.g. another CPU than the profile's
+    notes: list[str] = field(default_factory=list)
 
     @property
     def reference_ms(self) -> float:
@@ -159,4 +161,20 @@ def compare_timelines(pred: Timeline, rec: Timeline, rank: int = 0) -> Compariso
     unprofiled = (rec.meta.get("unprofiled") or {}).get("iteration_ms")
     return Comparison(p_ms, r_ms, p_act, r_act, name, p0 - t0, head + rest,
                       _memory_figures(pred, rank, rec, rrank, t0, t1),
-                      float(unprofiled) if unprofiled else None)
+                      float(unprofiled) if unprofiled else None, _cpu_notes(pred, rec))
+
+
+def _cpu_notes(pred: Timeline, rec: Timeline) -> list[str]:
+    """Whether the recording ran on the CPU the prediction's profile was calibrated on:
+    a CPU step's kernels and gaps follow the CPU (``measure --trace`` records it)."""
+    profile_cpu = pred.meta.get("profile_cpu")
+    if not profile_cpu:
+        return []
+    recorded = (rec.meta.get("unprofiled") or {}).get("cpu")
+    if not recorded:
+        return [f"the trace does not say which CPU recorded it; the profile was "
+                f"calibrated on {profile_cpu}"]
+    if recorded != profile_cpu:
+        return [f"recorded on another CPU ({recorded}) than the profile's ({profile_cpu}): "
+                "the error includes the difference between the two CPUs"]
+    return []

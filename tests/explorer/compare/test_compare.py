@@ -162,3 +162,28 @@ def test_recorded_memory_sits_under_the_predicted_memory(qtbot, cpu_prediction, 
     assert "recorded_peak_bytes" not in m
     assert m["recorded_swing_bytes"] == pytest.approx(m["predicted_swing_bytes"], rel=0.1)
     assert "memory swing, predicted / recorded" in view.figures.text()
+
+
+def test_a_recording_of_another_cpu_than_the_profiles_is_said(qtbot, cpu_prediction,
+                                                              tmp_path):
+    """A CPU step's error includes the difference between CPUs: the header says when the
+    trace names another CPU than the profile's, and when it names none."""
+    import gzip
+    import json
+
+    from predictors.traces.recording import UNPROFILED_KEY
+
+    profile_cpu = cpu_prediction.timeline.meta["profile_cpu"]
+    view = compared(qtbot, cpu_prediction, SAMPLE)  # the sample names no CPU
+    assert view.comparison.notes == [
+        f"the trace does not say which CPU recorded it; the profile was calibrated on "
+        f"{profile_cpu}"]
+    assert "does not say which CPU" in view.figures.text()
+    doc = json.loads(gzip.decompress(SAMPLE.read_bytes()))
+    for cpu, says in (("GenuineIntel family 6 model 85, avx512", "another CPU"),
+                      (profile_cpu, None)):
+        doc[UNPROFILED_KEY]["cpu"] = cpu
+        other = tmp_path / f"step{len(cpu)}.json"
+        other.write_text(json.dumps(doc))
+        notes = compared(qtbot, cpu_prediction, other).comparison.notes
+        assert (notes == []) if says is None else (says in notes[0] and cpu in notes[0])

@@ -43,6 +43,9 @@ def test_the_trace_carries_the_untraced_steps_and_a_comparison_is_judged_on_them
     out = measure(doc, iters=3, warmup=1, trace=plain)
     stored = json.loads(plain.read_text())[UNPROFILED_KEY]
     assert stored["iteration_ms"] == out["iteration_ms"] and stored["iterations"] == 3
+    from predictors.hardware.specs import cpu_signature
+
+    assert stored["cpu"] == cpu_signature()  # the host that ran it, for Compare
     rec = load_recording([plain])
     assert rec.timeline.meta["unprofiled"]["iteration_ms"] == out["iteration_ms"]
     pred = predict(doc)
