@@ -37,10 +37,9 @@ def main(argv: list[str] | None = None, predict_fn=None) -> int:
             and sys.platform.startswith("linux"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-    from predictors.utils.fileio import writable_target
-
     from explorer.window import DEFAULT_SCENARIO
     from explorer.window.launch import EXIT_USAGE, launch_refusal, run_batch
+    from predictors.utils.fileio import writable_target
 
     path = Path(args.scenario) if args.scenario else DEFAULT_SCENARIO
     # Fail fast, before any window, with one line naming the file and the field.

@@ -2,7 +2,8 @@
 
 Drawing follows pyqtgraph's fast path: one ``BarGraphItem`` per category with ``pen=None``
 (a million bars stay interactive).  Hover and click look events up with a per-lane sorted
-start array and ``numpy.searchsorted`` instead of one QGraphicsItem per bar.
+start array and ``numpy.searchsorted`` instead of one QGraphicsItem per bar.  The critical
+path (``timeline.meta["critical_path"]``) is one more ``BarGraphItem`` drawn on top.
 """
 from __future__ import annotations
 
@@ -34,6 +35,9 @@ __all__ = ["GanttWidget", "EventIndex", "format_us"]
 
 BAR_HEIGHT = 0.78
 STALE_OPACITY = 0.28
+CRITICAL_DIM = 0.35        # opacity of the bars off the critical path while it is shown
+CRITICAL_PEN = "#d4145a"   # outline of the critical-path bars
+NO_CRITICAL_PATH = "This timeline has no critical path (recorded traces have none)."
 MAX_EXPANDED_RANKS = 4  # more ranks open folded, all but the slowest
 MIN_ROW_PX = 18       # rows never get shorter: the view scrolls instead
 DEFAULT_ROW_PX = 24   # row height of a timeline that does not fit the view
@@ -142,11 +146,17 @@ class GanttWidget(QWidget):
     sigEventClicked(int)  event index clicked, -1 when empty space was clicked
     sigTimeRangeSelected(object)  ``(t0_ms, t1_ms)`` when a range is selected, ``None`` when
         the selection is cleared
+    sigCriticalPathAvailable(bool)  whether the new timeline has a critical path
+
+    The critical path, when shown (:meth:`set_critical_path_shown`), is drawn on top with a
+    strong outline and the other bars are dimmed, as in Perfetto; the choice stays while
+    new timelines arrive.
     """
 
     sigEventHovered = Signal(int)
     sigEventClicked = Signal(int)
     sigTimeRangeSelected = Signal(object)
+    sigCriticalPathAvailable = Signal(bool)
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -156,6 +166,10 @@ class GanttWidget(QWidget):
         self._bars: dict[str, pg.BarGraphItem] = {}
         self._bands: list = []      # drawn items that are not bars: rank bands, counters
         self._counter_items: list = []
+        self._critical = np.zeros(0, np.int64)    # the timeline's critical path, sorted
+        self._critical_item: pg.BarGraphItem | None = None
+        self.critical_path_shown = False
+        self._present: list[str] = []   # the categories in the legend
         self._stale = False
         self._mouse_x: float | None = None
         self._hovered = -1
@@ -272,11 +286,14 @@ class GanttWidget(QWidget):
         self._bands.clear()
         self._counter_items = []
         self.timeline, self._index = timeline, None
+        self._critical = self._critical_of(timeline)
+        self._critical_item = None
         self._hovered = self.selected = -1
         self.range_selection.clear()
         self._hover_box.setVisible(False)
         self._sel_box.setVisible(False)
         self.details.setText("Hover a bar for its details; click to pin them here.")
+        self.sigCriticalPathAvailable.emit(self.has_critical_path())
         if timeline is None or not len(timeline.lanes):
             self._show_empty()
             return
@@ -317,6 +334,7 @@ class GanttWidget(QWidget):
         self._bars.clear()
         self._bands.clear()
         self._counter_items = []
+        self._critical_item = None
         lay = self.layout_ = LaneLayout.of(timeline, frozenset(self.collapsed))
         start_ms = timeline.start_us / 1e3
         # Sub-pixel events would vanish at full zoom-out; BarGraphItem draws them at >= 0 width.
@@ -348,6 +366,7 @@ class GanttWidget(QWidget):
             item.setZValue({"idle": 0, "cpu_overhead": 2}.get(cat, 1))
             pi.addItem(item)
             self._bars[cat] = item
+        self._draw_critical_path(start_ms, width_ms, y0, shown)
         self._draw_counters(lay, t1)
         self._draw_node_separators(lay, t0, t1)
         self.lane_axis.set_rows(self.axis_rows(lay))
@@ -355,9 +374,79 @@ class GanttWidget(QWidget):
         span = max(t1 - t0, 1e-3)
         self.vb.setLimits(xMin=t0 - 0.5 * span, xMax=t1 + 0.5 * span,
                           minXRange=1e-6, yMin=-EDGE, yMax=lay.height + EDGE)
-        if self._stale:
-            for item in self._faded():
-                item.setOpacity(STALE_OPACITY)
+        self._apply_opacity()
+
+    # --- critical path ----------------------------------------------------------------------
+
+    @staticmethod
+    def _critical_of(timeline: Timeline | None) -> np.ndarray:
+        """The valid event indices of ``timeline.meta["critical_path"]``, sorted."""
+        if timeline is None:
+            return np.zeros(0, np.int64)
+        path = np.asarray(timeline.meta.get("critical_path") or [], np.int64).ravel()
+        path = path[(path >= 0) & (path < len(timeline))]
+        return np.unique(path)
+
+    def has_critical_path(self) -> bool:
+        """Whether the current timeline has a critical path to show."""
+        return len(self._critical) > 0
+
+    def critical_path(self) -> np.ndarray:
+        """The event indices on the current timeline's critical path, sorted."""
+        return self._critical.copy()
+
+    def on_critical_path(self, i: int) -> bool:
+        k = int(np.searchsorted(self._critical, i))
+        return k < len(self._critical) and int(self._critical[k]) == i
+
+    def critical_predecessor(self, i: int) -> int | None:
+        """The critical-path event that starts last before event ``i`` does (``None`` for
+        the first one, or when ``i`` is not on the path)."""
+        if not self.on_critical_path(i):
+            return None
+        tl, path = self.timeline, self._critical
+        starts = tl.start_us[path]
+        before = (starts < tl.start_us[i]) | ((starts == tl.start_us[i]) & (path < i))
+        if not before.any():
+            return None
+        cand = path[before]
+        return int(cand[np.lexsort((cand, tl.start_us[cand]))[-1]])
+
+    def set_critical_path_shown(self, shown: bool) -> None:
+        """Highlight the critical path (outlined on top, the other bars dimmed) or not."""
+        self.critical_path_shown = bool(shown)
+        if self._critical_item is not None:
+            self._critical_item.setVisible(self.critical_path_shown)
+            self._update_legend(self._present)
+        self._apply_opacity()
+
+    def _draw_critical_path(self, start_ms, width_ms, y0, shown) -> None:
+        """One bar item for every critical-path bar, in its category colour and outlined."""
+        path = self._critical[shown[self._critical]] if len(self._critical) else self._critical
+        if not len(path):
+            return
+        colors = {c: QColor(CATEGORY_COLORS[cat]) for c, cat in enumerate(CATEGORIES)}
+        item = pg.BarGraphItem(x0=start_ms[path], width=width_ms[path], y0=y0[path],
+                               height=BAR_HEIGHT,
+                               pen=pg.mkPen(CRITICAL_PEN, width=2, cosmetic=True),
+                               brushes=[colors[int(c)] for c in self.timeline.category[path]])
+        item.setZValue(5)
+        item.setVisible(self.critical_path_shown)
+        self.plot.getPlotItem().addItem(item)
+        self._bands.append(item)
+        self._critical_item = item
+
+    def _apply_opacity(self) -> None:
+        """Grey everything while stale; dim the bars off the critical path while it shows."""
+        base = STALE_OPACITY if self._stale else 1.0
+        dim = CRITICAL_DIM if self.critical_path_shown and self._critical_item is not None \
+            else 1.0
+        for item in self._bars.values():
+            item.setOpacity(base * dim)
+        for item in self._counter_items:
+            item.setOpacity(base)
+        if self._critical_item is not None:
+            self._critical_item.setOpacity(base)
 
     def _draw_counters(self, lay: LaneLayout, end_ms: float) -> None:
         """Each shown counter (allocated memory) as a filled step curve in its row, from
@@ -374,8 +463,9 @@ class GanttWidget(QWidget):
             self._counter_items.append(item)
 
     def _faded(self) -> list:
-        """What greys out while stale: the bars and the counter curves."""
-        return list(self._bars.values()) + self._counter_items
+        """What greys out while stale: the bars, the critical path and the counter curves."""
+        extra = [self._critical_item] if self._critical_item is not None else []
+        return list(self._bars.values()) + extra + self._counter_items
 
     def counter_text(self, lane: int, t_ms: float) -> str:
         """``rank 0 · memory allocated at 1.200 ms: 46.5 MB (peak 46.5 MB)``."""
@@ -521,8 +611,7 @@ class GanttWidget(QWidget):
     def set_stale(self, stale: bool) -> None:
         """Grey the bars while a newer prediction is on its way."""
         self._stale = bool(stale)
-        for item in self._faded():
-            item.setOpacity(STALE_OPACITY if stale else 1.0)
+        self._apply_opacity()
         pi = self.plot.getPlotItem()
         if stale and self.timeline is not None:
             if self._stale_text.scene() is None:
@@ -587,11 +676,17 @@ class GanttWidget(QWidget):
         where = lane_title(lane)
         if not where.startswith("rank"):
             where = f"rank {lane.rank} · {where}"
+        critical = self.on_critical_path(i)
+        pred = self.critical_predecessor(i) if critical else None
+        pred_name = tl.names[tl.name_id[pred]] if pred is not None else None
         if not rich:
             parts = [name, cat, where]
             if detail:
                 parts.append(f"shapes {detail}")
             parts.append(f"start {start / 1e3:.3f} ms, duration {format_us(dur)}")
+            if critical:
+                parts.append("on the critical path" + (f", after {pred_name}" if pred_name
+                                                        else ""))
             return " | ".join(parts)
         e = html.escape
         swatch = CATEGORY_COLORS[CATEGORIES[tl.category[i]]]
@@ -601,6 +696,9 @@ class GanttWidget(QWidget):
             text += f"<br>shapes: <tt>{e(detail)}</tt>"
         text += (f"<br>start {start / 1e3:.3f} ms &nbsp;·&nbsp; duration <b>{format_us(dur)}</b>"
                  f" &nbsp;·&nbsp; end {(start + dur) / 1e3:.3f} ms")
+        if critical:
+            text += (f"<br><b style='color:{CRITICAL_PEN}'>on the critical path</b>"
+                     + (f" &nbsp;·&nbsp; after {e(pred_name)}" if pred_name else ""))
         return text
 
     def select_event(self, i: int) -> None:
@@ -749,11 +847,14 @@ class GanttWidget(QWidget):
         self.sigTimeRangeSelected.emit(rng)
 
     def _update_legend(self, present: list[str]) -> None:
-        cats = present or []
+        self._present = cats = present or []
         if not cats:
             self.legend.setText("<span style='color:#888'>no events</span>")
             return
         # a chip never splits; the legend wraps between chips in a narrow window
         chips = [f"<span style='color:{CATEGORY_COLORS[c]}; font-size:14px'>■</span>&nbsp;"
                  f"{html.escape(CATEGORY_LABELS[c]).replace(' ', '&nbsp;')}" for c in cats]
+        if self.critical_path_shown and self._critical_item is not None:
+            chips.append(f"<span style='color:{CRITICAL_PEN}; font-size:14px'>□</span>&nbsp;"
+                         "<b>critical&nbsp;path</b>")
         self.legend.setText("&nbsp;&nbsp; ".join(chips))

@@ -245,6 +245,15 @@ class MainWindow(QMainWindow):
         m.addSeparator()
         self._action(m, "Fit &Canvas", self.view.fit_all, None)
         self._action(m, "Fit &Timeline", self.gantt.fit, None)
+        self.critical_path_action = action = QAction("Critical &Path", self)
+        action.setCheckable(True)
+        action.setShortcut(QKeySequence("Ctrl+Shift+C"))
+        action.setStatusTip("Highlight the chain of ops that sets the iteration time")
+        action.toggled.connect(self.gantt.set_critical_path_shown)
+        m.addAction(action)
+        m.setToolTipsVisible(True)  # a disabled Critical Path says why
+        self.gantt.sigCriticalPathAvailable.connect(self._on_critical_path_available)
+        self._on_critical_path_available(False)
         m.addSeparator()
         self._action(m, "&Reset Layout", self.reset_layout, None)
 
@@ -613,6 +622,19 @@ class MainWindow(QMainWindow):
         modified = self.editor.is_modified()
         name = self.path.name if self.path else "Untitled"
         self.setWindowTitle(f"{name}{'*' if modified else ''} — {APP_NAME}")
+
+    def _on_critical_path_available(self, available: bool) -> None:
+        """View ▸ Critical Path is enabled only for a timeline that has one."""
+        from ..timeline.gantt import NO_CRITICAL_PATH
+
+        action = self.critical_path_action
+        action.setEnabled(available)
+        if available:
+            action.setToolTip("Highlight the critical path (Ctrl+Shift+C)")
+        elif self.gantt.timeline is None:
+            action.setToolTip("No prediction yet: the critical path comes with a prediction.")
+        else:
+            action.setToolTip(NO_CRITICAL_PATH)
 
     def reset_layout(self) -> None:
         self.restoreState(self._default_state)

@@ -220,10 +220,15 @@ class Timeline:
         remap = np.full(len(self.lanes), -1, np.int32)
         remap[np.asarray(keep, np.int64)] = np.arange(len(keep), dtype=np.int32)
         sel = remap[self.lane] >= 0 if len(self) else np.zeros(0, bool)
+        meta = dict(self.meta)
+        if "critical_path" in meta:  # event indices: renumbered with the events kept
+            new_index = np.cumsum(sel) - 1
+            meta["critical_path"] = [int(new_index[i]) for i in meta["critical_path"]
+                                     if i < len(sel) and sel[i]]
         return Timeline(self.start_us[sel], self.dur_us[sel], remap[self.lane[sel]],
                         self.category[sel], self.name_id[sel], self.detail_id[sel],
                         [self.lanes[i] for i in keep], self.names, self.details, self.title,
-                        dict(self.meta), list(self.steps),
+                        meta, list(self.steps),
                         {int(remap[k]): c for k, c in self.counters.items() if remap[k] >= 0})
 
     def lane_order(self, lane: int) -> np.ndarray:
@@ -260,13 +265,15 @@ class Timeline:
             events.append({"ph": "M", "name": "thread_sort_index", "pid": lane.rank,
                            "tid": i, "args": {"sort_index": i}})
         ranks = self.rank
+        on_path = set(int(j) for j in self.meta.get("critical_path") or ())
         for j in range(len(self)):
             events.append({
                 "ph": "X", "name": self.names[self.name_id[j]],
                 "cat": CATEGORIES[self.category[j]], "pid": int(ranks[j]),
                 "tid": int(self.lane[j]), "ts": round(float(self.start_us[j]), 3),
                 "dur": round(float(self.dur_us[j]), 3),
-                "args": {"shapes": self.details[self.detail_id[j]]}})
+                "args": {"shapes": self.details[self.detail_id[j]],
+                         **({"critical_path": True} if j in on_path else {})}})
         for k, (times, values) in self.counters.items():
             lane = self.lanes[k]   # Perfetto draws "C" events as a counter track
             events.extend({"ph": "C", "name": lane.name, "pid": lane.rank,

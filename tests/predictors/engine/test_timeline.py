@@ -76,3 +76,35 @@ def test_counters_become_perfetto_counter_events():
     assert {e["name"] for e in events} == {"memory allocated"} and events[0]["pid"] == 0
     threads = [e for e in tl.to_chrome_trace()["traceEvents"] if e["name"] == "thread_name"]
     assert [e["args"]["name"] for e in threads] == ["main"]   # no empty thread track
+
+
+def test_critical_path_events_are_flagged_in_the_chrome_trace(tmp_path):
+    import json
+
+    b = TimelineBuilder("cp")
+    main = b.lane(0, "cpu", "main")
+    for k in range(4):
+        b.add(main, 10.0 * k, 5.0, "cpu_op", f"op{k}")
+    tl = b.build(critical_path=[1, 3])
+    tl.save_chrome_trace(tmp_path / "t.json")
+    events = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+    flagged = {e["name"] for e in events if e["ph"] == "X" and e["args"].get("critical_path")}
+    assert flagged == {"op1", "op3"}
+    assert all(e["args"]["critical_path"] is True for e in events
+               if e["ph"] == "X" and "critical_path" in e["args"])
+    plain = b.build().to_chrome_trace()["traceEvents"]   # a recorded trace has no path
+    assert not any("critical_path" in e.get("args", {}) for e in plain)
+
+
+def test_a_lane_subset_keeps_its_critical_path_bars():
+    """with_lanes renumbers the events, and the critical path's indices with them."""
+    from paths import SCENARIOS
+
+    from predictors import load_scenario, predict
+
+    tl = predict(load_scenario(SCENARIOS / "small_dlrm.json")).timeline
+    stream = tl.lanes_of(0, "stream")
+    sub = tl.with_lanes(stream)
+    on_stream = [i for i in tl.meta["critical_path"] if tl.lane[i] in stream]
+    assert on_stream and len(sub.meta["critical_path"]) == len(on_stream)
+    assert np.allclose(sub.start_us[sub.meta["critical_path"]], tl.start_us[on_stream])
