@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 from predictors.hardware.platforms import PLATFORM_PRESETS
 from predictors.scenario.format import (
     ScenarioError,
+    load_scenario,
     migrate_scenario,
     read_scenario,
     save_scenario,
@@ -182,7 +183,16 @@ class MainWindow(QMainWindow):
     def _build_actions(self) -> None:
         mb = self.menuBar()
         m = mb.addMenu("&File")
-        self.new_action = self._action(m, "&New", self.new_scenario, QKeySequence.New)
+        self.new_action = self._action(m, "&New", self.new_scenario, QKeySequence.New,
+                                       "A new design from the bundled small DLRM")
+        self.template_menu = m.addMenu("New from &Template")
+        for path in sorted(DEFAULT_SCENARIO.parent.glob("*.json")):
+            self._action(self.template_menu, _template_name(path),
+                         lambda _=False, p=path: self.new_scenario(p),
+                         tip=f"A new design from {path.name}")
+        self.template_menu.addSeparator()
+        self._action(self.template_menu, "Blank Canvas", lambda: self.new_scenario(None),
+                     tip="An empty model: add an input, the blocks and a loss")
         self.open_action = self._action(m, "&Open…", self.open_dialog, QKeySequence.Open)
         self.recent_menu = m.addMenu("Open &Recent")
         self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
@@ -301,12 +311,26 @@ class MainWindow(QMainWindow):
             return self.save()
         return answer == QMessageBox.Discard
 
-    def new_scenario(self) -> None:
-        if self.confirm_discard():
-            self.path = None
-            self._clear_results()
-            self.editor.load(empty_scenario())
-            self._update_title()
+    def new_scenario(self, template: Path | None = DEFAULT_SCENARIO) -> None:
+        """A new, untitled design: a copy of ``template`` (a bundled scenario), or an empty
+        model with ``None``."""
+        if not self.confirm_discard():
+            return
+        doc = empty_scenario()
+        if template is not None:
+            try:
+                doc = load_scenario(template)
+                doc["name"] = f"{doc['name']} (copy)"
+            except (ScenarioError, OSError) as exc:
+                self._show_error(f"Could not read the template {Path(template).name}: {exc}",
+                                 kind="file")
+                return
+        self.path = None
+        self._clear_error()
+        self._clear_results()
+        self.editor.load(doc)
+        self._update_title()
+        QTimer.singleShot(0, self.view.fit_all)
 
     def open_path(self, path: str | os.PathLike) -> bool:
         """Open a scenario file; on error show it and keep the current document.
@@ -679,3 +703,11 @@ class MainWindow(QMainWindow):
         self.settings.setValue("window/geometry", self.saveGeometry())
         self.settings.setValue("window/state", self.saveState())
         super().closeEvent(event)
+
+
+def _template_name(path: Path) -> str:
+    """A bundled scenario's menu entry: its name (the file name where it cannot be read)."""
+    try:
+        return read_scenario(path).get("name") or path.stem
+    except (ScenarioError, OSError, AttributeError):
+        return path.stem

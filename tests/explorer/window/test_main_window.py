@@ -38,7 +38,8 @@ def test_menus_and_shortcuts(make_window):
     menus = {a.text().replace("&", ""): a.menu() for a in w.menuBar().actions()}
     assert list(menus) == ["File", "Edit", "Run", "View", "Help"]
     texts = lambda m: [a.text().replace("&", "") for a in m.actions() if not a.isSeparator()]
-    assert texts(menus["File"]) == ["New", "Open…", "Open Recent", "Save", "Save As…",
+    assert texts(menus["File"]) == ["New", "New from Template", "Open…", "Open Recent", "Save",
+                                    "Save As…",
                                     "Import Trace…", "Export Timeline Image…",
                                     "Export Visible Range Image…", "Export Chrome Trace…", "Export Recorded Chrome Trace…",
                                     "Quit"]
@@ -169,6 +170,21 @@ def test_bad_layout_entries_are_laid_out_afresh(make_window, tmp_path):
     assert w.open_path(path) and w.path == path.resolve()
     pos = w.editor.document.snapshot()["layout"]["model"]
     assert all(all(isinstance(c, float) for c in pos[k]) for k in ("dense", "loss", "top_mlp"))
+
+
+def test_new_starts_from_a_template_not_an_invalid_blank(make_window):
+    """File > New opens a copy of the bundled small DLRM, untitled and valid; New from
+    Template lists every bundled scenario and a blank canvas."""
+    w = make_window("")
+    w.new_scenario()
+    doc = w.editor.document.snapshot()
+    assert w.path is None and doc["name"] == "Small DLRM (8 tables) (copy)"
+    assert not w.canvas_error.isVisible()
+    entries = [a.text() for a in w.template_menu.actions() if not a.isSeparator()]
+    assert "Small DLRM (8 tables)" in entries and entries[-1] == "Blank Canvas"
+    assert len(entries) == len(list(DEFAULT_SCENARIO.parent.glob("*.json"))) + 1
+    w.template_menu.actions()[-1].trigger()  # the blank canvas
+    assert w.editor.document.snapshot()["model"]["nodes"] == []
 
 
 def test_new_scenario_drops_the_previous_results(make_window, qtbot):
