@@ -70,7 +70,10 @@ def main(argv: list[str] | None = None, predict_fn=None) -> int:
     app.setApplicationName(APP_NAME)
     app.setOrganizationName("ml-dse")
     if not batch:
-        window = MainWindow(path, predict_fn=predict_fn)
+        from explorer.window.autosave import default_autosave_folder
+
+        window = MainWindow(path, predict_fn=predict_fn,
+                            autosave_folder=default_autosave_folder())
         window.show()
         return app.exec()
     # Batch runs neither read nor change the user's saved layout: their settings live in a

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 from PySide6.QtCore import QMimeData, QSettings, Qt, QTimer
@@ -44,6 +45,7 @@ from ..sweep import install_sweep
 from ..timeline.export import EXPORT_FORMATS, export_timeline_image
 from ..timeline.gantt import GanttWidget
 from ..widgets import ErrorBar, PredictionProgress, stacked
+from .autosave import Autosave
 from .help import USER_GUIDE, ShortcutsDialog, UserGuideDialog, action_shortcuts
 
 __all__ = ["MainWindow", "ErrorBar", "PlatformPage", "DEFAULT_SCENARIO", "APP_NAME"]
@@ -71,7 +73,8 @@ class MainWindow(QMainWindow):
 
     def __init__(self, path: str | os.PathLike | None = None, *, predict_fn=None,
                  settings: QSettings | None = None, debounce_ms: int = 400,
-                 calibrate_fn=None, rank_fn=None, sweep_fn=None):
+                 calibrate_fn=None, rank_fn=None, sweep_fn=None,
+                 autosave_folder: str | os.PathLike | None = None):
         super().__init__()
         self.settings = settings if settings is not None else QSettings("ml-dse", "explorer")
         self.path: Path | None = None
@@ -89,6 +92,9 @@ class MainWindow(QMainWindow):
         self.profiles = install_profiles(self, calibrate_fn)  # Profiles tab, calibration
         self.sharding = install_sharding(self, rank_fn)  # Sharding dock, Rank Shardings
         self.sweep = install_sweep(self, sweep_fn)  # Sweep dock, Run ▸ Sweep
+        # unsaved work goes to the app's own folder (None: tests and batch runs write none)
+        self.autosave = (Autosave(self.editor, Path(autosave_folder), lambda: self.path,
+                                  parent=self) if autosave_folder is not None else None)
         self.resize(1400, 900)
         self._default_state = self.saveState()
         geometry = self.settings.value("window/geometry")
@@ -356,6 +362,7 @@ class MainWindow(QMainWindow):
         self._clear_results()
         self._remember_recent(self.path)
         self._update_title()
+        QTimer.singleShot(0, self.offer_autosave)
         if problems:
             self._show_error(f"Opened {name} with {len(problems)} problem(s) to fix before it "
                              "can be predicted: " + "; ".join(str(i) for i in problems[:3]),
@@ -392,6 +399,8 @@ class MainWindow(QMainWindow):
         except OSError as exc:
             QMessageBox.warning(self, APP_NAME, f"Could not save {path}: {exc}")
             return False
+        if self.autosave is not None:
+            self.autosave.discard(self.path)  # this design's earlier autosave, if any
         self.path = Path(path).resolve()
         self.editor.mark_saved()
         self._remember_recent(self.path)
@@ -692,10 +701,30 @@ class MainWindow(QMainWindow):
                           f"<b>{APP_NAME}</b><p>Predicts one training iteration of a model on a "
                           "platform, without running it, and shows the timeline.</p>")
 
+    def offer_autosave(self) -> None:
+        """Offer back an autosaved version of this design that is newer than its file."""
+        doc = self.autosave.pending(self.path) if self.autosave is not None else None
+        if doc is None:
+            return
+        when = time.strftime("%H:%M on %d %b", time.localtime(doc["saved_at"]))
+        name = self.path.name if self.path else "an untitled design"
+        answer = QMessageBox.question(
+            self, APP_NAME, f"An autosaved version of {name} from {when} has changes the "
+            "file does not have (the app closed before they were saved). Restore it?",
+            QMessageBox.Yes | QMessageBox.No, QMessageBox.Yes)
+        if answer == QMessageBox.Yes:
+            self.editor.load(doc["scenario"])
+            self.editor.undo_stack.resetClean()  # restored, not saved yet
+            self._update_title()
+        else:
+            self.autosave.discard(self.path)
+
     def closeEvent(self, event):
         if not self.confirm_discard():
             event.ignore()
             return
+        if self.autosave is not None and self.editor.is_modified():
+            self.autosave.discard(self.path)  # the user chose to discard the changes
         self.controller.shutdown()
         self.profiles.shutdown()
         self.sharding.shutdown()
