@@ -702,22 +702,28 @@ class MainWindow(QMainWindow):
                           "platform, without running it, and shows the timeline.</p>")
 
     def offer_autosave(self) -> None:
-        """Offer back an autosaved version of this design that is newer than its file."""
-        doc = self.autosave.pending(self.path) if self.autosave is not None else None
-        if doc is None:
+        """Offer back an autosaved version of this design that is newer than its file, or
+        of an untitled design the app closed on."""
+        if self.autosave is None:
             return
+        path = next((p for p in dict.fromkeys((self.path, None))
+                     if self.autosave.pending(p) is not None), False)
+        if path is False:
+            return
+        doc = self.autosave.pending(path)
         when = time.strftime("%H:%M on %d %b", time.localtime(doc["saved_at"]))
-        name = self.path.name if self.path else "an untitled design"
+        name = path.name if path else "an untitled design"
         answer = QMessageBox.question(
             self, APP_NAME, f"An autosaved version of {name} from {when} has changes the "
             "file does not have (the app closed before they were saved). Restore it?",
             QMessageBox.Yes | QMessageBox.No, QMessageBox.Yes)
         if answer == QMessageBox.Yes:
+            self.path = path
             self.editor.load(doc["scenario"])
             self.editor.undo_stack.resetClean()  # restored, not saved yet
             self._update_title()
         else:
-            self.autosave.discard(self.path)
+            self.autosave.discard(path)
 
     def closeEvent(self, event):
         if not self.confirm_discard():

@@ -56,3 +56,17 @@ def test_a_declined_autosave_is_forgotten_and_nothing_is_written_without_a_folde
     assert not list(folder.iterdir())
     plain = window(qtbot, tmp_path, design, None)
     assert plain.autosave is None
+
+
+def test_an_untitled_design_is_offered_back_when_the_app_starts(qtbot, tmp_path,
+                                                                monkeypatch):
+    folder = tmp_path / "autosave"
+    w = window(qtbot, tmp_path, None, folder)  # the bundled default opens
+    w.new_scenario()  # untitled
+    w.editor.set_platform({"preset": "h100-1"})
+    assert w.autosave.write_now().name == "untitled.json"
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.Yes)
+    again = window(qtbot, tmp_path, None, folder)
+    again.offer_autosave()
+    assert again.path is None and again.editor.is_modified()
+    assert again.editor.document.snapshot()["platform"] == {"preset": "h100-1"}
