@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from explorer.timeline import GanttWidget
 from explorer.timeline.gantt import BAR_HEIGHT, CRITICAL_DIM, NO_CRITICAL_PATH
 from predictors.engine.timeline import TimelineBuilder
 
@@ -36,14 +35,6 @@ def dlrm_timeline():
     return predict(load_scenario(SMALL_DLRM)).timeline
 
 
-@pytest.fixture
-def gantt(qtbot):
-    g = GanttWidget()
-    qtbot.addWidget(g)
-    g.resize(900, 400)
-    g.show()
-    qtbot.waitExposed(g)
-    return g
 
 
 def test_toggling_highlights_exactly_the_path_bars(gantt, dlrm_timeline):

@@ -15,7 +15,6 @@ from PySide6.QtWidgets import QApplication
 from explorer.timeline import (
     CATEGORY_COLORS,
     EventIndex,
-    GanttWidget,
     LaneLayout,
     category_color,
     format_us,
@@ -48,14 +47,6 @@ def million_event_timeline(n=1_000_000, lanes=8, seed=0):
                     ["op"], [""], "1M")
 
 
-@pytest.fixture
-def gantt(qtbot):
-    g = GanttWidget()
-    qtbot.addWidget(g)
-    g.resize(900, 400)
-    g.show()
-    qtbot.waitExposed(g)
-    return g
 
 
 def test_colours_are_stable_and_distinct():
