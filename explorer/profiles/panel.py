@@ -5,11 +5,11 @@ The choice is a view setting (kept in ``QSettings``, never in the scenario): ``N
 bundled profile of the platform's device, ``"roofline"`` for datasheet figures only, or the
 path of a profile file.
 
-The CPU overheads (T1-T5 per op) come from that profile, or, for this session, from a GPU
+The CPU overheads (T1-T5 per op) come from that profile, or, until the app closes, from a GPU
 trace the user recorded on their own host (``predict`` then gets ``overheads=``): the trace
 is read and measured in a worker thread (:class:`~explorer.compare.loader.TraceLoader` with
-:func:`measure_trace_overheads`).  Like the profile, it is a session setting, never part of
-the scenario; it applies to GPU platforms only.
+:func:`measure_trace_overheads`).  Like the profile, it is a setting of the running app,
+never part of the scenario; it applies to GPU platforms only.
 """
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ class ProfilesPanel(QWidget):
     profile for predictions.
 
     Also holds the CPU overheads' source: the profile's table, or one measured from a
-    recorded GPU trace (for this session only; GPU platforms only).
+    recorded GPU trace (until the app closes; GPU platforms only).
 
     Parameters
     ----------
@@ -154,7 +154,7 @@ class ProfilesPanel(QWidget):
         split.setStretchFactor(1, 1)
         left.setMinimumWidth(260)
         split.setSizes([290, 660])
-        # The session's choices across the top: they hold for every profile in the list.
+        # The running app's choices across the top: they hold for every profile in the list.
         top = QHBoxLayout()
         top.setSpacing(8)
         top.addWidget(choose, 2)
@@ -219,7 +219,7 @@ class ProfilesPanel(QWidget):
             "Measure the CPU overheads from a Kineto trace (.json, .json.gz) that you\n"
             "recorded with torch.profiler on your own host; choose several files for the\n"
             "ranks of one job.  The trace must record the GPU.  Used for GPU platforms,\n"
-            "for this session; the scenario is not changed.")
+            "until the app closes; the scenario is not changed.")
         self.profile_overheads_button = QPushButton("Use profile's", group)
         self.profile_overheads_button.setToolTip(
             "Use the CPU overheads stored in the profile again (for the bundled GPU\n"

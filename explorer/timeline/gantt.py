@@ -27,11 +27,12 @@ from PySide6.QtWidgets import (
 from predictors.engine.timeline import CATEGORIES, Timeline
 
 from .colors import CATEGORY_COLORS, CATEGORY_LABELS, COUNTER_COLOR
+from .events import EventIndex, critical_events, format_us, path_predecessor
 from .lane_axis import AxisRows, LaneAxis
 from .layout import LaneLayout, counter_curves, lane_title
 from .range_selection import TimeRangeSelection, TimeRangeViewBox, format_duration
 
-__all__ = ["GanttWidget", "EventIndex", "format_us"]
+__all__ = ["GanttWidget"]
 
 BAR_HEIGHT = 0.78
 STALE_OPACITY = 0.28
@@ -45,61 +46,6 @@ MAX_ROW_PX = 240
 ROW_ZOOM = 1.25       # one lane-height zoom step
 EDGE = 0.2            # rows of margin above the first and below the last row
 _SCROLL_UNITS = 1000  # scroll bar steps per row
-
-
-def format_us(us: float) -> str:
-    """``850 ns``, ``12.3 µs`` or ``4.567 ms``."""
-    if us < 1.0:
-        return f"{us * 1e3:.0f} ns"
-    if us < 1000.0:
-        return f"{us:.1f} µs"
-    return f"{us / 1e3:.3f} ms"
-
-
-class EventIndex:
-    """Per-lane sorted starts for point lookups (built lazily on the first hover)."""
-
-    def __init__(self, timeline: Timeline):
-        tl = timeline
-        order = np.lexsort((tl.start_us, tl.lane))
-        lanes_sorted = tl.lane[order]
-        bounds = np.searchsorted(lanes_sorted, np.arange(len(tl.lanes) + 1))
-        self._idx, self._start, self._end, self._maxend = [], [], [], []
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            idx = order[a:b]
-            start = tl.start_us[idx]
-            end = start + tl.dur_us[idx]
-            self._idx.append(idx)
-            self._start.append(start)
-            self._end.append(end)
-            self._maxend.append(np.maximum.accumulate(end) if len(end) else end)
-
-    def event_at(self, lane: int, t_us: float, tol_us: float = 0.0) -> int | None:
-        """The event of ``lane`` under time ``t_us`` (innermost if nested), else the nearest
-        one within ``tol_us``; ``None`` if there is none."""
-        if lane is None or not 0 <= lane < len(self._idx):
-            return None
-        starts, ends, maxend = self._start[lane], self._end[lane], self._maxend[lane]
-        if not len(starts):
-            return None
-        i = int(np.searchsorted(starts, t_us, side="right")) - 1
-        best, best_dur = None, np.inf
-        j = i
-        # Walk back while some earlier event may still cover t (prefix max of ends >= t).
-        while j >= 0 and maxend[j] >= t_us and i - j < 256:
-            if ends[j] >= t_us and ends[j] - starts[j] < best_dur:
-                best, best_dur = j, ends[j] - starts[j]
-            j -= 1
-        if best is None and tol_us > 0:
-            cands = []
-            if i >= 0:
-                cands.append((t_us - ends[i], i))
-            if i + 1 < len(starts):
-                cands.append((starts[i + 1] - t_us, i + 1))
-            dist, k = min(cands)
-            if dist <= tol_us:
-                best = k
-        return None if best is None else int(self._idx[lane][best])
 
 
 class GanttViewBox(TimeRangeViewBox):
@@ -286,7 +232,7 @@ class GanttWidget(QWidget):
         self._bands.clear()
         self._counter_items = []
         self.timeline, self._index = timeline, None
-        self._critical = self._critical_of(timeline)
+        self._critical = critical_events(timeline)
         self._critical_item = None
         self._hovered = self.selected = -1
         self.range_selection.clear()
@@ -378,15 +324,6 @@ class GanttWidget(QWidget):
 
     # --- critical path ----------------------------------------------------------------------
 
-    @staticmethod
-    def _critical_of(timeline: Timeline | None) -> np.ndarray:
-        """The valid event indices of ``timeline.meta["critical_path"]``, sorted."""
-        if timeline is None:
-            return np.zeros(0, np.int64)
-        path = np.asarray(timeline.meta.get("critical_path") or [], np.int64).ravel()
-        path = path[(path >= 0) & (path < len(timeline))]
-        return np.unique(path)
-
     def has_critical_path(self) -> bool:
         """Whether the current timeline has a critical path to show."""
         return len(self._critical) > 0
@@ -404,13 +341,7 @@ class GanttWidget(QWidget):
         the first one, or when ``i`` is not on the path)."""
         if not self.on_critical_path(i):
             return None
-        tl, path = self.timeline, self._critical
-        starts = tl.start_us[path]
-        before = (starts < tl.start_us[i]) | ((starts == tl.start_us[i]) & (path < i))
-        if not before.any():
-            return None
-        cand = path[before]
-        return int(cand[np.lexsort((cand, tl.start_us[cand]))[-1]])
+        return path_predecessor(self.timeline, self._critical, i)
 
     def set_critical_path_shown(self, shown: bool) -> None:
         """Highlight the critical path (outlined on top, the other bars dimmed) or not."""
