@@ -110,11 +110,12 @@ def simulate_ranks(costed: list[CostedGraph], timer: CollectiveTimer | None = No
     one Timeline (microseconds from 0).  ``timer(ops)`` gets the ranks' twin collective
     ops and answers ``(seconds, detail)``; without one a collective takes no time."""
     programs, results, meetings, details = _run(costed, timer, cancelled)
+    path = critical_path(results, meetings)
     tl = TimelineBuilder(title)
     kernels, bars = 0, {}
     for rank, (c, items, res) in enumerate(zip(costed, programs, results)):
-        kernels += _draw(tl, rank, c, items, res, meetings, details, bars)
-    path = critical_path(results, meetings)
+        wanted = {(kind, i) for r, kind, i in path if r == rank}
+        kernels += _draw(tl, rank, c, items, res, meetings, details, wanted, bars)
     dev = costed[0].device if costed else None
     return tl.build(device=dev.name if dev else "", kernels=kernels,
                     ops=sum(len(c.ops) for c in costed), ranks=len(costed),
@@ -138,16 +139,19 @@ def rank_spans_ms(costed: list[CostedGraph], timer: CollectiveTimer | None = Non
 
 
 def _draw(tl: TimelineBuilder, rank: int, costed: CostedGraph, items: list[Item], res,
-          meetings, details, bars: dict) -> int:
-    """One rank's bars and its memory curve; the number of kernels it ran.  ``bars`` maps
-    ``(rank, "item" | "kernel", index)`` to the bar drawn for it."""
+          meetings, details, wanted: set, bars: dict) -> int:
+    """One rank's bars and its memory curve; the number of kernels it ran.  ``bars`` gets
+    the bar drawn for each ``("item" | "kernel", index)`` of ``wanted``, keyed
+    ``(rank, kind, index)``."""
+    items_wanted = {i for kind, i in wanted if kind == "item"}
+    kernels_wanted = {i for kind, i in wanted if kind == "kernel"}
     on_gpu = costed.device.kind != "cpu"
     main = tl.lane(rank, "cpu", "CPU main thread")
     cpu_lanes = {"main": main,
                  "autograd": tl.lane(rank, "cpu", "CPU autograd thread") if on_gpu else main}
     stream = tl.lane(rank, "stream", "stream 0 (compute)") if on_gpu else None
     comm = None
-    if costed.overheads.step_s > 0:
+    if costed.overheads.step_s > 0 and 0 in items_wanted:
         bars[(rank, "item", 0)] = len(tl)
         tl.add(main, 0.0, res.item_end[0], "cpu_overhead", "training loop",
                "per-iteration CPU time outside aten ops (measured)")
@@ -156,8 +160,10 @@ def _draw(tl: TimelineBuilder, rank: int, costed: CostedGraph, items: list[Item]
         op: CostedOp = items[n].payload
         start, end = res.item_start[n], res.item_end[n]
         lane = cpu_lanes[op.thread]
-        bars[(rank, "item", n)] = len(tl)
-        if op.category == "communication" or (on_gpu and op.kernel_s > 0.0):
+        if n in items_wanted:
+            bars[(rank, "item", n)] = len(tl)
+        if k in kernels_wanted and (op.category == "communication"
+                                    or (on_gpu and op.kernel_s > 0.0)):
             bars[(rank, "kernel", k)] = len(tl) + 1  # drawn right after its CPU bar
         if op.category == "communication":
             name = PROFILER_NAMES.get(op.name, op.name)
