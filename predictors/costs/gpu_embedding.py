@@ -155,6 +155,43 @@ def reuse_warm_fraction(reuse_bytes: float, l2_bytes: float) -> float:
     return math.exp(-reuse_bytes / (L2_SHARE * l2_bytes))
 
 
+def bag_forward_terms(rows: int, dim: int, batch: int, pooling: float,
+                      distribution: dict | None, peaks: MeasuredPeaks, *, itemsize: int = 4,
+                      clock_mhz: float | None = None, kernel_floor_ms: float = 0.003,
+                      constants: dict | None = None) -> tuple[float, float, float, float, float]:
+    """:func:`bag_forward_ms` as ``(floor, latency cold, latency warm, DRAM cold, DRAM
+    warm)`` in ms: both bounds are linear in the warm fraction ``w`` of
+    :func:`reuse_warm_fraction`, so the time at any reuse distance is
+    ``floor + max(lc + (lw - lc) w, dc + (dw - dc) w)`` (:func:`bag_forward_at`)."""
+    c = {**BAG_FORWARD, **(constants or {})}
+    lookups = float(batch) * float(pooling)
+    if lookups <= 0:
+        return kernel_floor_ms, 0.0, 0.0, 0.0, 0.0
+    warps = batch * math.ceil(dim / BAG_WARP_FEATURES)  # one per bag and 32 features
+    active = min(warps, BAG_GRID_WARPS)
+    blocks = math.ceil(active / 8)
+    sms = min(peaks.sms, blocks)
+    resident = min(math.ceil(blocks / peaks.sms) * 8, BAG_RESIDENT_WARPS)
+    per_sm = warps * float(pooling) / sms  # warp-lookups each busy SM runs
+    out = [kernel_floor_ms]
+    for warm in (False, True):
+        hit = l2_hit_model(rows, dim, int(round(lookups)), distribution, peaks.l2_bytes,
+                           itemsize, warm=warm)["hit_rate"]
+        ns = (c["issue_cycles"] * 1e3 / (clock_mhz or c["clock_mhz"])
+              + (hit * c["l2_ns"] + (1.0 - hit) * c["dram_ns"]) / resident)
+        dram = (1.0 - hit) * lookups * _sector_bytes(dim, itemsize) + lookups * 8 + batch * 8
+        out += [per_sm * ns * 1e-6, 1e3 * dram / peaks.dram_bw]
+    floor, lat_cold, dram_cold, lat_warm, dram_warm = out
+    return floor, lat_cold, lat_warm, dram_cold, dram_warm
+
+
+def bag_forward_at(terms, w):
+    """A bag forward's time (ms) from its :func:`bag_forward_terms` at warm fraction ``w``
+    (a number or an array)."""
+    floor, lc, lw, dc, dw = terms
+    return floor + np.maximum(lc + (lw - lc) * w, dc + (dw - dc) * w)
+
+
 def bag_forward_ms(rows: int, dim: int, batch: int, pooling: float,
                    distribution: dict | None, peaks: MeasuredPeaks, *, itemsize: int = 4,
                    reuse_bytes: float = 0.0, clock_mhz: float | None = None,
@@ -168,26 +205,10 @@ def bag_forward_ms(rows: int, dim: int, batch: int, pooling: float,
     :func:`reuse_warm_fraction`; DRAM bandwidth bounds the misses.  ``clock_mhz``: the
     device's clock (the issue cycles are in ns at the H200's without it).
     """
-    c = {**BAG_FORWARD, **(constants or {})}
-    lookups = float(batch) * float(pooling)
-    if lookups <= 0:
-        return kernel_floor_ms
-    warps = batch * math.ceil(dim / BAG_WARP_FEATURES)  # one per bag and 32 features
-    active = min(warps, BAG_GRID_WARPS)
-    blocks = math.ceil(active / 8)
-    sms = min(peaks.sms, blocks)
-    resident = min(math.ceil(blocks / peaks.sms) * 8, BAG_RESIDENT_WARPS)
-    per_sm = warps * float(pooling) / sms  # warp-lookups each busy SM runs
-    warm = l2_hit_model(rows, dim, int(round(lookups)), distribution, peaks.l2_bytes,
-                        itemsize, warm=True)["hit_rate"]
-    cold = l2_hit_model(rows, dim, int(round(lookups)), distribution, peaks.l2_bytes,
-                        itemsize)["hit_rate"]
-    w = reuse_warm_fraction(reuse_bytes, peaks.l2_bytes)
-    hit = w * warm + (1.0 - w) * cold
-    ns = (c["issue_cycles"] * 1e3 / (clock_mhz or c["clock_mhz"])
-          + (hit * c["l2_ns"] + (1.0 - hit) * c["dram_ns"]) / resident)
-    dram = (1.0 - hit) * lookups * _sector_bytes(dim, itemsize) + lookups * 8 + batch * 8
-    return kernel_floor_ms + max(per_sm * ns * 1e-6, 1e3 * dram / peaks.dram_bw)
+    terms = bag_forward_terms(rows, dim, batch, pooling, distribution, peaks,
+                              itemsize=itemsize, clock_mhz=clock_mhz,
+                              kernel_floor_ms=kernel_floor_ms, constants=constants)
+    return float(bag_forward_at(terms, reuse_warm_fraction(reuse_bytes, peaks.l2_bytes)))
 
 
 def dense_embedding_backward_ms(num_weights: int, dim: int, tokens: int, itemsize: int,
@@ -339,6 +360,19 @@ class EmbeddingLookupModel:
                                     self.peaks, backward=True, sparse_grad=sparse,
                                     itemsize=size, kernel_floor_ms=self.kernel_floor_ms)
         return math.nan
+
+    def forward_terms(self, node: dict) -> tuple | None:
+        """A bag forward's :func:`bag_forward_terms` (its time at any reuse distance);
+        None for other ops."""
+        bag = self.bag_shape(node)
+        if bag is None:
+            return None
+        rows, dim, lookups, batch = bag
+        return bag_forward_terms(rows, dim, batch, lookups / max(batch, 1),
+                                 self.distribution(node), self.peaks,
+                                 itemsize=self.itemsize(node), clock_mhz=self.clock_mhz,
+                                 kernel_floor_ms=self.kernel_floor_ms,
+                                 constants=self.bag_forward)
 
     def touched_bytes(self, nodes: list[dict]) -> dict[int, float]:
         """Bytes of table rows each bag forward in ``nodes`` touches, by position."""

@@ -37,17 +37,25 @@ peers, as NCCL's kernels do in a profiler trace.
 
 Times are microseconds on each rank's own clock; ``offsets_us`` place the ranks' clocks
 on one axis (a recording's files start at different times).
+
+**Batches.**  :func:`simulate_batch` walks the same programs under many sets of durations
+at once (a search over plans): any duration may be an array with one value per set, and
+an item may be absent from some sets (it takes no time and launches nothing there).  It
+applies the rules above to arrays and answers the times only.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import reduce
 from math import inf
 from typing import Callable, Hashable, Sequence
+
+import numpy as np
 
 from ..utils.progress import check_cancelled
 
 __all__ = ["Kernel", "Call", "Item", "RankResult", "Rendezvous", "simulate", "critical_path",
-           "ALL_STREAMS", "CollectiveMismatch"]
+           "simulate_batch", "BatchResult", "ALL_STREAMS", "CollectiveMismatch"]
 
 ALL_STREAMS = "*"  # Call.sync: wait for every stream of the rank to drain
 
@@ -256,6 +264,131 @@ def simulate(ranks: Sequence[Sequence[Item]],
             pending[r] = advance(r, (arrival, start + dur - offsets[r],
                                      start - offsets[r] > arrival))
     return results, meetings
+
+
+@dataclass
+class BatchResult:
+    """One rank's times under every set of a batch: arrays of one value per set."""
+
+    item_start: list = field(default_factory=list)
+    item_end: list = field(default_factory=list)
+    kernels: list = field(default_factory=list)   # (start, end) per kernel, walk order
+
+
+def _walk_batch(items: Sequence[Item], absent: dict, res: BatchResult, cancelled):
+    """:func:`_walk`'s rules on arrays (one value per set of durations), times only.
+    ``absent[n]``: where item ``n`` does not run (True), it takes no time (its durations
+    must be 0 there) and its kernels leave their streams as they were."""
+    clock: dict = {}     # thread -> end of its last item
+    free: dict = {}      # stream -> end of its last kernel
+    kend: dict = {}      # kernel id -> end
+    done: list = []
+    starts, ends = res.item_start, res.item_end
+    for n, it in enumerate(items):
+        if n % 2000 == 0:
+            check_cancelled(cancelled, "simulating")
+        skip = absent.get(n)
+        mine = clock.get(it.thread)
+        w = it.waits_for
+        waited = ends[w] if 0 <= w < n else None
+        if mine is None and waited is None:
+            start = it.start_at
+        elif waited is None:
+            start = mine + it.gap_us
+        elif mine is None:
+            start = waited + it.gap_us
+        else:
+            start = np.maximum(mine, waited) + it.gap_us
+        ready = None
+        for d in it.after_items:
+            if d < n:
+                ready = done[d] if ready is None else np.maximum(ready, done[d])
+        last_kernel = None
+        if not it.calls:
+            end = start + it.t5_us
+        else:
+            tc = start + it.t2_us
+            for j, call in enumerate(it.calls):
+                if j:
+                    tc = tc + it.t5_us
+                copied = tc
+                for k in call.kernels:
+                    s = tc + k.delay_us
+                    before = free.get(k.stream)
+                    for t in ((before, ready) + tuple(free.get(st) for st in k.wait_streams)
+                              + tuple(kend.get(kid) + lag if kid in kend else None
+                                      for kid, lag in k.after)):
+                        if t is not None:
+                            s = np.maximum(s, t)
+                    if k.collective:
+                        if skip is not None:
+                            raise ValueError("a collective cannot be absent from a batch")
+                        s, e = yield s, k
+                    else:
+                        e = s + k.dur_us
+                    if skip is not None:  # an absent kernel leaves its stream as it was
+                        e = np.where(skip, -np.inf if before is None else before, e)
+                    free[k.stream] = e
+                    if k.id >= 0:
+                        kend[k.id] = e
+                    res.kernels.append((s, e))
+                    last_kernel = e
+                    copied = np.maximum(copied, e)
+                end_call = tc + call.dur_us
+                if call.sync is not None:
+                    f = (reduce(np.maximum, free.values(), None if not free else -np.inf)
+                         if call.sync == ALL_STREAMS else free.get(call.sync))
+                    if f is not None:
+                        end_call = np.maximum(end_call, f)
+                elif call.returns_before_us is not None:
+                    end_call = np.maximum(end_call, copied - call.returns_before_us)
+                tc = end_call
+            end = tc + it.t3_us
+        starts.append(start)
+        ends.append(end)
+        clock[it.thread] = end
+        if last_kernel is not None:
+            done.append(last_kernel if skip is None else np.where(skip, end, last_kernel))
+        elif it.done_waits_inputs and ready is not None:
+            done.append(np.maximum(end, ready) if skip is None
+                        else np.where(skip, end, np.maximum(end, ready)))
+        else:
+            done.append(end)
+
+
+def simulate_batch(ranks: Sequence[Sequence[Item]],
+                   collective_time: Callable[[int, list[Kernel]], object] | None = None,
+                   absent: Sequence[dict] | None = None,
+                   cancelled: Callable[[], bool] | None = None) -> list[BatchResult]:
+    """:func:`simulate` for a batch of duration sets: the items' durations may be arrays of
+    one value per set, ``absent[rank][n]`` marks (True) the sets in which item ``n`` of
+    ``rank`` does not run, and ``collective_time(q, kernels)`` may answer an array.  Every
+    rank's times, arrays of one value per set."""
+    results = [BatchResult() for _ in ranks]
+    absent = list(absent) if absent is not None else [{} for _ in ranks]
+    walks = [_walk_batch(items, a, res, cancelled)
+             for items, a, res in zip(ranks, absent, results)]
+
+    def advance(r: int, answer):
+        try:
+            return walks[r].send(answer) if answer is not None else next(walks[r])
+        except StopIteration:
+            return None
+
+    pending = [advance(r, None) for r in range(len(walks))]
+    q = 0
+    while any(p is not None for p in pending):
+        if any(p is None for p in pending):
+            done = [r for r, p in enumerate(pending) if p is None]
+            raise CollectiveMismatch(f"rank(s) {done} finished while others wait in "
+                                     f"collective {q}: the ranks' collectives differ")
+        dur = (collective_time(q, [p[1] for p in pending]) if collective_time is not None
+               else 0.0)
+        start = reduce(np.maximum, (p[0] for p in pending))
+        for r in range(len(walks)):
+            pending[r] = advance(r, (pending[r][0], start + dur))
+        q += 1
+    return results
 
 
 def critical_path(results: Sequence[RankResult], meetings: Sequence[Rendezvous],

@@ -102,7 +102,8 @@ class FusedEmbeddingTables(EmbeddingTablesBlock):
 
 def fused_groups(tables: list[dict], nid: str, shard=None) -> list[list[int]]:
     """The tables (indices) that share one fused lookup: those this rank looks up, whole
-    ones apart from row-wise blocks (different batches of indices), by dim."""
+    ones apart from row-wise blocks (different batches of indices), by dim; whole tables'
+    groups first, each kind by dim, whichever tables a rank holds."""
     groups: dict[tuple, list[int]] = {}
     for j, t in enumerate(tables):
         if shard is None or shard.has(nid, j):
@@ -112,7 +113,7 @@ def fused_groups(tables: list[dict], nid: str, shard=None) -> list[list[int]]:
         else:
             continue
         groups.setdefault((how, t["dim"]), []).append(j)
-    return list(groups.values())
+    return [groups[key] for key in sorted(groups, key=lambda k: (k[0] != "whole", k[1]))]
 
 
 def with_kernel(doc: dict, kernel: str) -> dict:

@@ -97,3 +97,103 @@ def test_the_critical_path_follows_what_bound_each_start():
                     (1, "kernel", 1),    # rank 1's collective: after its compute stream
                     (1, "kernel", 0),    # the 300 us kernel
                     (1, "item", 0)]      # launched by the first item
+
+
+def _random_ranks(rng, ranks=3, n=40):
+    """Random programs over two threads and three streams, with every kind of rule, and
+    one collective per rank every ten items."""
+    import numpy as np  # noqa: F401
+    programs = []
+    for _ in range(ranks):
+        items = []
+        for i in range(n):
+            thread = rng.choice(["main", "autograd"])
+            calls = []
+            if i % 10 == 5:
+                calls.append(Call(rng.uniform(1, 5), (Kernel("comm", 0.0, rng.uniform(0, 5),
+                                                             wait_streams=(0,),
+                                                             collective=True),)))
+            else:
+                for _ in range(rng.randrange(0, 3)):
+                    kernels = tuple(Kernel(rng.randrange(2), rng.uniform(0, 50),
+                                           rng.uniform(0, 8), id=rng.randrange(1000),
+                                           after=((rng.randrange(1000), 2.0),))
+                                    for _ in range(rng.randrange(0, 2)))
+                    kind = rng.random()
+                    calls.append(Call(rng.uniform(0.5, 4), kernels,
+                                      sync=(0 if kind < 0.1 else ALL_STREAMS if kind < 0.2
+                                            else None),
+                                      returns_before_us=(1.0 if 0.2 <= kind < 0.3
+                                                         else None)))
+            items.append(Item(thread, rng.uniform(0, 3), rng.uniform(0, 2), rng.uniform(0, 2),
+                              rng.uniform(0, 2), tuple(calls),
+                              waits_for=i - 1 if i and rng.random() < 0.3 else -1,
+                              after_items=tuple(rng.sample(range(i), min(i, 2))),
+                              done_waits_inputs=rng.random() < 0.5))
+        programs.append(items)
+    return programs
+
+
+def test_a_batch_walk_gives_each_set_the_times_of_its_own_walk():
+    """simulate_batch on arrays of durations equals simulate on each set alone, absent
+    items included (a set without them is the program without them)."""
+    import copy
+    import random
+
+    import numpy as np
+
+    from predictors.engine.simulator import simulate_batch
+
+    rng = random.Random(3)
+    base = _random_ranks(rng)
+    sets = 4
+    scale = np.array([1.0, 0.5, 2.0, 1.3])
+    absent_n = [n for n, it in enumerate(base[0])
+                if not any(k.collective for c in it.calls for k in c.kernels)][3::7]
+    absent = [{n: np.array([False, True, False, True]) for n in absent_n}, {}, {}]
+
+    def with_durations(items, f, rank, gone):
+        out = []
+        for n, it in enumerate(items):
+            it = copy.deepcopy(it)
+            if rank == 0 and n in gone:  # absent: no time, no kernels
+                it.gap_us = it.t2_us = it.t3_us = it.t5_us = 0.0
+                it.calls = tuple(Call(0.0, ()) for _ in it.calls)
+            for c in it.calls:
+                for k in c.kernels:
+                    k.dur_us = k.dur_us * f
+            out.append(it)
+        return out
+
+    def batch_items(items, rank):
+        out = []
+        for n, it in enumerate(items):
+            it = copy.deepcopy(it)
+            if rank == 0 and n in absent_n:
+                keep = ~absent[0][n]
+                it.gap_us, it.t2_us = it.gap_us * keep, it.t2_us * keep
+                it.t3_us, it.t5_us = it.t3_us * keep, it.t5_us * keep
+                for c in it.calls:
+                    c.dur_us = c.dur_us * keep
+            for c in it.calls:
+                for k in c.kernels:
+                    k.dur_us = k.dur_us * scale
+            out.append(it)
+        return out
+
+    def collective_time(q, kernels):
+        return 10.0 + q
+
+    batch = simulate_batch([batch_items(items, r) for r, items in enumerate(base)],
+                           lambda q, k: 10.0 + q, absent)
+    for i in range(sets):
+        gone = set(absent_n) if absent[0][absent_n[0]][i] else set()
+        alone, _ = simulate([with_durations(items, scale[i], r, gone)
+                             for r, items in enumerate(base)], collective_time)
+        for r in range(len(base)):
+            ends = [float(np.broadcast_to(e, (sets,))[i]) for e in batch[r].item_end]
+            assert ends == pytest.approx(alone[r].item_end, abs=1e-9)
+            kept = [float(np.broadcast_to(t, (sets,))[i]) for k in batch[r].kernels for t in k]
+            if not gone or r:  # (a set without the absent items has fewer kernels)
+                assert kept == pytest.approx([t for k in alone[r].kernels for t in k],
+                                             abs=1e-9)
