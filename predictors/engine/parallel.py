@@ -61,17 +61,19 @@ class RankGraphs:
         key = (local, rowwise, rank if rowwise else None)
         hit = self._costed.get(key)
         if hit is None:
-
-            check_cancelled(self.cancelled, "capturing a rank")
-
-            # a padded batch: every rank's share is looked up, padding included
-            shard = RankShard(rank, self.ranks, local, self.local_batch,
-                              self.local_batch * self.ranks, rowwise=rowwise)
-            graph = capture_scenario(self.doc, gpu=self.platform.device != "cpu",
-                                     shard=shard)
-            hit = self._costed[key] = cost_op_graph(graph, self.platform, self.profile,
+            hit = self._costed[key] = cost_op_graph(self.capture(local, rank, rowwise),
+                                                    self.platform, self.profile,
                                                     self.overheads)
         return hit
+
+    def capture(self, local: frozenset, rank: int = 0, rowwise: frozenset = frozenset()):
+        """The captured op graph of a rank holding ``local`` and its block of the
+        ``rowwise`` tables' rows."""
+        check_cancelled(self.cancelled, "capturing a rank")
+        # a padded batch: every rank's share is looked up, padding included
+        shard = RankShard(rank, self.ranks, local, self.local_batch,
+                          self.local_batch * self.ranks, rowwise=rowwise)
+        return capture_scenario(self.doc, gpu=self.platform.device != "cpu", shard=shard)
 
     @property
     def captured(self) -> int:
@@ -155,17 +157,18 @@ class collective_timer:  # noqa: N801 - used like the function it replaced
 
     def __init__(self, platform: Platform):
         self.platform = platform
-        self.cache: dict[tuple[str, float], tuple[float, str]] = {}
+        self.cache: dict[tuple[str, float, int], tuple[float, str]] = {}
         self.notes: list[str] = []
 
     def __call__(self, ops: list[CostedOp]) -> tuple[float, str]:
+        return self.timed(COLLECTIVE_OPS[ops[0].name], max(op.bytes for op in ops), len(ops))
 
-        kind = COLLECTIVE_OPS[ops[0].name]
-        nbytes = max(op.bytes for op in ops)
-        key = (kind, nbytes)
+    def timed(self, kind: str, nbytes: float, ranks: int) -> tuple[float, str]:
+        """``(seconds, detail)`` of one ``kind`` collective of ``nbytes`` over ``ranks``."""
+        key = (kind, nbytes, ranks)
         if key not in self.cache:
             try:
-                est, _, _, notes = platform_collective(kind, nbytes, self.platform, len(ops))
+                est, _, _, notes = platform_collective(kind, nbytes, self.platform, ranks)
             except ValueError as exc:  # a topology the collectives cannot cross
                 raise ScenarioError([Issue("platform", str(exc))]) from None
             self.notes.extend(n for n in notes if n not in self.notes)
