@@ -24,7 +24,8 @@ from ..calibrate.kept_samples import save_samples
 from ..engine.predict import predict
 from ..hardware.platforms import resolve_platform
 from ..plan.capacity import MAX_BATCH, largest_batch
-from ..plan.rank_sharding import rank_shardings
+from ..utils.fileio import atomic_write_bytes
+from ..plan.rank_sharding import DEFAULT_BUDGET_S, rank_shardings, ranking_csv
 from ..plan.sweep import (
     SWEEPABLE,  # light: no torch
     parse_values,
@@ -133,16 +134,25 @@ def _memory_text(rank: dict) -> str:
 
 def _cmd_rank_sharding(args) -> int:
 
-    ranking = rank_shardings(_load(args), top=args.top, profile=_profile(args))
+    if args.csv:
+        problem = unwritable(args.csv)
+        if problem:  # say so now, not after the search
+            return usage_error(f"--csv {args.csv}: {problem}")
+    ranking = rank_shardings(_load(args), top=args.top, profile=_profile(args),
+                             budget_s=args.budget_s, seed=args.seed)
+    if args.csv:
+        atomic_write_bytes(args.csv, ranking_csv(ranking).encode())
     if args.json:
         print(json.dumps(ranking.to_json()))
         return 0
     print(f"{ranking.scenario_name}: {len(ranking.plans)} plan(s) on {ranking.ranks} ranks "
-          f"of {ranking.platform}, best first")
+          f"of {ranking.platform}, best first ({ranking.evaluated:,} simulated)")
     best = ranking.plans[0].iteration_ms
     for i, p in enumerate(ranking.plans, 1):
-        print(f"  {i}. {p.plan.name:<26} {p.iteration_ms:9.3f} ms  "
-              f"{100 * (p.iteration_ms / best - 1):+5.1f} %   tables per rank "
+        print(f"  {i}. {p.plan.name:<24} {p.iteration_ms:9.3f} ms "
+              f"{100 * (p.iteration_ms / best - 1):+5.1f} %{' tie' if p.tie else '    '}  "
+              f"imbalance {100 * p.imbalance:4.0f} %, exposed all-to-all "
+              f"{p.exposed_all_to_all_ms:.3f} ms, tables per rank "
               f"{format_bytes(min(p.rank_bytes))} - {format_bytes(max(p.rank_bytes))}, "
               f"peak memory {format_bytes(p.peak_memory_bytes)}"
               f"{'' if p.fits else ' (does not fit)'}")
@@ -516,6 +526,11 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     rs.add_argument("--profile", help="device profile name or path (as for predict)")
     rs.add_argument("--platform", metavar="PRESET_OR_FILE",
                     help=f"rank the plans on this platform instead: {PLATFORM_HELP}")
+    rs.add_argument("--budget-s", type=positive_float, default=DEFAULT_BUDGET_S, metavar="N",
+                    help="search for at most N seconds (default %(default)g); small cases are "
+                         "enumerated instead")
+    rs.add_argument("--seed", type=int, default=0, help="the search's random seed")
+    rs.add_argument("--csv", metavar="OUT.csv", help="also write the ranking as CSV")
     rs.add_argument("--json", action="store_true", help="print one JSON object")
     rs.set_defaults(func=_cmd_rank_sharding)
 

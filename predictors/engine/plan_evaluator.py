@@ -88,10 +88,6 @@ class PlanEvaluator:
         if graphs.platform.device == "cpu":
             # a CPU step's costs scale with its whole footprint (costs/op_costs.py)
             raise Unsupported("plans on the CPU are simulated from captured graphs")
-        fused = {n["id"]: n["params"].get("kernel") == "fused"
-                 for n in graphs.doc["model"]["nodes"] if n["kind"] == "embedding_tables"}
-        if not all(fused.values()):
-            raise Unsupported("per-table lookup kernels are simulated from captured graphs")
         self.width = np.array([t.dim * t.itemsize for t in self.tables], dtype=float)
 
     # -- templates ---------------------------------------------------------------------

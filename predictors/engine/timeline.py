@@ -186,16 +186,21 @@ class Timeline:
         return {CATEGORIES[i]: float(tot[i]) / 1e3 for i in range(len(CATEGORIES)) if tot[i]}
 
     def exposed_comm_ms(self, rank: int, t0: float | None = None,
-                        t1: float | None = None) -> float:
-        """Communication time of ``rank``'s streams that no other kernel overlaps, ms."""
+                        t1: float | None = None, names: tuple[str, ...] = ()) -> float:
+        """Communication time of ``rank``'s streams that no computing kernel overlaps,
+        ms (``names``: only the collectives of these names, e.g. ``nccl:all_to_all``)."""
         lanes = self.lanes_of(rank, "stream")
         if not lanes:
             return 0.0
         comm = self.category == CATEGORIES.index("communication")
+        compute = ~comm
+        if names:
+            comm = comm & np.isin(self.name_id, [i for i, n in enumerate(self.names)
+                                                 if n in names])
         cs, ce = self.busy_intervals(lanes, t0, t1, mask=comm)
         if not len(cs):
             return 0.0
-        ks, ke = self.busy_intervals(lanes, t0, t1, mask=~comm)
+        ks, ke = self.busy_intervals(lanes, t0, t1, mask=compute)
         both = np.concatenate([cs, ks]), np.concatenate([ce, ke])
         order = np.argsort(both[0], kind="stable")
         s, e = both[0][order], both[1][order]

@@ -1,15 +1,22 @@
 """Rank embedding sharding plans by their predicted iteration time.
 
-Every candidate plan (:func:`predictors.model.sharding.candidate_plans`, and the scenario's own
-when it gives one) is predicted with all ranks and their collectives; rank graphs are
-captured once per distinct table set (:class:`predictors.engine.parallel.RankGraphs`), so ten
-plans on eight ranks cost far less than ten predictions.
+The planners' plans (:func:`predictors.model.sharding.candidate_plans`) and the scenario's
+own seed a search within a time budget (:mod:`.search`), each plan simulated with every
+rank and its collectives (:class:`~predictors.engine.plan_evaluator.PlanEvaluator`,
+thousands a second; scenarios it cannot compose go through captured rank graphs,
+:class:`~predictors.engine.parallel.RankGraphs`).  The best plans are then predicted
+once more from captured rank graphs, for their timelines and memory.
 """
 from __future__ import annotations
 
+import csv
+import io
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Callable
+
+import numpy as np
 
 from ..engine.predict import (
     prepare,
@@ -20,8 +27,17 @@ from ..engine.predict import (
 from ..engine.timeline import Timeline
 from ..model.sharding import Plan, PlanError, check_memory, plan_from_scenario
 from ..scenario.format import Issue, ScenarioError
+from .search import search_plans
 
-__all__ = ["PlanResult", "ShardingRanking", "rank_shardings"]
+__all__ = ["PlanResult", "ShardingRanking", "rank_shardings", "ranking_csv", "DEFAULT_BUDGET_S",
+           "TIE_REL"]
+
+DEFAULT_BUDGET_S = 10.0
+TOP = 5          # plans predicted in full when the caller asks for no number
+# the embeddings' exchange: the all-to-all of table-wise tables, and the reduce-scatter
+# (forward) and all-gather (backward) of row-wise ones
+EXCHANGE = ("nccl:all_to_all", "nccl:reduce_scatter", "nccl:all_gather")
+TIE_REL = 0.01   # plans this close to the best (relative) are ties: within a real run's noise
 
 
 @dataclass
@@ -33,6 +49,7 @@ class PlanResult:
     per_rank: list[dict]
     rank_bytes: list[float]
     timeline: Timeline
+    tie: bool = False     # within TIE_REL of the best plan
 
     @property
     def fits(self) -> bool:
@@ -43,10 +60,26 @@ class PlanResult:
     def peak_memory_bytes(self) -> int:
         return max((r.get("peak_memory_bytes", 0) for r in self.per_rank), default=0)
 
+    @property
+    def exposed_all_to_all_ms(self) -> float:
+        """The most any rank spends in the embeddings' exchange with no computation
+        hiding it (the all-to-all, and a row-wise table's reduce-scatter and
+        all-gather)."""
+        return max((r.get("exposed_all_to_all_ms", 0.0) for r in self.per_rank), default=0.0)
+
+    @property
+    def imbalance(self) -> float:
+        """How much the busiest rank's lookups exceed the ranks' mean (0: balanced)."""
+        work = [r.get("lookup_ms", 0.0) for r in self.per_rank]
+        mean = sum(work) / len(work) if work else 0.0
+        return max(work) / mean - 1.0 if mean > 0 else 0.0
+
     def to_json(self) -> dict:
         return {"plan": self.plan.name, "how": self.plan.how,
-                "iteration_ms": self.iteration_ms, "fits": self.fits,
-                "peak_memory_bytes": self.peak_memory_bytes, "per_rank": self.per_rank,
+                "iteration_ms": self.iteration_ms, "tie": self.tie, "fits": self.fits,
+                "peak_memory_bytes": self.peak_memory_bytes,
+                "exposed_all_to_all_ms": self.exposed_all_to_all_ms,
+                "imbalance": round(self.imbalance, 4), "per_rank": self.per_rank,
                 "rank_bytes": self.rank_bytes,
                 "assignment": self.plan.to_json()["assignment"]}
 
@@ -62,28 +95,58 @@ class ShardingRanking:
     refused: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
+    evaluated: int = 0        # plans simulated by the search
+    exhaustive: bool = False  # the search enumerated every table-wise placement
+    cancelled: bool = False   # the search was cancelled: the plans are the best found
 
     def to_json(self) -> dict:
         return {"scenario": self.scenario_name, "platform": self.platform,
-                "ranks": self.ranks, "plans": [p.to_json() for p in self.plans],
+                "ranks": self.ranks, "evaluated": self.evaluated,
+                "exhaustive": self.exhaustive, "cancelled": self.cancelled,
+                "elapsed_s": round(self.elapsed_s, 4),
+                "plans": [p.to_json() for p in self.plans],
                 "refused": [{"plan": n, "why": w} for n, w in self.refused],
-                "notes": self.notes, "elapsed_s": round(self.elapsed_s, 4)}
+                "notes": self.notes}
+
+
+def ranking_csv(ranking: ShardingRanking) -> str:
+    """The ranking as CSV: one row per plan, best first, its assignment as JSON."""
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(["position", "plan", "iteration_ms", "vs_best_pct", "tie", "fits",
+                "peak_memory_bytes", "exposed_all_to_all_ms", "imbalance",
+                *[f"rank{r}_ms" for r in range(ranking.ranks)], "assignment"])
+    best = ranking.plans[0].iteration_ms if ranking.plans else 0.0
+    for i, p in enumerate(ranking.plans, 1):
+        w.writerow([i, p.plan.name, f"{p.iteration_ms:.4f}",
+                    f"{100 * (p.iteration_ms / best - 1):.2f}" if best else "",
+                    int(p.tie), int(p.fits), p.peak_memory_bytes,
+                    f"{p.exposed_all_to_all_ms:.4f}", f"{p.imbalance:.4f}",
+                    *[f"{r['iteration_ms']:.4f}" for r in p.per_rank],
+                    json.dumps(p.plan.to_json()["assignment"], separators=(",", ":"))])
+    return out.getvalue()
 
 
 def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | None = None,
+                   budget_s: float = DEFAULT_BUDGET_S, seed: int = 0,
                    progress: Callable[[float, str], None] | None = None,
                    cancelled: Callable[[], bool] | None = None) -> ShardingRanking:
-    """Predict every candidate plan of ``scenario`` (arguments as
-    :func:`predictors.engine.predict.predict`) and return them best first (``top`` of them):
-    plans whose every rank fits its device's memory at its peak, fastest first, then
-    those that do not.
+    """Search the sharding plans of ``scenario`` for ``budget_s`` seconds (arguments as
+    :func:`predictors.engine.predict.predict`) and return the ``top`` best (5 unless
+    given), each predicted in full: plans whose every rank fits its device's memory at
+    its peak, fastest first, then those that do not.  Cancelling stops the search and
+    keeps the plans found so far.
     A scenario without embedding tables, or on one rank, is a
     :class:`~predictors.scenario.format.ScenarioError`: there is nothing to shard."""
     from ..engine.parallel import RankGraphs  # deferred: imports torch
+    from ..engine.plan_evaluator import PlanEvaluator, Unsupported
 
     t0 = time.perf_counter()
     step = progress_stepper(progress, cancelled)
     step(0.0, "validating")
+    if not budget_s > 0:
+        raise ScenarioError([Issue("budget_s", f"the search budget must be more than 0 s, "
+                                               f"got {budget_s:g}")])
     doc, platform, profile = prepare(scenario, profile)
     graphs = RankGraphs(doc, platform, profile, overheads, cancelled)
     if platform.ranks < 2:
@@ -91,40 +154,96 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
                                                f"nothing to shard (pick a multi-GPU platform)")])
     if not graphs.tables:
         raise ScenarioError([Issue("model", "the model has no embedding tables to shard")])
-    step(0.05, "costing each table")
+    step(0.02, "costing each table")
     with torch_errors_as_scenario_errors():
-        plans, refused = graphs.candidates()
+        seeds, refused = graphs.candidates()
+    memory = graphs.memory_bytes()
     if isinstance(doc["parallelism"].get("embedding_sharding"), dict):
         try:
             own = plan_from_scenario(doc, graphs.tables, graphs.ranks, lambda: None)
             own.name = "the scenario's plan"
-            check_memory(own, graphs.tables, graphs.memory_bytes())
-            plans.insert(0, own)
+            check_memory(own, graphs.tables, memory)
+            seeds.insert(0, own)
         except PlanError as exc:
             refused.insert(0, ("the scenario's plan", str(exc)))
-    if not plans:
-        raise ScenarioError([Issue("parallelism.embedding_sharding",
-                                   "no plan fits: " + "; ".join(w for _, w in refused))])
+    if not seeds:
+        largest = max(graphs.tables, key=lambda t: t.bytes)
+        total = sum(t.bytes for t in graphs.tables)
+        raise ScenarioError([Issue(
+            "parallelism.embedding_sharding",
+            f"no plan fits: the largest table {largest.key} holds "
+            f"{largest.bytes / 1e9:,.1f} GB and the tables {total / 1e9:,.1f} GB in all, "
+            f"against {graphs.ranks} x {memory / 1e9:,.0f} GB; "
+            + "; ".join(w for _, w in refused))])
+    notes = [f"{graphs.batch_note()} on {platform.name}; {len(graphs.tables)} tables "
+             "sharded table-wise or row-wise"]
+    try:
+        evaluate, batch = PlanEvaluator(graphs).spans_ms, 64
+    except Unsupported as exc:
+        notes.append(f"{exc}: the search evaluates fewer plans")
+        batch = 4
+
+        def evaluate(plans):
+            return np.array([graphs.rank_spans_ms(p) for p in plans])
+
+    def fits(plan: Plan) -> bool:
+        try:
+            check_memory(plan, graphs.tables, memory)
+            return True
+        except PlanError:
+            return False
+
+    def searching(fraction: float, what: str) -> None:
+        if progress is not None:
+            progress(0.05 + 0.75 * fraction, what)
+
+    step(0.05, "searching")
+    with torch_errors_as_scenario_errors():
+        found = search_plans(graphs.tables, graphs.ranks, evaluate, seeds,
+                             budget_s=budget_s, fits=fits, batch=batch, seed=seed,
+                             cancelled=cancelled,
+                             progress=searching)
+    # the best plans (one of each iteration: moves that change nothing that matters give
+    # many), then the planners' own for comparison
+    ranked, times = [], set()
+    for plan, spans in found.best_first():
+        if len(ranked) == (top or TOP):
+            break
+        if round(float(spans.max()), 6) not in times:
+            times.add(round(float(spans.max()), 6))
+            ranked.append(plan)
+    shown = {p.signature(graphs.tables) for p in ranked}
+    ranked += [p for p in seeds if p.signature(graphs.tables) not in shown and fits(p)]
     results = []
     title = doc["name"] or "prediction"
-    for i, plan in enumerate(plans):
-        def captured(rank, i=i):
-            step(0.1 + 0.85 * (i + (rank + 1) / graphs.ranks) / len(plans),
-                 f"plan {i + 1} of {len(plans)}: rank {rank + 1} of {graphs.ranks}")
+    for i, plan in enumerate(ranked):
+        if progress is not None:
+            progress(0.8 + 0.2 * i / len(ranked), f"predicting plan {i + 1} of {len(ranked)}")
+        if plan.name in ("searched", "enumerated"):   # number the search's plans
+            plan = Plan(f"{plan.name} {i + 1}", plan.ranks, plan.assignment, plan.how)
         with torch_errors_as_scenario_errors():
-            timeline = graphs.simulate(plan, f"{title} — {plan.name}", cancelled, captured)
-        per_rank = rank_figures(timeline, [graphs.costed(plan.local(r), r,
-                                                         plan.rowwise).memory
-                                           for r in range(graphs.ranks)],
-                                graphs.memory_bytes())
+            # the best plans are predicted in full even when the search was cancelled
+            timeline = graphs.simulate(plan, f"{title} — {plan.name}")
+        costed = [graphs.costed(plan.local(r), r, plan.rowwise) for r in range(graphs.ranks)]
+        per_rank = rank_figures(timeline, [c.memory for c in costed], memory)
+        for r, c in zip(per_rank, costed):
+            r["exposed_all_to_all_ms"] = timeline.exposed_comm_ms(r["rank"], names=EXCHANGE)
+            r["lookup_ms"] = 1e3 * sum(op.kernel_s for op in c.ops if op.table)
         results.append(PlanResult(plan, max(r["iteration_ms"] for r in per_rank), per_rank,
                                   plan.rank_bytes(graphs.tables), timeline))
     results.sort(key=lambda r: (not r.fits, r.iteration_ms))
-    if top is not None:
-        results = results[:top]
-    notes = [f"{graphs.batch_note()} on {platform.name}; {len(graphs.tables)} tables "
-             "sharded table-wise or row-wise", f"{graphs.captured} distinct rank graphs "
-             "captured"]
+    if results:
+        best = results[0].iteration_ms
+        for r in results:
+            r.tie = r.fits and r.iteration_ms <= best * (1 + TIE_REL)
+    how = ("every table-wise placement enumerated" if found.exhaustive else
+           f"searched from {len(seeds)} planners' plans")
+    notes.append(f"{found.evaluated:,} plans simulated in {found.elapsed_s:.1f} s ({how}); "
+                 f"{found.rejected:,} did not fit")
+    ties = sum(r.tie for r in results)
+    if ties > 1:
+        notes.append(f"{ties} plans are within {100 * TIE_REL:.0f} % of the best: a real "
+                     "run's noise cannot tell them apart")
     notes.extend(graphs.notes)
     over = [r.plan.name for r in results if not r.fits]
     if over:
@@ -134,7 +253,9 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
                         + memory_note(next(r for r in results if not r.fits).per_rank,
                                       platform.device))
     ranking = ShardingRanking(doc["name"], platform.name, graphs.ranks, results, refused,
-                              notes)
+                              notes, evaluated=found.evaluated, exhaustive=found.exhaustive,
+                              cancelled=found.cancelled)
     ranking.elapsed_s = time.perf_counter() - t0
-    step(1.0, "done")
+    if progress is not None:
+        progress(1.0, "done")
     return ranking

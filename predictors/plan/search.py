@@ -1,0 +1,215 @@
+"""A search over embedding sharding plans within a time budget.
+
+The planners' plans (:func:`~predictors.model.sharding.candidate_plans`) are the seeds.
+From the best plan found so far the search tries batches of moves (a table to another
+rank, two tables of different ranks swapped), most of them taken from the slowest rank,
+and goes to the best plan of a batch when it is faster (steepest descent).  When no move
+of a batch helps, it kicks the best plan by a few random moves and descends again
+(iterated local search), until the budget is spent, kicks stop finding better plans, or
+the search is cancelled; a cancelled search keeps what it found.  Small cases are enumerated instead
+(:func:`enumerate_plans`): every table-wise placement, one per placement of the ranks'
+table sets up to renaming identical ranks.
+
+Plans are compared by their iteration (the slowest rank's), then by the ranks' mean: on a
+plateau where the slowest rank is bound by what a move cannot change, the mean still
+says which way is better.  Every rank's memory is a hard constraint
+(``fits(plan)``); a plan that does not fit is never simulated.
+"""
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ..model.sharding import ROW_WISE, Plan, TableRef
+from ..utils.progress import Cancelled
+
+__all__ = ["SearchResult", "search_plans", "enumerate_plans", "EXHAUSTIVE_LIMIT"]
+
+EXHAUSTIVE_LIMIT = 20_000  # table-wise placements enumerated rather than searched
+
+Evaluate = Callable[[list[Plan]], np.ndarray]   # plans -> each rank's iteration (ms)
+
+
+@dataclass
+class SearchResult:
+    """Every distinct plan evaluated, with each rank's iteration (ms)."""
+
+    plans: list[Plan] = field(default_factory=list)
+    spans: list[np.ndarray] = field(default_factory=list)
+    evaluated: int = 0          # plans simulated
+    rejected: int = 0           # plans that did not fit and were never simulated
+    exhaustive: bool = False    # every placement was evaluated
+    cancelled: bool = False
+    elapsed_s: float = 0.0
+
+    def best_first(self) -> list[tuple[Plan, np.ndarray]]:
+        order = sorted(range(len(self.plans)), key=lambda i: _score(self.spans[i]))
+        return [(self.plans[i], self.spans[i]) for i in order]
+
+
+def _score(spans: np.ndarray) -> tuple[float, float]:
+    return float(spans.max()), float(spans.mean())
+
+
+def placements(tables: int, ranks: int) -> int:
+    """How many table-wise placements :func:`enumerate_plans` would visit (upper bound)."""
+    return ranks ** tables
+
+
+def enumerate_plans(tables: list[TableRef], ranks: int, rowwise: frozenset = frozenset()):
+    """Every table-wise placement of the tables not in ``rowwise``, once per relabelling
+    of the ranks (rank 0 gets the first table, a new rank is opened in order): ranks are
+    told apart only by what they hold."""
+    keys = [t.key for t in tables if t.key not in rowwise]
+
+    def place(i: int, used: int, current: list[int]):
+        if i == len(keys):
+            yield list(current)
+            return
+        for r in range(min(used + 1, ranks)):
+            current.append(r)
+            yield from place(i + 1, max(used, r + 1), current)
+            current.pop()
+
+    for combo in place(0, 0, []):
+        assignment: dict = {k: ROW_WISE for k in rowwise}
+        assignment.update(zip(keys, combo))
+        yield Plan("enumerated", ranks, assignment, "every table-wise placement tried")
+
+
+def search_plans(tables: list[TableRef], ranks: int, evaluate: Evaluate,
+                 seeds: list[Plan], *, budget_s: float = 10.0,
+                 fits: Callable[[Plan], bool] = lambda p: True, batch: int = 64,
+                 patience: int = 25, seed: int = 0, cancelled: Callable[[], bool] | None = None,
+                 progress: Callable[[float, str], None] | None = None) -> SearchResult:
+    """Search the plans around ``seeds`` for ``budget_s`` seconds, or until ``patience``
+    kicks in a row found nothing better (see the module); ``batch`` moves are tried at
+    a time."""
+    t0 = time.perf_counter()
+    res = SearchResult()
+    seen: dict[tuple, int] = {}
+    rng = random.Random(seed)
+
+    def stop() -> bool:
+        return time.perf_counter() - t0 >= budget_s or bool(cancelled and cancelled())
+
+    def run(plans: list[Plan]) -> list[int]:
+        """Evaluate the plans not seen yet; their positions in ``res``."""
+        fresh, out = [], []
+        for p in plans:
+            sig = p.signature(tables)
+            if sig in seen:
+                out.append(seen[sig])
+                continue
+            if not fits(p):
+                res.rejected += 1
+                continue
+            seen[sig] = len(res.plans) + len(fresh)
+            fresh.append(p)
+            out.append(seen[sig])
+        if fresh:
+            spans = np.atleast_2d(evaluate(fresh))
+            res.plans.extend(fresh)
+            res.spans.extend(spans)
+            res.evaluated += len(fresh)
+        return out
+
+    def report(what: str) -> None:
+        if progress is not None:
+            elapsed = time.perf_counter() - t0
+            progress(min(1.0, elapsed / budget_s) if budget_s > 0 else 1.0,
+                     f"{what}: {res.evaluated:,} plans evaluated, best "
+                     f"{_score(res.spans[best])[0]:.3f} ms" if res.plans else what)
+
+    try:
+        total = placements(len(tables), ranks)
+        best = None
+        run(seeds)
+        if res.plans:
+            best = min(range(len(res.plans)), key=lambda i: _score(res.spans[i]))
+        if total <= EXHAUSTIVE_LIMIT:
+            chunk = []
+            for plan in enumerate_plans(tables, ranks):
+                chunk.append(plan)
+                if len(chunk) == batch * 4:
+                    run(chunk)
+                    chunk = []
+                    if cancelled and cancelled():
+                        raise Cancelled("search cancelled")
+            run(chunk)
+            res.exhaustive = True
+        else:
+            if best is None:
+                raise ValueError("no seed plan fits")
+            current = best
+            stale = kicks = 0
+            while not stop() and kicks < patience:
+                neighbours = _moves(res.plans[current], res.spans[current], tables, ranks,
+                                    rng, batch)
+                idx = run(neighbours)
+                if idx:
+                    cand = min(idx, key=lambda i: _score(res.spans[i]))
+                    if _score(res.spans[cand]) < _score(res.spans[current]):
+                        current, stale = cand, 0
+                    else:
+                        stale += 1
+                else:
+                    stale += 1
+                if _score(res.spans[current]) < _score(res.spans[best]):
+                    best, kicks = current, 0
+                if stale >= 2:   # a local optimum: kick the best plan and descend again
+                    kicked = _kick(res.plans[best], tables, ranks, rng)
+                    idx = run([kicked])
+                    current = idx[0] if idx else best
+                    stale, kicks = 0, kicks + 1
+                report("searching")
+    except Cancelled:
+        res.cancelled = True
+    res.elapsed_s = time.perf_counter() - t0
+    return res
+
+
+def _movable(plan: Plan) -> list[str]:
+    return [k for k, r in plan.assignment.items() if r != ROW_WISE]
+
+
+def _moved(plan: Plan, changes: dict, how: str) -> Plan:
+    return Plan("searched", plan.ranks, {**plan.assignment, **changes},
+                f"found by the search (last move: {how})")
+
+
+def _moves(plan: Plan, spans: np.ndarray, tables: list[TableRef], ranks: int,
+           rng: random.Random, n: int) -> list[Plan]:
+    """``n`` neighbours of ``plan``: half move a table off the slowest rank or swap one
+    of its tables with another rank's, half move or swap at random."""
+    keys = _movable(plan)
+    if not keys or ranks < 2:
+        return []
+    slow = int(np.argmax(spans))
+    on_slow = [k for k in keys if plan.assignment[k] == slow] or keys
+    out = []
+    for i in range(n):
+        pool = on_slow if i % 2 == 0 else keys
+        a = rng.choice(pool)
+        here = plan.assignment[a]
+        if rng.random() < 0.5:
+            to = rng.choice([r for r in range(ranks) if r != here])
+            out.append(_moved(plan, {a: to}, f"moved {a} to rank {to}"))
+        else:
+            others = [k for k in keys if plan.assignment[k] != here]
+            if not others:
+                continue
+            b = rng.choice(others)
+            out.append(_moved(plan, {a: plan.assignment[b], b: here}, f"swapped {a}, {b}"))
+    return out
+
+
+def _kick(plan: Plan, tables: list[TableRef], ranks: int, rng: random.Random,
+          moves: int = 3) -> Plan:
+    keys = _movable(plan)
+    changes = {k: rng.randrange(ranks) for k in rng.sample(keys, min(moves, len(keys)))}
+    return _moved(plan, changes, "kicked")
