@@ -132,9 +132,10 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
                    progress: Callable[[float, str], None] | None = None,
                    cancelled: Callable[[], bool] | None = None) -> ShardingRanking:
     """Search the sharding plans of ``scenario`` for ``budget_s`` seconds (arguments as
-    :func:`predictors.engine.predict.predict`) and return the ``top`` best (5 unless
-    given), each predicted in full: plans whose every rank fits its device's memory at
-    its peak, fastest first, then those that do not.  Cancelling stops the search and
+    :func:`predictors.engine.predict.predict`) and return the best five and the
+    planners' own (only the ``top`` best when given), each predicted in full: plans whose
+    every rank fits its device's memory at its peak, fastest first, then those that do
+    not.  Cancelling stops the search and
     keeps the plans found so far.
     A scenario without embedding tables, or on one rank, is a
     :class:`~predictors.scenario.format.ScenarioError`: there is nothing to shard."""
@@ -207,7 +208,7 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
     # many), then the planners' own for comparison
     ranked, times = [], set()
     for plan, spans in found.best_first():
-        if len(ranked) == (top or TOP):
+        if len(ranked) == min(top or TOP, TOP):
             break
         if round(float(spans.max()), 6) not in times:
             times.add(round(float(spans.max()), 6))
@@ -232,6 +233,8 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
         results.append(PlanResult(plan, max(r["iteration_ms"] for r in per_rank), per_rank,
                                   plan.rank_bytes(graphs.tables), timeline))
     results.sort(key=lambda r: (not r.fits, r.iteration_ms))
+    if top is not None:
+        results = results[:top]
     if results:
         best = results[0].iteration_ms
         for r in results:

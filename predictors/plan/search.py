@@ -84,11 +84,11 @@ def enumerate_plans(tables: list[TableRef], ranks: int, rowwise: frozenset = fro
 def search_plans(tables: list[TableRef], ranks: int, evaluate: Evaluate,
                  seeds: list[Plan], *, budget_s: float = 10.0,
                  fits: Callable[[Plan], bool] = lambda p: True, batch: int = 64,
-                 patience: int = 25, seed: int = 0, cancelled: Callable[[], bool] | None = None,
+                 patience: int = 25, seed: int = 0, exhaustive_limit: int = EXHAUSTIVE_LIMIT, cancelled: Callable[[], bool] | None = None,
                  progress: Callable[[float, str], None] | None = None) -> SearchResult:
     """Search the plans around ``seeds`` for ``budget_s`` seconds, or until ``patience``
     kicks in a row found nothing better (see the module); ``batch`` moves are tried at
-    a time."""
+    a time.  Up to ``exhaustive_limit`` table-wise placements are enumerated instead."""
     t0 = time.perf_counter()
     res = SearchResult()
     seen: dict[tuple, int] = {}
@@ -131,7 +131,7 @@ def search_plans(tables: list[TableRef], ranks: int, evaluate: Evaluate,
         run(seeds)
         if res.plans:
             best = min(range(len(res.plans)), key=lambda i: _score(res.spans[i]))
-        if total <= EXHAUSTIVE_LIMIT:
+        if total <= exhaustive_limit:
             chunk = []
             for plan in enumerate_plans(tables, ranks):
                 chunk.append(plan)

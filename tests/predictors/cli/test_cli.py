@@ -128,7 +128,7 @@ def test_platform_takes_a_preset_a_scenario_or_a_platform_file(tmp_path, capsys)
     assert pred["platform"] == "dgx-a100" and len(pred["per_rank"]) == 8
     fit = _json(capsys, ["fit", small, "--platform", str(h200), "--json"])
     assert fit["platform"] == "h200-1" and fit["batch_size"] > 512
-    ranking = _json(capsys, ["rank-sharding", small, "--platform", str(two_gpus), "--top", "1",
+    ranking = _json(capsys, ["rank-sharding", small, "--platform", str(two_gpus), "--top", "1", "--budget-s", "1",
                              "--json"])
     assert ranking["ranks"] == 2 and len(ranking["plans"]) == 1
     swept = _json(capsys, ["sweep", small, "--platform", on_dgx, "--param", "batch_size",

@@ -236,7 +236,7 @@ def test_rank_shardings_best_first(dlrm):
     keys = [t.key for t in tables_of(dlrm)]
     dlrm["parallelism"] = {"embedding_sharding": {k: 0 for k in keys}}
     stages = []
-    ranking = rank_shardings(dlrm, progress=lambda f, s: stages.append(f))
+    ranking = rank_shardings(dlrm, budget_s=1, progress=lambda f, s: stages.append(f))
     ms = [p.iteration_ms for p in ranking.plans]
     assert ms == sorted(ms) and len(ms) >= 2
     assert any(p.plan.name == "the scenario's plan" for p in ranking.plans)
@@ -246,7 +246,7 @@ def test_rank_shardings_best_first(dlrm):
     greedy = [p for p in ranking.plans if p.plan.name.startswith("greedy")]
     assert greedy and all(own.iteration_ms > p.iteration_ms for p in greedy)
     assert stages == sorted(stages) and stages[-1] == 1.0
-    assert len(rank_shardings(dlrm, top=1).plans) == 1
+    assert len(rank_shardings(dlrm, top=1, budget_s=0.5).plans) == 1
 
 
 def test_rank_shardings_needs_ranks_and_tables():
@@ -263,7 +263,7 @@ def test_rank_sharding_cli_contract(tmp_path, dlrm):
     path = tmp_path / "dlrm8.json"
     path.write_text(json.dumps(dlrm))
     out = subprocess.run([sys.executable, "-m", "predictors", "rank-sharding", str(path),
-                          "--top", "2", "--json"], capture_output=True, text=True, cwd=ROOT,
+                          "--top", "2", "--budget-s", "1", "--json"], capture_output=True, text=True, cwd=ROOT,
                          timeout=300)
     assert out.returncode == 0, out.stderr
     plans = json.loads(out.stdout)["plans"]
@@ -296,7 +296,7 @@ def test_rank_sharding_refuses_a_scenario_plan_that_overfills_a_rank(dlrm):
     for t in tables["params"]["tables"][:2]:
         t.update(rows=400_000_000, dim=16)  # 25.6 GB each
     dlrm["parallelism"] = {"embedding_sharding": {"tables/0": 0, "tables/1": 0}}
-    ranking = rank_shardings(dlrm)
+    ranking = rank_shardings(dlrm, budget_s=0.5)
     assert all(p.plan.name != "the scenario's plan" for p in ranking.plans)
     assert ranking.refused[0][0] == "the scenario's plan"
     assert "rank 0 would hold" in ranking.refused[0][1]

@@ -1,0 +1,81 @@
+"""Plans composed from per-table costs simulate as their captured rank graphs do."""
+import copy
+import random
+
+import numpy as np
+import pytest
+from paths import SCENARIOS
+
+from predictors.engine.parallel import RankGraphs
+from predictors.engine.plan_evaluator import PlanEvaluator, Unsupported
+from predictors.engine.predict import prepare
+from predictors.model.sharding import ROW_WISE, Plan
+from predictors.scenario.format import load_scenario
+
+
+def _graphs(kernel: str, preset: str = "pcie-4x-a100", optimizer: str = "sgd"):
+    doc = load_scenario(SCENARIOS / "small_dlrm.json")
+    doc["platform"] = {"preset": preset}
+    doc["training"]["optimizer"] = optimizer
+    for node in doc["model"]["nodes"]:
+        if node["kind"] == "interaction":
+            node["params"]["op"] = "cat"   # tables of several widths
+        if node["kind"] == "embedding_tables":
+            node["params"]["kernel"] = kernel
+            for j, t in enumerate(node["params"]["tables"]):  # dims and skews that differ
+                t["dim"] = (16, 32, 64)[j % 3]
+                if j % 2:
+                    t["distribution"] = {"kind": "zipf", "alpha": 1.1}
+    doc, platform, profile = prepare(doc)
+    return RankGraphs(doc, platform, profile)
+
+
+def _plans(graphs, rng, n=5):
+    keys = [t.key for t in graphs.tables]
+    plans = []
+    for i in range(n):
+        rowwise = set(rng.sample(keys, 2)) if i >= n - 2 else set()
+        crowd = i == 1   # most tables on rank 0: the others miss some groups, or all
+        plans.append(Plan(f"p{i}", graphs.ranks, {
+            k: ROW_WISE if k in rowwise else
+            (0 if crowd and rng.random() < 0.8 else rng.randrange(graphs.ranks))
+            for k in keys}))
+    plans.append(Plan("one rank", graphs.ranks, {k: 0 for k in keys}))  # idle ranks
+    return plans
+
+
+@pytest.mark.parametrize("kernel,optimizer", [("fused", "sgd"), ("per_table", "sgd"),
+                                              ("fused", "adam")])
+def test_composed_plans_simulate_as_their_captured_rank_graphs(kernel, optimizer):
+    graphs = _graphs(kernel, optimizer=optimizer)
+    plans = _plans(graphs, random.Random(7))
+    fast = PlanEvaluator(graphs).spans_ms(plans)
+    for plan, spans in zip(plans, fast):
+        assert spans == pytest.approx(graphs.rank_spans_ms(plan), rel=1e-9), plan.name
+
+
+def test_plans_differ_where_their_tables_do():
+    graphs = _graphs("fused")
+    keys = [t.key for t in graphs.tables]
+    spread = Plan("spread", 4, {k: i % 4 for i, k in enumerate(keys)})
+    piled = Plan("piled", 4, {k: 0 for k in keys})
+    a, b = PlanEvaluator(graphs).spans_ms([spread, piled])
+    assert b[0] > a.max()          # rank 0 looks up every table
+    assert b[1:].max() < b[0]      # and the others wait for it
+
+
+def test_cpu_ranks_are_left_to_captured_graphs():
+    doc = load_scenario(SCENARIOS / "small_dlrm.json")
+    doc["platform"] = {"preset": "local-cpu", "ranks": 2}
+    doc, platform, profile = prepare(copy.deepcopy(doc))
+    with pytest.raises(Unsupported):
+        PlanEvaluator(RankGraphs(doc, platform, profile))
+
+
+def test_spans_come_back_in_the_order_asked():
+    graphs = _graphs("fused")
+    plans = _plans(graphs, random.Random(3), n=6)
+    ev = PlanEvaluator(graphs)
+    together = ev.spans_ms(plans)
+    alone = np.array([ev.spans_ms([p])[0] for p in plans])
+    assert np.allclose(together, alone, rtol=1e-12)
