@@ -135,6 +135,9 @@ class DeviceProfile:
     provenance: dict = field(default_factory=dict)
     validation: dict = field(default_factory=dict)
     footprint_scale: FootprintScale | None = None  # CPU steps whose data stay cached
+    # measured collectives among processes of this host (CPU ranks): {"gloo": {ranks:
+    # {kind: [[bytes, us], ...]}}}
+    collectives: dict = field(default_factory=dict)
 
 
 def _spec_to_json(spec: DeviceSpec) -> dict:
@@ -164,6 +167,7 @@ def save_profile(profile: DeviceProfile, path: str | os.PathLike) -> Path:
            "provenance": profile.provenance, "validation": profile.validation,
            "footprint_scale": (profile.footprint_scale.to_json()
                                if profile.footprint_scale else None),
+           "collectives": profile.collectives or None,
            "arrays": path.with_suffix(".npz").name if arrays else None}
     if arrays:
         buf = io.BytesIO()
@@ -250,6 +254,8 @@ def _load_profile(path: Path) -> DeviceProfile:
                             OverheadTable.from_json(overheads) if overheads else None,
                             doc.get("launch_map", {}), models, doc.get("provenance", {}),
                             doc.get("validation", {}))
+    if isinstance(doc.get("collectives"), dict):
+        profile.collectives = doc["collectives"]
     if doc.get("footprint_scale"):
         try:
             profile.footprint_scale = FootprintScale.from_json(doc["footprint_scale"])

@@ -16,6 +16,7 @@ import math
 from typing import Callable
 
 from ..costs.collectives import platform_collective
+from ..costs.gloo import gloo_time_us
 from ..costs.op_costs import CostedGraph, CostedOp, cost_op_graph
 from ..hardware.platforms import Platform
 from ..hardware.specs import device_spec
@@ -117,7 +118,7 @@ class RankGraphs:
             graphs.append(self.costed(plan.local(r), r, plan.rowwise))
             if progress is not None:
                 progress(r)
-        timer = collective_timer(self.platform)
+        timer = collective_timer(self.platform, self.profile)
         timeline = simulate_ranks(graphs, timer, title, cancelled)
         self.notes.extend(n for n in timer.notes if n not in self.notes)
         return timeline
@@ -127,7 +128,7 @@ class RankGraphs:
         """Each rank's iteration (ms) under ``plan``: the same simulation as
         :meth:`simulate`, without drawing its Timeline."""
         graphs = [self.costed(plan.local(r), r, plan.rowwise) for r in range(self.ranks)]
-        return rank_spans_ms(graphs, collective_timer(self.platform), cancelled)
+        return rank_spans_ms(graphs, collective_timer(self.platform, self.profile), cancelled)
 
     def batch_note(self) -> str:
         """How the global batch splits over the ranks."""
@@ -155,8 +156,10 @@ class collective_timer:  # noqa: N801 - used like the function it replaced
     any rank sends or receives; results are cached per kind and size.  What the model had
     to assume (e.g. PCIe where the platform names no GPU link) collects in ``notes``."""
 
-    def __init__(self, platform: Platform):
+    def __init__(self, platform: Platform, profile=None):
         self.platform = platform
+        # a CPU profile's measured collectives among this host's processes
+        self.measured = (getattr(profile, "collectives", None) or {}).get("gloo")
         self.cache: dict[tuple[str, float, int], tuple[float, str]] = {}
         self.notes: list[str] = []
 
@@ -166,6 +169,14 @@ class collective_timer:  # noqa: N801 - used like the function it replaced
     def timed(self, kind: str, nbytes: float, ranks: int) -> tuple[float, str]:
         """``(seconds, detail)`` of one ``kind`` collective of ``nbytes`` over ``ranks``."""
         key = (kind, nbytes, ranks)
+        if key not in self.cache and self.platform.device == "cpu":
+            us, how = gloo_time_us(kind, nbytes, ranks, self.measured)
+            if "default" in how:
+                note = ("CPU collectives priced by gloo's default model: calibrate this "
+                        "host (calibrate --device cpu) to measure them")
+                if note not in self.notes:
+                    self.notes.append(note)
+            self.cache[key] = (us * 1e-6, f"{nbytes / 1e6:,.2f} MB, {how}")
         if key not in self.cache:
             try:
                 est, _, _, notes = platform_collective(kind, nbytes, self.platform, ranks)

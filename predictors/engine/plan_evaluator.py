@@ -82,7 +82,7 @@ class PlanEvaluator:
         self.tables = graphs.tables
         self.ranks = graphs.ranks
         self.position = {t.key: i for i, t in enumerate(self.tables)}
-        self.timer = collective_timer(graphs.platform)
+        self.timer = collective_timer(graphs.platform, graphs.profile)
         self._templates: dict[frozenset, _Template] = {}
         self._stack_cost: dict[tuple, float] = {}
         if graphs.platform.device == "cpu":

@@ -50,7 +50,10 @@ def rank_items(costed: CostedGraph) -> list[Item]:
         if op.category == "communication":
             k = Kernel(COMM, delay_us=(o.t4 * _US) + lat,
                        wait_streams=(COMPUTE,) if on_gpu else (), collective=True, payload=op)
-            item = Item(thread, gap, o.t2 * _US, 0.0, o.t3 * _US, (Call(o.t4 * _US, (k,)),),
+            # on a CPU rank the calling thread runs the collective (gloo): it returns
+            # when the collective ends
+            call = Call(o.t4 * _US, (k,), returns_before_us=None if on_gpu else 0.0)
+            item = Item(thread, gap, o.t2 * _US, 0.0, o.t3 * _US, (call,),
                         waits_for=n - 1, after_items=deps, payload=op)
         elif op.kernel_s <= 0.0:
             item = Item(thread, gap, t5_us=o.t5 * _US, waits_for=n - 1,

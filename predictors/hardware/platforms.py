@@ -39,10 +39,11 @@ class Platform:
     inter_link: str | None
     threads: int = 1
     description: str = ""
+    processes: int = 1   # CPU ranks: processes on this host joined by gloo
 
     @property
     def ranks(self) -> int:
-        return max(1, self.gpus * self.nodes)
+        return self.processes if self.device == "cpu" else max(1, self.gpus * self.nodes)
 
 
 V100 = "Tesla V100-SXM2-32GB"
@@ -86,14 +87,18 @@ GPU_MODELS = {"v100": V100, "a100": A100, "h100": H100, "h200": H200, "l4": L4, 
 def resolve_platform(platform: dict) -> Platform:
     """Turn a validated ``platform`` section into a :class:`Platform`.
 
-    A preset may carry ``threads`` (local CPU).  A custom graph counts its ``gpu`` nodes and
+    A preset may carry ``threads`` and ``ranks`` (local CPU).  A custom graph counts its ``gpu`` nodes and
     takes the model of the first one.
     """
     if "preset" in platform:
         preset = PLATFORM_PRESETS[platform["preset"]]
         threads = int(platform.get("threads", preset.threads))
+        processes = int(platform.get("ranks", 1))
+        description = preset.description + (f", {processes} processes joined by gloo"
+                                            if processes > 1 else "")
         return Platform(preset.name, preset.device, preset.gpus, preset.nodes,
-                        preset.intra_link, preset.inter_link, threads, preset.description)
+                        preset.intra_link, preset.inter_link, threads, description,
+                        processes)
     nodes = platform["nodes"]
     gpus = [n for n in nodes if n["kind"] == "gpu"]
     cpus = [n for n in nodes if n["kind"] == "cpu"]

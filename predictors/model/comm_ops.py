@@ -44,42 +44,47 @@ def _capture_only(*_args):
 
 @torch.library.custom_op("mldse::all_to_all", mutates_args=())
 def _all_to_all(pooled: list[torch.Tensor], anchor: torch.Tensor, rows: int,
-                widths: list[int]) -> list[torch.Tensor]:
+                widths: list[int], owners: list[int]) -> list[torch.Tensor]:
     """Send this rank's pooled embeddings ([global batch, dim] per local table) to the
     ranks that own each sample; receive [local batch, dim] of every table.  ``anchor``
     (empty, requiring grad) gives dtype and device, and keeps the exchange in autograd's
-    graph on a rank that holds none of the block's tables: it still takes part."""
+    graph on a rank that holds none of the block's tables: it still takes part.
+    ``owners``: the rank that holds each table of ``widths`` (-1 where unknown: a
+    capture)."""
     _capture_only()
 
 
 @_all_to_all.register_fake
-def _(pooled, anchor, rows, widths):
+def _(pooled, anchor, rows, widths, owners):
     return [anchor.new_empty((rows, w)) for w in widths]
 
 
 @torch.library.custom_op("mldse::all_to_all_backward", mutates_args=())
 def _all_to_all_backward(grads: list[torch.Tensor], anchor: torch.Tensor, rows: int,
-                         widths: list[int]) -> list[torch.Tensor]:
+                         widths: list[int], owners: list[int]) -> list[torch.Tensor]:
     """The reverse exchange: gradients of every table's local-batch slice go back to the
-    table's owner as [global batch, dim]."""
+    table's owner as [global batch, dim] (``widths``: this rank's tables; ``owners``:
+    who holds each table of ``grads``)."""
     _capture_only()
 
 
 @_all_to_all_backward.register_fake
-def _(grads, anchor, rows, widths):
+def _(grads, anchor, rows, widths, owners):
     return [anchor.new_empty((rows, w)) for w in widths]
 
 
 def _a2a_setup(ctx, inputs, output):
-    pooled, anchor, _, _ = inputs
+    pooled, anchor, _, widths, owners = inputs
     ctx.anchor = anchor
     ctx.rows = pooled[0].shape[0] if pooled else 0
     ctx.widths = [p.shape[1] for p in pooled]
+    ctx.owners = list(owners)
 
 
 def _a2a_backward(ctx, grads):
-    back = torch.ops.mldse.all_to_all_backward(list(grads), ctx.anchor, ctx.rows, ctx.widths)
-    return list(back), None, None, None
+    back = torch.ops.mldse.all_to_all_backward(list(grads), ctx.anchor, ctx.rows, ctx.widths,
+                                               ctx.owners)
+    return list(back), None, None, None, None
 
 
 _all_to_all.register_autograd(_a2a_backward, setup_context=_a2a_setup)
@@ -132,6 +137,98 @@ def _rs_backward(ctx, grads):
 _reduce_scatter.register_autograd(_rs_backward, setup_context=_rs_setup)
 
 
+# -- a real exchange on CPU ranks, over torch.distributed (gloo) ---------------------------
+
+def _group():
+    import torch.distributed as dist
+    if not dist.is_available() or not dist.is_initialized():
+        _capture_only()
+    return dist
+
+
+def _exchange(chunks_out: list[list[torch.Tensor]], sizes_in: list[int],
+              like: torch.Tensor) -> list[torch.Tensor]:
+    """One all-to-all: ``chunks_out[j]`` (flattened together) to rank ``j``; returns what
+    each rank sent here, flat, of ``sizes_in[i]`` values from rank ``i``."""
+    dist = _group()
+    flat_out = [torch.cat([c.reshape(-1) for c in cs]) if cs else like.new_empty(0)
+                for cs in chunks_out]
+    sent = torch.cat(flat_out) if flat_out else like.new_empty(0)
+    got = like.new_empty(sum(sizes_in))
+    dist.all_to_all_single(got, sent, sizes_in, [t.numel() for t in flat_out])
+    return list(got.split(sizes_in))
+
+
+@_all_to_all.register_kernel("cpu")
+def _(pooled, anchor, rows, widths, owners):
+    dist = _group()
+    me, world = dist.get_rank(), dist.get_world_size()
+    mine = [w for w, o in zip(widths, owners) if o == me]
+    # to rank j: its samples (rows j*rows .. (j+1)*rows) of each of this rank's tables
+    out = [[p[j * rows:(j + 1) * rows] for p in pooled] for j in range(world)]
+    sizes = [rows * sum(w for w, o in zip(widths, owners) if o == i) for i in range(world)]
+    got = _exchange(out, sizes, anchor)
+    result, offset = [], [0] * world
+    for w, o in zip(widths, owners):
+        result.append(got[o][offset[o]:offset[o] + rows * w].view(rows, w))
+        offset[o] += rows * w
+    if len(mine) != len(pooled):
+        raise ValueError(f"rank {me} looks up {len(pooled)} table(s) but owns {len(mine)}")
+    return [r.clone() for r in result]
+
+
+@_all_to_all_backward.register_kernel("cpu")
+def _(grads, anchor, rows, widths, owners):
+    dist = _group()
+    world = dist.get_world_size()
+    local = grads[0].shape[0] if grads else 0
+    # to rank i: this rank's samples of every table rank i holds
+    out = [[g for g, o in zip(grads, owners) if o == i] for i in range(world)]
+    sizes = [local * sum(widths)] * world
+    got = _exchange(out, sizes, anchor)
+    parts = [[] for _ in widths]
+    for chunk in got:   # from each rank, in rank order: its samples of my tables
+        offset = 0
+        for t, w in enumerate(widths):
+            parts[t].append(chunk[offset:offset + local * w].view(local, w))
+            offset += local * w
+    return [torch.cat(p) for p in parts]
+
+
+@_all_reduce.register_kernel("cpu")
+def _(tensors):
+    dist = _group()
+    for t in tensors:
+        dist.all_reduce(t)
+
+
+@_reduce_scatter.register_kernel("cpu")
+def _(partial, rows):
+    # gloo has no reduce-scatter: the sums everywhere, each rank keeps its samples
+    dist = _group()
+    me = dist.get_rank()
+    flat = torch.cat([p.reshape(-1) for p in partial])
+    dist.all_reduce(flat)
+    out, offset = [], 0
+    for p in partial:
+        whole = flat[offset:offset + p.numel()].view_as(p)
+        out.append(whole[me * rows:(me + 1) * rows].clone())
+        offset += p.numel()
+    return out
+
+
+@_all_gather.register_kernel("cpu")
+def _(grads, rows):
+    dist = _group()
+    world = dist.get_world_size()
+    out = []
+    for g in grads:
+        pieces = [torch.empty_like(g) for _ in range(world)]
+        dist.all_gather(pieces, g.contiguous())
+        out.append(torch.cat(pieces))
+    return out
+
+
 def reduce_scatter(partial: list[torch.Tensor], local_batch: int) -> list[torch.Tensor]:
     """Row-wise tables' exchange: ``partial`` bags of this rank's rows for the global
     batch in, this rank's ``local_batch`` samples of their sums out."""
@@ -139,12 +236,14 @@ def reduce_scatter(partial: list[torch.Tensor], local_batch: int) -> list[torch.
 
 
 def all_to_all(pooled: list[torch.Tensor], anchor: torch.Tensor, local_batch: int,
-               widths: list[int]) -> list[torch.Tensor]:
+               widths: list[int], owners: list[int] | None = None) -> list[torch.Tensor]:
     """The forward exchange of a table-wise sharded embedding block: ``pooled`` holds
     this rank's tables ([global batch, dim]); returns [local batch, w] for each of
-    ``widths`` (every table of the block, in order).  ``anchor``: an empty tensor of the
-    step's dtype and device that requires grad (:func:`exchange_anchor`)."""
-    return list(torch.ops.mldse.all_to_all(pooled, anchor, local_batch, widths))
+    ``widths`` (every table of the block, in order), held by ``owners`` (needed for a
+    real exchange; a capture leaves it out).  ``anchor``: an empty tensor of the step's
+    dtype and device that requires grad (:func:`exchange_anchor`)."""
+    owners = list(owners) if owners is not None else [-1] * len(widths)
+    return list(torch.ops.mldse.all_to_all(pooled, anchor, local_batch, widths, owners))
 
 
 def exchange_anchor(dtype: torch.dtype, device) -> torch.Tensor:
@@ -193,6 +292,12 @@ class GradientBuckets:
         for b, ps in enumerate(self.buckets):
             self.pending[b] -= sum(1 for p in ps if id(p) not in used)
         self.unused = {id(p) for ps in self.buckets for p in ps if id(p) not in used}
+
+    def reset(self) -> None:
+        """Before each step of a real run: no bucket has gone yet."""
+        self.pending = [len(ps) for ps in self.buckets]
+        self.launched = 0
+        self.unused = set()
 
     def attach(self) -> None:
         for p in (p for ps in self.buckets for p in ps):

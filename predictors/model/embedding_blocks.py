@@ -64,7 +64,8 @@ class EmbeddingTablesBlock(nn.Module):
         whole = [j for j in range(len(self.dims)) if j not in rowwise]
         if whole:
             mine = self.look_up(sparse, [j for j in whole if shard.has(nid, j)])
-            got = shard.exchange(mine, [self.dims[j] for j in whole])
+            got = shard.exchange(mine, [self.dims[j] for j in whole],
+                                 [f"{nid}/{j}" for j in whole])
             for j, pooled in zip(whole, got):
                 out[j] = pooled
         if rowwise:

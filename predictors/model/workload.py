@@ -158,6 +158,7 @@ class RankShard:
     global_batch: int
     anchor: torch.Tensor | None = None  # see comm_ops.exchange_anchor
     rowwise: frozenset = frozenset()
+    owners: dict | None = None  # table key -> rank, for a real exchange (a run, not a capture)
 
     def has(self, nid: str, index: int) -> bool:
         return f"{nid}/{index}" in self.local
@@ -172,10 +173,11 @@ class RankShard:
 
         return row_block(int(table["rows"]), table["distribution"], self.rank, self.ranks)
 
-    def exchange(self, pooled: list, widths: list[int]) -> list:
-        """This rank's pooled tables out, every table's share of the local batch in."""
-
-        return all_to_all(pooled, self.anchor, self.local_batch, widths)
+    def exchange(self, pooled: list, widths: list[int], keys: list[str]) -> list:
+        """This rank's pooled tables out, every table's share of the local batch in
+        (``widths`` and ``keys``: every table of the block that is placed whole)."""
+        owners = ([self.owners[k] for k in keys] if self.owners is not None else None)
+        return all_to_all(pooled, self.anchor, self.local_batch, widths, owners)
 
     def reduce_scatter(self, partial: list) -> list:
         """The row-wise tables' partial bags ([global batch, dim]) summed over the ranks,

@@ -29,8 +29,8 @@ from ..model.sharding import Plan, PlanError, check_memory, plan_from_scenario
 from ..scenario.format import Issue, ScenarioError
 from .search import search_plans
 
-__all__ = ["PlanResult", "ShardingRanking", "rank_shardings", "ranking_csv", "DEFAULT_BUDGET_S",
-           "TIE_REL"]
+__all__ = ["PlanResult", "ShardingRanking", "rank_shardings", "ranking_csv", "rank_breakdown",
+           "DEFAULT_BUDGET_S", "TIE_REL"]
 
 DEFAULT_BUDGET_S = 10.0
 TOP = 5          # plans predicted in full when the caller asks for no number
@@ -95,18 +95,36 @@ class ShardingRanking:
     refused: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
+    tables: list[dict] = field(default_factory=list)  # key, bytes, lookup_ms per table
     evaluated: int = 0        # plans simulated by the search
     exhaustive: bool = False  # the search enumerated every table-wise placement
     cancelled: bool = False   # the search was cancelled: the plans are the best found
 
     def to_json(self) -> dict:
         return {"scenario": self.scenario_name, "platform": self.platform,
-                "ranks": self.ranks, "evaluated": self.evaluated,
+                "ranks": self.ranks, "tables": self.tables, "evaluated": self.evaluated,
                 "exhaustive": self.exhaustive, "cancelled": self.cancelled,
                 "elapsed_s": round(self.elapsed_s, 4),
                 "plans": [p.to_json() for p in self.plans],
                 "refused": [{"plan": n, "why": w} for n, w in self.refused],
                 "notes": self.notes}
+
+
+def rank_breakdown(timeline: Timeline, figures: dict, costed) -> dict:
+    """Where one rank's iteration goes (ms): its lookups' kernels, its other (dense)
+    computation, the embeddings' exchange and other communication that nothing hides,
+    and the rest, when its device waits (for its host, or for its peers)."""
+    rank = figures["rank"]
+    compute = [i for i in timeline.lanes_of(rank, "stream")
+               if "communication" not in timeline.lanes[i].name]
+    busy = timeline.busy_ms(compute) if compute else 0.0
+    lookups = min(busy, 1e3 * sum(op.kernel_s for op in costed.ops if op.table))
+    exchange = timeline.exposed_comm_ms(rank, names=EXCHANGE)
+    comm = figures.get("exposed_comm_ms", 0.0)
+    return {"lookup_ms": lookups, "exposed_all_to_all_ms": exchange,
+            "breakdown_ms": {"lookups": lookups, "dense": busy - lookups,
+                             "exchange": exchange, "other communication": comm - exchange,
+                             "waiting": max(0.0, figures["iteration_ms"] - busy - comm)}}
 
 
 def ranking_csv(ranking: ShardingRanking) -> str:
@@ -228,8 +246,7 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
         costed = [graphs.costed(plan.local(r), r, plan.rowwise) for r in range(graphs.ranks)]
         per_rank = rank_figures(timeline, [c.memory for c in costed], memory)
         for r, c in zip(per_rank, costed):
-            r["exposed_all_to_all_ms"] = timeline.exposed_comm_ms(r["rank"], names=EXCHANGE)
-            r["lookup_ms"] = 1e3 * sum(op.kernel_s for op in c.ops if op.table)
+            r.update(rank_breakdown(timeline, r, c))
         results.append(PlanResult(plan, max(r["iteration_ms"] for r in per_rank), per_rank,
                                   plan.rank_bytes(graphs.tables), timeline))
     results.sort(key=lambda r: (not r.fits, r.iteration_ms))
@@ -255,9 +272,12 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
                         f"ranked last; {over[0]}: "
                         + memory_note(next(r for r in results if not r.fits).per_rank,
                                       platform.device))
+    seconds = graphs.table_seconds()
+    tables = [{"key": t.key, "rows": t.rows, "dim": t.dim, "bytes": t.bytes,
+               "lookup_ms": 1e3 * seconds.get(t.key, 0.0)} for t in graphs.tables]
     ranking = ShardingRanking(doc["name"], platform.name, graphs.ranks, results, refused,
-                              notes, evaluated=found.evaluated, exhaustive=found.exhaustive,
-                              cancelled=found.cancelled)
+                              notes, tables=tables, evaluated=found.evaluated,
+                              exhaustive=found.exhaustive, cancelled=found.cancelled)
     ranking.elapsed_s = time.perf_counter() - t0
     if progress is not None:
         progress(1.0, "done")

@@ -193,13 +193,16 @@ class Link(Struct):
 
 
 class Platform(Struct):
-    """What the model trains on: a preset (with `threads` for `local-cpu`), or a custom
-    graph of devices (`nodes`) and links (`edges`); a preset wins over a graph."""
+    """What the model trains on: a preset (with `threads` and `ranks` for `local-cpu`), or
+    a custom graph of devices (`nodes`) and links (`edges`); a preset wins over a graph."""
 
     preset: Annotated[Literal[tuple(PLATFORM_PRESETS)],
                       _meta("a bundled platform", unknown="preset")] | UnsetType = UNSET
     threads: Annotated[PositiveInt, Meta(description="CPU threads of a preset")] | UnsetType \
         = UNSET
+    ranks: Annotated[PositiveInt, Meta(
+        description="processes of `local-cpu`, joined by gloo (each with `threads`)")] \
+        | UnsetType = UNSET
     nodes: Annotated[list[Device], _meta(min_length=1, expected="a non-empty list of devices")
                      ] | UnsetType = UNSET
     edges: Annotated[list[Link], _meta(expected="a list of links")] | UnsetType = UNSET
@@ -207,6 +210,9 @@ class Platform(Struct):
     def __post_init__(self):
         if self.preset is UNSET and self.nodes is UNSET:
             raise ValueError("expected {'preset': NAME} or {'nodes': [...], 'edges': [...]}")
+        if self.ranks is not UNSET and self.preset != "local-cpu":
+            raise ValueError("ranks: only the local-cpu preset runs several processes "
+                             "(a GPU platform's ranks are its GPUs)")
 
 
 # ---- training, parallelism and the document ----------------------------------------------

@@ -199,11 +199,14 @@ def _check_platform(platform: Platform, issues: list[Issue]) -> None:
 
 
 def _platform_dict(platform: Platform) -> dict:
-    """A platform as plain data: a preset (with its threads), or the custom graph."""
+    """A platform as plain data: a preset (with its threads and ranks), or the custom
+    graph."""
     if platform.preset is not UNSET:
         out = {"preset": platform.preset}
         if platform.threads is not UNSET:
             out["threads"] = platform.threads
+        if platform.ranks is not UNSET:
+            out["ranks"] = platform.ranks
         return out
     return msgspec.to_builtins(platform)
 

@@ -1,0 +1,180 @@
+"""Real multi-process runs on this host: ranks of ``local-cpu`` joined by gloo.
+
+:func:`measure_plans` trains a scenario's sharded DLRM in ``ranks`` processes of the
+platform's threads each, as the predictor models it: each rank looks up its own tables
+for the global batch and its block of the row-wise ones, exchanges the pooled
+embeddings (an all-to-all; for row-wise tables a reduce-scatter), runs the dense part on
+its share of the batch, and all-reduces the dense gradients in DDP's buckets
+(:class:`~predictors.model.comm_ops.GradientBuckets`) during backward.  Several plans are
+measured in interleaved rounds, so that a slow minute of the host is shared among them.
+
+:func:`measure_collectives` times gloo's collectives against message size, the
+measurements behind the predictor's model of CPU collectives.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import statistics
+import tempfile
+import time
+from datetime import timedelta
+
+import torch
+
+__all__ = ["measure_plans", "measure_collectives", "COLLECTIVE_SIZES"]
+
+COLLECTIVE_SIZES = [2 ** k for k in range(10, 25, 2)]   # 1 KiB .. 16 MiB
+TIMEOUT = timedelta(seconds=300)
+
+
+def measure_plans(doc: dict, plans: list[dict], iters: int = 10, warmup: int = 3,
+                  rounds: int = 3, seed: int = 0) -> list[dict]:
+    """Each plan's step (``plans``: assignments, table key -> rank or ``"rw"``) measured
+    for real on the scenario's ``local-cpu`` ranks.  Per plan: ``iteration_ms`` (the
+    median over rounds of the slowest rank's median step), ``rounds_ms`` and
+    ``per_rank_ms`` (each rank's median step over all rounds)."""
+    from ..hardware.platforms import resolve_platform
+
+    platform = resolve_platform(doc["platform"])
+    if platform.device != "cpu" or platform.ranks < 2:
+        raise ValueError("real multi-rank runs need a local-cpu platform with ranks >= 2")
+    import torch.multiprocessing as mp
+
+    with tempfile.TemporaryDirectory(prefix="ml-dse-ranks-") as tmp:
+        args = (platform.ranks, os.path.join(tmp, "store"), tmp, doc, plans, iters, warmup,
+                rounds, seed, platform.threads)
+        try:
+            mp.start_processes(_plans_worker, args=args, nprocs=platform.ranks,
+                               start_method="spawn")
+        except mp.ProcessRaisedException as exc:
+            raise RuntimeError(f"a rank failed: {str(exc).strip().splitlines()[-1]}") from None
+        results = [json.load(open(os.path.join(tmp, f"rank{r}.json")))
+                   for r in range(platform.ranks)]
+    out = []
+    for i in range(len(plans)):
+        per_round = [max(statistics.median(res[i][k]) for res in results)
+                     for k in range(rounds)]
+        out.append({"iteration_ms": statistics.median(per_round), "rounds_ms": per_round,
+                    "per_rank_ms": [statistics.median(s for k in range(rounds)
+                                                      for s in res[i][k])
+                                    for res in results]})
+    return out
+
+
+def _init(rank: int, world: int, store: str, threads: int):
+    import torch.distributed as dist
+    torch.set_num_threads(threads)
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank,
+                            world_size=world, timeout=TIMEOUT)
+    return dist
+
+
+def _rank_workload(doc: dict, assignment: dict, rank: int, world: int):
+    """This rank's module (its tables only: another rank's are one row, never read), its
+    batch, optimizer and gradient buckets."""
+    from ..model.comm_ops import GradientBuckets
+    from ..model.sharding import ROW_WISE
+    from ..model.workload import RankShard, build_workload, sparse_parameters
+
+    doc = copy.deepcopy(doc)
+    for node in doc["model"]["nodes"]:
+        if node["kind"] == "embedding_tables":
+            for j, t in enumerate(node["params"]["tables"]):
+                where = assignment.get(f"{node['id']}/{j}")
+                if where not in (rank, ROW_WISE):
+                    t["rows"] = 1
+    local = frozenset(k for k, r in assignment.items() if r == rank)
+    rowwise = frozenset(k for k, r in assignment.items() if r == ROW_WISE)
+    local_batch = max(1, math.ceil(int(doc["training"]["batch_size"]) / world))
+    owners = {k: r for k, r in assignment.items() if r != ROW_WISE}
+    shard = RankShard(rank, world, local, local_batch, local_batch * world, rowwise=rowwise,
+                      owners=owners)
+    workload = build_workload(doc, device="cpu", fast_init=True, shard=shard)
+    sparse = {id(p) for p in sparse_parameters(workload.module)}
+    buckets = GradientBuckets([p for p in workload.module.parameters() if id(p) not in sparse],
+                              world)
+    buckets.attach()
+    return workload, buckets
+
+
+def _step(workload, batch, optimizer, buckets) -> None:
+    optimizer.zero_grad(set_to_none=True)
+    loss = workload.module(batch)
+    buckets.reset()
+    buckets.expect(loss)
+    loss.backward()
+    optimizer.step()
+
+
+def _plans_worker(rank, world, store, out_dir, doc, plans, iters, warmup, rounds, seed,
+                  threads):
+    dist = _init(rank, world, store, threads)
+    samples = [[[] for _ in range(rounds)] for _ in plans]
+    try:
+        for k in range(rounds):
+            for i, assignment in enumerate(plans):
+                workload, buckets = _rank_workload(doc, assignment, rank, world)
+                batch = workload.make_batch(seed)
+                optimizer = workload.optimizer()
+                for _ in range(warmup):
+                    _step(workload, batch, optimizer, buckets)
+                dist.barrier()
+                for _ in range(iters):
+                    t0 = time.perf_counter()
+                    _step(workload, batch, optimizer, buckets)
+                    samples[i][k].append((time.perf_counter() - t0) * 1e3)
+                buckets.detach()
+                del workload, batch, optimizer, buckets
+        with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
+            json.dump(samples, f)
+    finally:
+        dist.destroy_process_group()
+
+
+def measure_collectives(ranks: int, sizes: list[int] | None = None, reps: int = 5,
+                        threads: int = 1) -> dict:
+    """gloo's all-reduce, all-to-all and all-gather among ``ranks`` processes on this
+    host, ``{kind: [[bytes, median us], ...]}``; ``bytes`` as NCCL counts a message (the
+    buffer of an all-reduce, the larger of what a rank sends and receives otherwise)."""
+    import torch.multiprocessing as mp
+
+    sizes = list(sizes or COLLECTIVE_SIZES)
+    with tempfile.TemporaryDirectory(prefix="ml-dse-gloo-") as tmp:
+        mp.start_processes(_collectives_worker, args=(ranks, os.path.join(tmp, "store"), tmp,
+                                                       sizes, reps, threads),
+                           nprocs=ranks, start_method="spawn")
+        return json.load(open(os.path.join(tmp, "collectives.json")))
+
+
+def _collectives_worker(rank, world, store, out_dir, sizes, reps, threads):
+    dist = _init(rank, world, store, threads)
+    out = {"all_reduce": [], "all_to_all": [], "all_gather": []}
+    try:
+        for nbytes in sizes:
+            n = max(world, nbytes // 4 // world * world)
+            buf = torch.ones(n)
+            got = torch.empty(n)
+            pieces = [torch.empty(n // world) for _ in range(world)]
+            calls = {"all_reduce": lambda: dist.all_reduce(buf),
+                     "all_to_all": lambda: dist.all_to_all_single(got, buf),
+                     "all_gather": lambda: dist.all_gather(pieces, buf[:n // world])}
+            for kind, call in calls.items():
+                call()   # warm
+                times = []
+                for _ in range(reps):
+                    dist.barrier()
+                    t0 = time.perf_counter()
+                    call()
+                    times.append((time.perf_counter() - t0) * 1e6)
+                # every rank's time: the collective ends when the last one leaves
+                t = torch.tensor([statistics.median(times)])
+                dist.all_reduce(t, op=dist.ReduceOp.MAX)
+                out[kind].append([n * 4, float(t)])
+        if rank == 0:
+            with open(os.path.join(out_dir, "collectives.json"), "w") as f:
+                json.dump(out, f)
+    finally:
+        dist.destroy_process_group()
