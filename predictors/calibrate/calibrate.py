@@ -17,6 +17,7 @@ import datetime
 import platform as _platform
 import socket
 import statistics
+import os
 import time
 from collections import defaultdict, deque
 from typing import Callable
@@ -136,6 +137,9 @@ def pooled_profiler_cost(steps, fallback: float) -> float:
     return min(max(value, 0.0), 4.0 * max(fallback, 0.5))
 
 
+GLOO_MIN_BUDGET_S = 60.0   # shorter calibrations leave gloo's collectives to the default
+
+
 def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
                   progress: Callable[[float, str], None] | None = None,
                   cancelled: Callable[[], bool] | None = None,
@@ -215,6 +219,16 @@ def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
                 again = run_case(fn0)
                 if again == again:
                     repeats[model_class(node0)].append((us0, again))
+        collectives = {}
+        if budget_s >= GLOO_MIN_BUDGET_S:
+            # CPU ranks (local-cpu with ranks) exchange through gloo: its collectives
+            # among 2..4 processes of this host, against message size
+            from .ranks import measure_collectives
+            gloo = {}
+            for n in range(2, min(4, os.cpu_count() or 2) + 1):
+                tick(f"gloo collectives among {n} processes")
+                gloo[str(n)] = measure_collectives(n, reps=5, threads=threads)
+            collectives = {"gloo": gloo}
     finally:
         torch.set_num_threads(old_threads)
     load.__exit__(None, None, None)
@@ -258,7 +272,7 @@ def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
     }
     return DeviceProfile(f"local CPU, {threads} thread{'s' if threads > 1 else ''}",
                          "measured", spec, gap_overheads(steps), {}, models, provenance,
-                         validation, footprint)
+                         validation, footprint, collectives)
 
 
 def footprint_curve(steps, samples: dict, in_step: dict, models: dict, spec,

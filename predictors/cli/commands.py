@@ -24,8 +24,6 @@ from ..calibrate.kept_samples import save_samples
 from ..engine.predict import predict
 from ..hardware.platforms import resolve_platform
 from ..plan.capacity import MAX_BATCH, largest_batch
-from ..utils.fileio import atomic_write_bytes
-from ..plan.rank_sharding import DEFAULT_BUDGET_S, rank_shardings, ranking_csv
 from ..plan.sweep import (
     SWEEPABLE,  # light: no torch
     parse_values,
@@ -64,7 +62,7 @@ from .args import (
 
 # Modules that contribute sub-commands through ``register(subparsers)``.
 _COMMAND_MODULES: list[str] = ["predictors.cli.traces", "predictors.cli.kernels",
-                              "predictors.cli.collective"]
+                              "predictors.cli.collective", "predictors.cli.sharding"]
 
 __all__ = ["main"]
 
@@ -130,37 +128,6 @@ def _memory_text(rank: dict) -> str:
         text += f" ({100 * rank['peak_memory_bytes'] / device:.0f} % of "
         text += f"{format_bytes(device)})"
     return text
-
-
-def _cmd_rank_sharding(args) -> int:
-
-    if args.csv:
-        problem = unwritable(args.csv)
-        if problem:  # say so now, not after the search
-            return usage_error(f"--csv {args.csv}: {problem}")
-    ranking = rank_shardings(_load(args), top=args.top, profile=_profile(args),
-                             budget_s=args.budget_s, seed=args.seed)
-    if args.csv:
-        atomic_write_bytes(args.csv, ranking_csv(ranking).encode())
-    if args.json:
-        print(json.dumps(ranking.to_json()))
-        return 0
-    print(f"{ranking.scenario_name}: {len(ranking.plans)} plan(s) on {ranking.ranks} ranks "
-          f"of {ranking.platform}, best first ({ranking.evaluated:,} simulated)")
-    best = ranking.plans[0].iteration_ms
-    for i, p in enumerate(ranking.plans, 1):
-        print(f"  {i}. {p.plan.name:<24} {p.iteration_ms:9.3f} ms "
-              f"{100 * (p.iteration_ms / best - 1):+5.1f} %{' tie' if p.tie else '    '}  "
-              f"imbalance {100 * p.imbalance:4.0f} %, exposed all-to-all "
-              f"{p.exposed_all_to_all_ms:.3f} ms, tables per rank "
-              f"{format_bytes(min(p.rank_bytes))} - {format_bytes(max(p.rank_bytes))}, "
-              f"peak memory {format_bytes(p.peak_memory_bytes)}"
-              f"{'' if p.fits else ' (does not fit)'}")
-    for name, why in ranking.refused:
-        print(f"  refused: {name}: {why}")
-    for note in ranking.notes:
-        print(f"  note: {note}")
-    return 0
 
 
 def _cmd_fit(args) -> int:
@@ -252,7 +219,11 @@ def _cmd_measure(args) -> int:
     if problem:  # say so now, not after the measured steps
         return usage_error(problem)
     if args.threads:
-        doc["platform"] = {"preset": "local-cpu", "threads": args.threads}
+        ranks = {k: v for k, v in doc.get("platform", {}).items() if k == "ranks"}
+        doc["platform"] = {"preset": "local-cpu", "threads": args.threads, **ranks}
+    if doc.get("platform", {}).get("ranks", 1) > 1:
+        from .sharding import measure_ranks  # deferred: imports torch
+        return measure_ranks(args, doc)
     result = measure(doc, device=args.device, iters=args.iters, warmup=args.warmup,
                      trace=args.trace, memory=args.memory, et=args.et)
     if args.json:
@@ -516,24 +487,6 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--chrome-trace", metavar="OUT.json",
                    help="also write the predicted timeline as a Chrome trace (Perfetto)")
     p.set_defaults(func=_cmd_predict)
-    rs = sub.add_parser(
-        "rank-sharding", help="predict the candidate embedding sharding plans of a "
-                              "multi-GPU scenario, best first",
-        **examples("%(prog)s resources/scenarios/mlperf_dlrm_dcnv2.json --top 3",
-                   "%(prog)s resources/scenarios/small_dlrm.json --platform dgx-h100 --json"))
-    rs.add_argument("scenario", metavar="SCENARIO.json", help="scenario JSON file")
-    rs.add_argument("--top", type=positive_int, metavar="K", help="print only the K best plans")
-    rs.add_argument("--profile", help="device profile name or path (as for predict)")
-    rs.add_argument("--platform", metavar="PRESET_OR_FILE",
-                    help=f"rank the plans on this platform instead: {PLATFORM_HELP}")
-    rs.add_argument("--budget-s", type=positive_float, default=DEFAULT_BUDGET_S, metavar="N",
-                    help="search for at most N seconds (default %(default)g); small cases are "
-                         "enumerated instead")
-    rs.add_argument("--seed", type=int, default=0, help="the search's random seed")
-    rs.add_argument("--csv", metavar="OUT.csv", help="also write the ranking as CSV")
-    rs.add_argument("--json", action="store_true", help="print one JSON object")
-    rs.set_defaults(func=_cmd_rank_sharding)
-
     ft = sub.add_parser(
         "fit", help="the largest batch whose step fits every rank's device memory",
         **examples("%(prog)s resources/scenarios/bert_base.json --optimizer adamw",

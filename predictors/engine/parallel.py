@@ -27,7 +27,9 @@ from ..model.sharding import (
     Plan,
     TableRef,
     candidate_plans,
+    check_memory,
     greedy_with_rowwise,
+    plan_from_scenario,
     tables_of,
 )
 from ..model.workload import RankShard
@@ -36,7 +38,7 @@ from ..utils.progress import check_cancelled
 from .simulate import rank_spans_ms, simulate_ranks
 from .timeline import Timeline
 
-__all__ = ["RankGraphs", "collective_timer", "auto_plan"]
+__all__ = ["RankGraphs", "collective_timer", "auto_plan", "scenario_plan"]
 
 
 class RankGraphs:
@@ -138,6 +140,16 @@ class RankGraphs:
             note += (f" (the batch does not divide by {self.ranks}: every rank takes "
                      f"ceil({self.global_batch}/{self.ranks}), as DistributedSampler pads)")
         return note
+
+
+def scenario_plan(graphs: RankGraphs) -> Plan:
+    """The plan a prediction of the scenario uses: its own (tables it leaves out placed by
+    size), or :func:`auto_plan` for ``"auto"``; a :class:`PlanError` when a rank's tables
+    overfill it."""
+    plan = plan_from_scenario(graphs.doc, graphs.tables, graphs.ranks,
+                              lambda: auto_plan(graphs))
+    check_memory(plan, graphs.tables, graphs.memory_bytes())
+    return plan
 
 
 def auto_plan(graphs: RankGraphs) -> Plan:

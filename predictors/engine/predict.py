@@ -2,16 +2,16 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable
 
 from ..costs.datasheet import datasheet_default
 from ..hardware.platforms import resolve_platform
 from ..hardware.specs import device_spec
 from ..model.footprint import footprint_note, step_footprint
 from ..model.op_classes import ITEMSIZE
-from ..model.sharding import PlanError, check_memory, plan_from_scenario
+from ..model.sharding import PlanError
 from ..profiles import ProfileError, default_profile, other_cpu_note, resolve_profile
 from ..scenario.format import Issue, ScenarioError, validate_scenario
 from ..utils.progress import check_cancelled
@@ -71,14 +71,13 @@ def rank_figures(timeline: Timeline, memories=(), device_bytes: float = 0.0) -> 
 def _predict_ranks(doc, platform, profile, overheads, step, cancelled, notes):
     """Every rank of a multi-GPU platform: ``(timeline, ops, device, sharding,
     memories)``."""
-    from .parallel import RankGraphs, auto_plan  # deferred: imports torch
+    from .parallel import RankGraphs, scenario_plan  # deferred: imports torch
 
     graphs = RankGraphs(doc, platform, profile, overheads, cancelled)
     ranks = graphs.ranks
     step(0.1, "planning the embedding sharding")
     try:
-        plan = plan_from_scenario(doc, graphs.tables, ranks, lambda: auto_plan(graphs))
-        check_memory(plan, graphs.tables, graphs.memory_bytes())
+        plan = scenario_plan(graphs)
     except PlanError as exc:
         raise ScenarioError([Issue("parallelism.embedding_sharding", str(exc))]) from None
 

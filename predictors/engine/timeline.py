@@ -159,8 +159,11 @@ class Timeline:
         return float(values[k]) if k >= 0 else None
 
     def device_active_ms(self, rank: int) -> float:
-        """Busy time of the rank's device streams (CPU lanes where there are no streams)."""
-        lanes = self.lanes_of(rank, "stream") or self.lanes_of(rank, "cpu")
+        """Busy time of the rank's device streams; on a CPU rank (no compute stream), of
+        its CPU lanes and its communication."""
+        lanes = self.lanes_of(rank, "stream")
+        if all("communication" in self.lanes[i].name for i in lanes):
+            lanes = lanes + self.lanes_of(rank, "cpu")
         return self.busy_ms(lanes)
 
     def step_window(self, rank: int | None = None) -> tuple[float, float] | None:

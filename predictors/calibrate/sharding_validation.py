@@ -1,0 +1,155 @@
+"""``validate-sharding``: does the predicted ranking of sharding plans hold on real runs?
+
+Random DLRM tasks (4-12 tables whose sizes, pooling and skew differ) are ranked on this
+host's ``local-cpu`` ranks, as a user would rank them; then the predicted top five and
+three random plans that fit are trained for real (:func:`~.ranks.measure_plans`: gloo,
+one process per rank, the plans' rounds interleaved), and the two orders compared:
+
+- **top-1**: the predicted best plan is the measured best, or within ``max(3 %, the
+  task's noise)`` of it;
+- **Kendall's tau** between the predicted and the measured times of the eight plans;
+- **noise**: the median over a task's plans of the spread of its rounds (the standard
+  deviation over the mean).
+
+A task whose eight plans the prediction puts within 10 % of each other cannot be told
+apart on a noisy host: it is left out, and counted.
+"""
+from __future__ import annotations
+
+import math
+import random
+import statistics
+import time
+from typing import Callable
+
+import numpy as np
+
+__all__ = ["random_sharding_task", "validate_sharding", "MIN_SPREAD"]
+
+MIN_SPREAD = 1.10   # a task's slowest plan over its fastest, predicted, to be measured
+TOP = 5
+RANDOM = 3
+
+
+def random_sharding_task(rng: np.random.Generator, ranks: int, threads: int = 1) -> dict:
+    """A DLRM whose tables differ in rows, pooling and skew, on ``ranks`` CPU ranks."""
+    dim = int(rng.choice([16, 32, 64]))
+    tables = []
+    for _ in range(int(rng.integers(4, 13))):
+        dist = ({"kind": "uniform"} if rng.random() < 0.4
+                else {"kind": "zipf", "alpha": float(np.round(rng.uniform(0.8, 1.3), 2))})
+        tables.append({"rows": int(10 ** rng.uniform(3, 6)), "dim": dim,
+                       "pooling": int(round(10 ** rng.uniform(0, 2))), "distribution": dist})
+    batch = int(rng.choice([256, 512, 1024, 2048]))
+    bottom = [int(rng.choice([64, 128, 256])), dim]
+    top = [int(rng.choice([64, 128, 256])), 1]
+    nodes = [
+        {"id": "dense", "kind": "dense_input", "params": {"features": 13}},
+        {"id": "bottom", "kind": "mlp", "params": {"layers": bottom, "final": "relu"}},
+        {"id": "tables", "kind": "embedding_tables", "params": {"tables": tables}},
+        {"id": "interaction", "kind": "interaction", "params": {"op": "dot"}},
+        {"id": "top", "kind": "mlp", "params": {"layers": top, "final": None}},
+        {"id": "loss", "kind": "loss", "params": {"kind": "bce"}},
+    ]
+    edges = [("dense", "bottom"), ("bottom", "interaction"), ("tables", "interaction"),
+             ("interaction", "top"), ("top", "loss")]
+    return {"format": "ml-dse/scenario", "version": 1,
+            "name": f"sharding task ({len(tables)} tables, dim {dim}, batch {batch})",
+            "model": {"nodes": nodes, "edges": [{"source": a, "target": b}
+                                                for a, b in edges]},
+            "platform": {"preset": "local-cpu", "threads": threads, "ranks": ranks},
+            "training": {"batch_size": batch, "optimizer": "sgd", "dtype": "float32"},
+            "parallelism": {"embedding_sharding": "auto"}}
+
+
+def _kendall_tau(a, b) -> float:
+    from scipy.stats import kendalltau
+    tau = kendalltau(a, b).statistic
+    return float(tau) if tau == tau else 0.0
+
+
+def validate_sharding(ranks: int = 2, tasks: int = 20, seed: int = 0, profile=None,
+                      budget_s: float = 8.0, iters: int = 10, warmup: int = 3,
+                      rounds: int = 5, threads: int = 1,
+                      progress: Callable[[float, str], None] | None = None) -> dict:
+    """Rank and measure ``tasks`` tasks that the prediction separates (see the module);
+    tasks it does not are drawn in their place and counted as ties.  Returns the
+    per-task figures and their summary."""
+    from ..engine.parallel import RankGraphs
+    from ..engine.predict import prepare
+    from ..model.sharding import PlanError, check_memory
+    from ..plan.search import search_plans
+    from .ranks import measure_plans
+
+    rng = np.random.default_rng(seed)
+    pick = random.Random(seed)
+    rows, ties, drawn = [], 0, 0
+    t0 = time.perf_counter()
+    while len(rows) < tasks and drawn < 10 * tasks:
+        drawn += 1
+        doc, platform, prof = prepare(random_sharding_task(rng, ranks, threads), profile)
+        graphs = RankGraphs(doc, platform, prof)
+        memory = graphs.memory_bytes()
+
+        def fits(plan) -> bool:
+            try:
+                check_memory(plan, graphs.tables, memory)
+                return True
+            except PlanError:
+                return False
+
+        def evaluate(plans):
+            return np.array([graphs.rank_spans_ms(p) for p in plans])
+
+        if progress is not None:
+            progress(len(rows) / tasks, f"task {len(rows) + 1} of {tasks}: ranking "
+                                        f"{doc['name']}")
+        seeds, _ = graphs.candidates()
+        found = search_plans(graphs.tables, graphs.ranks, evaluate, seeds, budget_s=budget_s,
+                             fits=fits, batch=4, seed=seed + drawn)
+        ranked = found.best_first()
+        chosen, times = [], set()
+        for plan, spans in ranked:   # the top five, one of each predicted time
+            key = round(float(spans.max()), 4)
+            if key not in times:
+                times.add(key)
+                chosen.append((plan, float(spans.max())))
+            if len(chosen) == TOP:
+                break
+        others = [(p, float(s.max())) for p, s in ranked if round(float(s.max()), 4)
+                  not in times]
+        chosen += pick.sample(others, min(RANDOM, len(others)))
+        predicted = np.array([t for _, t in chosen])
+        if len(chosen) < 3 or predicted.max() < MIN_SPREAD * predicted.min():
+            ties += 1
+            continue
+        if progress is not None:
+            progress((len(rows) + 0.5) / tasks, f"task {len(rows) + 1} of {tasks}: "
+                                                f"measuring {len(chosen)} plans")
+        measured = measure_plans(doc, [p.assignment for p, _ in chosen], iters=iters,
+                                 warmup=warmup, rounds=rounds, seed=seed)
+        ms = np.array([m["iteration_ms"] for m in measured])
+        noise = statistics.median(
+            statistics.stdev(m["rounds_ms"]) / statistics.mean(m["rounds_ms"])
+            if len(m["rounds_ms"]) > 1 else 0.0 for m in measured)
+        best = int(np.argmin(predicted))
+        tolerance = max(0.03, noise)
+        rows.append({"task": doc["name"], "tables": len(graphs.tables),
+                     "plans": len(chosen), "evaluated": found.evaluated,
+                     "predicted_ms": predicted.round(4).tolist(),
+                     "measured_ms": ms.round(4).tolist(),
+                     "top1": bool(ms[best] <= ms.min() * (1 + tolerance)),
+                     "predicted_best_vs_measured_best_pct":
+                         round(100 * (ms[best] / ms.min() - 1), 2),
+                     "kendall_tau": round(_kendall_tau(predicted, ms), 4),
+                     "noise": round(noise, 4)})
+    summary = {"ranks": ranks, "tasks": len(rows), "left_out_as_ties": ties,
+               "top1": (sum(r["top1"] for r in rows) / len(rows)) if rows else math.nan,
+               "kendall_tau_mean": (statistics.mean(r["kendall_tau"] for r in rows)
+                                    if rows else math.nan),
+               "kendall_tau_median": (statistics.median(r["kendall_tau"] for r in rows)
+                                      if rows else math.nan),
+               "noise_median": (statistics.median(r["noise"] for r in rows)
+                                if rows else math.nan),
+               "seed": seed, "elapsed_s": round(time.perf_counter() - t0, 1)}
+    return {"summary": summary, "tasks": rows}

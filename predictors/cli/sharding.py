@@ -1,0 +1,159 @@
+"""Sharding commands: ``rank-sharding``, ``validate-sharding``, and ``measure`` of CPU
+ranks (``local-cpu`` with ``ranks``)."""
+from __future__ import annotations
+
+import json
+
+from ..engine.predict import prepare
+from ..model.sharding import PlanError
+from ..plan.rank_sharding import DEFAULT_BUDGET_S, rank_shardings, ranking_csv
+from ..scenario.format import Issue, ScenarioError, load_scenario
+from ..utils.fileio import atomic_write_bytes
+from ..utils.formatting import format_bytes
+from .args import (
+    PLATFORM_HELP,
+    examples,
+    platform_section,
+    positive_float,
+    positive_int,
+    unwritable,
+    usage_error,
+)
+
+__all__ = ["register", "measure_ranks"]
+
+
+def _load(args) -> dict:
+    """The scenario of ``args.scenario``, on the platform of ``--platform`` if given."""
+    doc = load_scenario(args.scenario)
+    if getattr(args, "platform", None):
+        doc["platform"] = platform_section(args.platform)
+    return doc
+
+
+def _profile(args):
+    return None if args.profile in (None, "default") else args.profile
+
+
+def _cmd_rank_sharding(args) -> int:
+
+    if args.csv:
+        problem = unwritable(args.csv)
+        if problem:  # say so now, not after the search
+            return usage_error(f"--csv {args.csv}: {problem}")
+    ranking = rank_shardings(_load(args), top=args.top, profile=_profile(args),
+                             budget_s=args.budget_s, seed=args.seed)
+    if args.csv:
+        atomic_write_bytes(args.csv, ranking_csv(ranking).encode())
+    if args.json:
+        print(json.dumps(ranking.to_json()))
+        return 0
+    print(f"{ranking.scenario_name}: {len(ranking.plans)} plan(s) on {ranking.ranks} ranks "
+          f"of {ranking.platform}, best first ({ranking.evaluated:,} simulated)")
+    best = ranking.plans[0].iteration_ms
+    for i, p in enumerate(ranking.plans, 1):
+        print(f"  {i}. {p.plan.name:<24} {p.iteration_ms:9.3f} ms "
+              f"{100 * (p.iteration_ms / best - 1):+5.1f} %{' tie' if p.tie else '    '}  "
+              f"imbalance {100 * p.imbalance:4.0f} %, exposed all-to-all "
+              f"{p.exposed_all_to_all_ms:.3f} ms, tables per rank "
+              f"{format_bytes(min(p.rank_bytes))} - {format_bytes(max(p.rank_bytes))}, "
+              f"peak memory {format_bytes(p.peak_memory_bytes)}"
+              f"{'' if p.fits else ' (does not fit)'}")
+    for name, why in ranking.refused:
+        print(f"  refused: {name}: {why}")
+    for note in ranking.notes:
+        print(f"  note: {note}")
+    return 0
+
+
+def measure_ranks(args, doc: dict) -> int:
+    """``measure`` of a ``local-cpu`` platform with ranks: the processes train the
+    scenario's plan together; the slowest rank's median step."""
+    from ..calibrate.ranks import measure_plans  # deferred: imports torch
+    from ..engine.parallel import RankGraphs, scenario_plan
+
+    if args.device != "cpu" or args.trace or args.et or args.memory:
+        return usage_error("ranks of local-cpu are measured on the CPU, without --trace, "
+                           "--et or --memory")
+    doc, platform, profile = prepare(doc)
+    try:
+        plan = scenario_plan(RankGraphs(doc, platform, profile))
+    except PlanError as exc:
+        raise ScenarioError([Issue("parallelism.embedding_sharding", str(exc))]) from None
+    (result,) = measure_plans(doc, [plan.assignment], iters=args.iters, warmup=args.warmup,
+                              rounds=1)
+    result.update(scenario=doc["name"], ranks=platform.ranks, threads=platform.threads,
+                  iterations=args.iters, plan=plan.name,
+                  assignment=plan.to_json()["assignment"])
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(f"{result['scenario']} on {platform.ranks} CPU ranks ({platform.threads} "
+              f"thread(s) each, gloo), plan {plan.name}: slowest rank's median step "
+              f"{result['iteration_ms']:.3f} ms; per rank "
+              + ", ".join(f"{ms:.3f}" for ms in result["per_rank_ms"])
+              + f" ms over {args.iters} iterations")
+    return 0
+
+
+def _cmd_validate_sharding(args) -> int:
+    from ..calibrate.sharding_validation import validate_sharding  # deferred: torch
+
+    def show(fraction: float, stage: str) -> None:
+        if not args.json:
+            print(f"[{100 * fraction:5.1f}%] {stage}", flush=True)
+
+    result = validate_sharding(ranks=args.ranks, tasks=args.tasks, seed=args.seed,
+                               profile=_profile(args), budget_s=args.budget_s,
+                               rounds=args.rounds, iters=args.iters, progress=show)
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    for r in result["tasks"]:
+        print(f"  {r['task']}: top-1 {'yes' if r['top1'] else 'no '} (predicted best "
+              f"{r['predicted_best_vs_measured_best_pct']:+.1f} % from the measured best), "
+              f"tau {r['kendall_tau']:+.2f}, noise {100 * r['noise']:.1f} %")
+    s = result["summary"]
+    print(f"{s['tasks']} tasks on {s['ranks']} CPU ranks ({s['left_out_as_ties']} left out "
+          f"as ties): top-1 {100 * s['top1']:.0f} %, Kendall tau mean "
+          f"{s['kendall_tau_mean']:.2f} (median {s['kendall_tau_median']:.2f}), noise "
+          f"{100 * s['noise_median']:.1f} % (median), {s['elapsed_s']:.0f} s")
+    return 0
+
+
+def register(sub) -> None:
+    rs = sub.add_parser(
+        "rank-sharding", help="predict the candidate embedding sharding plans of a "
+                              "multi-GPU scenario, best first",
+        **examples("%(prog)s resources/scenarios/mlperf_dlrm_dcnv2.json --top 3",
+                   "%(prog)s resources/scenarios/small_dlrm.json --platform dgx-h100 --json"))
+    rs.add_argument("scenario", metavar="SCENARIO.json", help="scenario JSON file")
+    rs.add_argument("--top", type=positive_int, metavar="K", help="print only the K best plans")
+    rs.add_argument("--profile", help="device profile name or path (as for predict)")
+    rs.add_argument("--platform", metavar="PRESET_OR_FILE",
+                    help=f"rank the plans on this platform instead: {PLATFORM_HELP}")
+    rs.add_argument("--budget-s", type=positive_float, default=DEFAULT_BUDGET_S, metavar="N",
+                    help="search for at most N seconds (default %(default)g); small cases are "
+                         "enumerated instead")
+    rs.add_argument("--seed", type=int, default=0, help="the search's random seed")
+    rs.add_argument("--csv", metavar="OUT.csv", help="also write the ranking as CSV")
+    rs.add_argument("--json", action="store_true", help="print one JSON object")
+    rs.set_defaults(func=_cmd_rank_sharding)
+    vs = sub.add_parser(
+        "validate-sharding", help="rank random DLRM tasks on this host's CPU ranks, then "
+                                  "train their plans for real and compare the orders",
+        **examples("%(prog)s --ranks 2 --tasks 20 --seed 1",
+                   "%(prog)s --ranks 2 --tasks 3 --profile my-cpu.json --json"))
+    vs.add_argument("--ranks", type=positive_int, default=2, help="processes (default 2)")
+    vs.add_argument("--tasks", type=positive_int, default=20,
+                    help="tasks measured (default 20); ties are drawn again")
+    vs.add_argument("--seed", type=int, default=0, help="draws the tasks")
+    vs.add_argument("--profile", help="CPU profile name or path (as for predict)")
+    vs.add_argument("--budget-s", type=positive_float, default=8.0, metavar="N",
+                    help="search budget per task (default %(default)g s)")
+    vs.add_argument("--rounds", type=positive_int, default=5,
+                    help="interleaved rounds per plan (default 5)")
+    vs.add_argument("--iters", type=positive_int, default=10,
+                    help="timed steps per round (default 10)")
+    vs.add_argument("--json", action="store_true", help="print one JSON object")
+    vs.set_defaults(func=_cmd_validate_sharding)

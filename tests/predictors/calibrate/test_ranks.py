@@ -1,0 +1,130 @@
+"""CPU ranks of local-cpu: real gloo runs of a sharded DLRM, and their prediction."""
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from paths import ROOT
+
+from predictors.costs.gloo import gloo_time_us
+from predictors.engine.predict import predict
+from predictors.scenario.format import ScenarioError, validate_scenario
+
+
+def _two_rank_dlrm(ranks=2, sharding="auto"):
+    tables = [{"rows": 10_000, "dim": 16, "pooling": 4, "distribution": {"kind": "uniform"}},
+              {"rows": 50_000, "dim": 16, "pooling": 8,
+               "distribution": {"kind": "zipf", "alpha": 1.1}},
+              {"rows": 2_000, "dim": 16, "pooling": 2, "distribution": {"kind": "uniform"}}]
+    nodes = [{"id": "dense", "kind": "dense_input", "params": {"features": 13}},
+             {"id": "bot", "kind": "mlp", "params": {"layers": [64, 16], "final": "relu"}},
+             {"id": "tables", "kind": "embedding_tables", "params": {"tables": tables}},
+             {"id": "inter", "kind": "interaction", "params": {"op": "dot"}},
+             {"id": "top", "kind": "mlp", "params": {"layers": [32, 1], "final": None}},
+             {"id": "loss", "kind": "loss", "params": {"kind": "bce"}}]
+    edges = [("dense", "bot"), ("bot", "inter"), ("tables", "inter"), ("inter", "top"),
+             ("top", "loss")]
+    return {"format": "ml-dse/scenario", "version": 1, "name": "two CPU ranks",
+            "model": {"nodes": nodes, "edges": [{"source": a, "target": b}
+                                                for a, b in edges]},
+            "platform": {"preset": "local-cpu", "threads": 1, "ranks": ranks},
+            "training": {"batch_size": 256, "optimizer": "sgd", "dtype": "float32"},
+            "parallelism": {"embedding_sharding": sharding}}
+
+
+def test_measure_trains_two_gloo_ranks_for_real(tmp_path):
+    path = tmp_path / "ranks.json"
+    path.write_text(json.dumps(_two_rank_dlrm(sharding={"tables/0": 0, "tables/1": 1,
+                                                        "tables/2": "rw"})))
+    out = subprocess.run([sys.executable, "-m", "predictors", "measure", str(path),
+                          "--iters", "3", "--warmup", "1", "--json"], capture_output=True,
+                         text=True, cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["ranks"] == 2 and len(result["per_rank_ms"]) == 2
+    assert result["iteration_ms"] == max(result["per_rank_ms"]) > 0
+    assert result["assignment"] == {"tables/0": 0, "tables/1": 1, "tables/2": "rw"}
+
+
+def test_the_real_exchange_hands_each_rank_its_samples(tmp_path):
+    """The gloo all-to-all, its backward, the reduce-scatter and the all-gather on known
+    tensors: every rank gets its samples of every table, and gradients go home."""
+    script = tmp_path / "exchange.py"
+    script.write_text(textwrap.dedent(f"""
+        import os, sys, tempfile
+        sys.path.insert(0, {str(ROOT)!r})
+        import torch, torch.distributed as dist, torch.multiprocessing as mp
+        from predictors.model.comm_ops import all_to_all, reduce_scatter, exchange_anchor
+
+        def run(rank, store):
+            dist.init_process_group("gloo", init_method=f"file://{{store}}", rank=rank,
+                                    world_size=2)
+            owners = [0, 1, 0]           # tables 0 and 2 on rank 0, table 1 on rank 1
+            widths = [2, 3, 1]
+            mine = [t for t, o in enumerate(owners) if o == rank]
+            # pooled [global batch 4, width]: value = 100 * table + sample
+            pooled = [(100.0 * t + torch.arange(4.0)).unsqueeze(1).repeat(1, widths[t])
+                      .requires_grad_() for t in mine]
+            got = all_to_all(pooled, exchange_anchor(torch.float32, "cpu"), 2, widths,
+                             owners)
+            for t, g in enumerate(got):   # this rank's samples 2*rank, 2*rank+1
+                want = 100.0 * t + torch.arange(2.0 * rank, 2.0 * rank + 2)
+                assert torch.equal(g[:, 0], want), (rank, t, g)
+            sum(g.sum() * (rank + 1) for g in got).backward()
+            for p in pooled:   # each sample's gradient is its rank's weight
+                assert p.grad[:, 0].tolist() == [1.0, 1.0, 2.0, 2.0], p.grad
+            partial = [torch.full((4, 2), float(rank + 1), requires_grad=True)]
+            summed = reduce_scatter(partial, 2)
+            assert summed[0].tolist() == [[3.0, 3.0]] * 2
+            (summed[0].sum() * (rank + 1)).backward()
+            assert partial[0].grad[:, 0].tolist() == [1.0, 1.0, 2.0, 2.0]
+            dist.destroy_process_group()
+
+        if __name__ == "__main__":
+            store = os.path.join(tempfile.mkdtemp(), "store")
+            mp.start_processes(run, args=(store,), nprocs=2, start_method="spawn")
+            print("ok")
+        """))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0 and "ok" in out.stdout, out.stderr[-2000:]
+
+
+def test_cpu_ranks_are_predicted_with_blocking_gloo_collectives():
+    result = predict(_two_rank_dlrm())
+    assert len(result.per_rank) == 2
+    assert any("gloo's default model" in n for n in result.notes)
+    tl = result.timeline
+    comm = [i for i in range(len(tl.start_us)) if tl.names[tl.name_id[i]].startswith("nccl:")
+            and tl.lanes[tl.lane[i]].kind == "stream"]
+    assert comm
+    for i in comm:   # the calling thread returns when its collective ends
+        rank = tl.lanes[tl.lane[i]].rank
+        end = tl.start_us[i] + tl.dur_us[i]
+        cpu = [j for j in range(len(tl.start_us)) if tl.lanes[tl.lane[j]].rank == rank
+               and tl.lanes[tl.lane[j]].kind == "cpu" and tl.start_us[j] < end
+               and tl.start_us[j] + tl.dur_us[j] > end + 1e-6
+               and tl.start_us[j] > tl.start_us[i] + 1e-6]
+        assert not cpu   # no CPU op starts while its collective runs
+
+
+def test_gloo_collectives_read_measured_points_and_grow_with_size():
+    measured = {"2": {"all_reduce": [[1024, 300.0], [1 << 20, 800.0], [1 << 24, 16000.0]],
+                      "all_to_all": [[1024, 150.0], [1 << 24, 11000.0]]}}
+    us, how = gloo_time_us("all_reduce", 1 << 20, 2, measured)
+    assert us == pytest.approx(800.0) and "measured" in how
+    beyond, _ = gloo_time_us("all_reduce", 1 << 25, 2, measured)
+    assert beyond > 16000.0
+    # a reduce-scatter runs as an all-reduce of the buffer; a missing count: the default
+    assert gloo_time_us("reduce_scatter", 1 << 20, 2, measured)[0] == pytest.approx(800.0)
+    small, how = gloo_time_us("all_reduce", 1024, 3, measured)
+    large, _ = gloo_time_us("all_reduce", 1 << 24, 3, measured)
+    assert "default" in how and large > small > 0
+
+
+def test_ranks_are_for_the_local_cpu_only():
+    doc = _two_rank_dlrm()
+    doc["platform"] = {"preset": "dgx-a100", "ranks": 2}
+    with pytest.raises(ScenarioError, match="only the local-cpu preset"):
+        validate_scenario(doc)
