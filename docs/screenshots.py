@@ -137,8 +137,7 @@ def shot_inspector(d: Driver) -> None:
 
 
 def shot_platform_and_multi_gpu(d: Driver) -> None:
-    """The MLPerf DLRM-DCNv2 on a DGX A100: the Platform tab, the 8-rank timeline and the
-    Sharding dock."""
+    """The MLPerf DLRM-DCNv2 on a DGX A100: the Platform tab and the 8-rank timeline."""
     from PySide6.QtCore import Qt
 
     w = d.window(SCENARIOS / "mlperf_dlrm_dcnv2.json", size=(1800, 1000))
@@ -156,13 +155,42 @@ def shot_platform_and_multi_gpu(d: Driver) -> None:
     w.gantt.fit()
     d.settle()
     save(w.timeline_dock, "timeline-ranks.png")
-    # the Sharding dock
-    s = w.sharding
+
+
+def select_plans(view, rows) -> None:
+    """Select these rows of the Sharding table (several: the charts compare them)."""
+    from PySide6.QtCore import QItemSelectionModel
+
+    view.table.clearSelection()
+    model = view.table.selectionModel()
+    for row in rows:
+        model.select(view.table.model().index(row, 0),
+                     QItemSelectionModel.Select | QItemSelectionModel.Rows)
+
+
+def shot_sharding(d: Driver) -> None:
+    """64 tables on a DGX A100 ranked with a 3 s search: the placement heat map of the
+    best plan, the per-rank breakdown and the stacked timelines of three plans."""
+    from PySide6.QtCore import Qt
+
+    w = d.window(SCENARIOS / "dlrm_64tables_8gpu.json", size=(1400, 900))
+    s, v = w.sharding, w.sharding.view
+    v.budget.setValue(3)
     d.run_until(s.runner.sigFinished, s.run, "the sharding ranking")
-    s.view.table.selectRow(min(3, s.view.table.rowCount() - 1))
-    w.resizeDocks([s.dock], [420], Qt.Vertical)
+    w.resizeDocks([s.dock], [430], Qt.Vertical)
+    names = [p.plan.name for p in v.ranking.plans]
+    rows = [0] + [names.index(n) for n in ("greedy by size", "row-wise") if n in names]
+    v.table.selectRow(0)
+    v.tabs.setCurrentWidget(v.placement)
     d.settle()
-    save(s.dock, "sharding-dock.png")
+    save(s.dock, "sharding-heatmap.png")
+    select_plans(v, rows[:3])
+    v.tabs.setCurrentWidget(v.breakdown)
+    d.settle()
+    save(s.dock, "sharding-breakdown.png")
+    v.tabs.setCurrentWidget(v.timelines)
+    d.settle()
+    save(s.dock, "sharding-stacked.png")
 
 
 def shot_sweep(d: Driver) -> None:
@@ -215,7 +243,8 @@ def shot_profiles(d: Driver) -> None:
 
 
 SHOTS = {"main": shot_main, "inspector": shot_inspector,
-         "multi-gpu": shot_platform_and_multi_gpu, "sweep": shot_sweep,
+         "multi-gpu": shot_platform_and_multi_gpu, "sharding": shot_sharding,
+         "sweep": shot_sweep,
          "compare": shot_compare, "profiles": shot_profiles}
 
 

@@ -2,7 +2,9 @@
 
 The Sharding and Sweep docks share this shape.  A :class:`ResultsView` has a top bar
 (run, apply, the dock's own controls, Export CSV… and Copy, progress, cancel), an error
-bar, a header, and the table of results beside a chart.  A :class:`ResultsController` runs the work in a
+bar, a header, and the table of results beside a chart.  A click on a column's header sorts
+the table by it (again: the other way); the results keep their order underneath, so a row
+always maps to its result (:meth:`ResultsView.result_at`, :meth:`ResultsView.row_of`).  A :class:`ResultsController` runs the work in a
 :class:`~explorer.workers.BackgroundRunner`, adds the dock and its Run menu action, and
 greys the results while the scenario differs from the one they were made for.  "Apply"
 writes the selected result into the scenario as one undo step.
@@ -10,9 +12,10 @@ writes the selected result into the scenario as one undo step.
 from __future__ import annotations
 
 import json
+import re
 
 import pyqtgraph as pg
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QItemSelectionModel, QObject, Qt, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -35,8 +38,24 @@ from predictors.utils.formatting import format_bytes
 from ..widgets import ErrorBar, TableExport
 from ..workers import BackgroundRunner
 
-__all__ = ["ResultsView", "ResultsController", "memory_text"]
+__all__ = ["ResultsController", "ResultsView", "memory_text"]
 
+
+
+_NUMBER = re.compile(r"\s*[-+]?\d[\d,]*(?:\.\d+)?")
+_UNITS = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "KIB": 2**10, "MIB": 2**20,
+          "GIB": 2**30, "TIB": 2**40}
+
+
+def sort_key(text: str) -> tuple:
+    """How a cell's text sorts: by the number it starts with (bytes scaled by their
+    unit), cells that do not start with one after the numbers, by their text."""
+    m = _NUMBER.match(text or "")
+    if m is None:
+        return (1, 0.0, (text or "").lower())
+    value = float(m.group().strip().replace(",", ""))
+    unit = text[m.end():].strip().split(" ")[0].upper() if text[m.end():].strip() else ""
+    return (0, value * _UNITS.get(unit, 1), (text or "").lower())
 
 
 def memory_text(peak_bytes: int | None, fits: bool | None) -> str:
@@ -44,6 +63,17 @@ def memory_text(peak_bytes: int | None, fits: bool | None) -> str:
     if not peak_bytes:
         return "–"
     return format_bytes(peak_bytes) + ("  ✗ too big" if fits is False else "")
+
+class ResultsTable(QTableWidget):
+    """The results table: :meth:`selectRow` selects that row alone, whatever keys are
+    held (with several rows selectable, Qt's would add to the selection under Ctrl)."""
+
+    def selectRow(self, row: int) -> None:
+        index = self.model().index(row, 0)
+        if index.isValid():
+            self.selectionModel().setCurrentIndex(
+                index, QItemSelectionModel.ClearAndSelect | QItemSelectionModel.Rows)
+
 
 class ResultsView(QWidget):
     """Results of one what-if run: a table (one row per result) beside a chart.
@@ -63,6 +93,10 @@ class ResultsView(QWidget):
                  apply: tuple[str, str], controls: tuple = (), parent: QWidget | None = None):
         super().__init__(parent)
         self.results: list = []
+        self.order: list[int] = []  # table row -> index in ``results`` (sorting moves rows)
+        self._rows: list[list[str]] = []
+        self._tips: list[str] = []
+        self._keys: list[list] = []
         self.shown = None  # the run's whole result
         self.stale = False
         self.empty_text = empty_text
@@ -83,7 +117,7 @@ class ResultsView(QWidget):
         self.stage.setStyleSheet("color: #445;")
         self.cancel_button = QPushButton("Cancel")
         self.error = ErrorBar()
-        self.table = QTableWidget(0, len(columns))
+        self.table = ResultsTable(0, len(columns))
         self.table.setHorizontalHeaderLabels(list(columns))
         self.table.verticalHeader().setVisible(False)
         self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
@@ -94,6 +128,10 @@ class ResultsView(QWidget):
         head = self.table.horizontalHeader()
         head.setSectionResizeMode(QHeaderView.ResizeToContents)
         head.setStretchLastSection(True)
+        head.setSectionsClickable(True)
+        head.setSortIndicatorShown(True)
+        head.setSortIndicator(-1, Qt.AscendingOrder)  # the results' own order
+        head.sortIndicatorChanged.connect(self._on_sort)
         self.footer = QLabel("")
         self.footer.setWordWrap(True)
         self.footer.setStyleSheet("color: #8a5a00;")
@@ -130,7 +168,7 @@ class ResultsView(QWidget):
         lay.addWidget(self.header)
         lay.addWidget(self.table, 1)
         lay.addWidget(self.footer)
-        split = QSplitter(Qt.Horizontal)  # side by side: the bottom dock is wide and short
+        split = self.splitter = QSplitter(Qt.Horizontal)  # the bottom dock is wide and short
         split.addWidget(upper)
         split.addWidget(self.plot)
         split.setStretchFactor(0, 3)
@@ -177,6 +215,7 @@ class ResultsView(QWidget):
 
     def clear(self) -> None:
         self.shown, self.results, self.stale = None, [], False
+        self.order, self._rows, self._tips, self._keys = [], [], [], []
         self.error.clear()
         self.table.setRowCount(0)
         self.footer.setText("")
@@ -196,33 +235,105 @@ class ResultsView(QWidget):
         return "results"
 
     def show_rows(self, shown, results: list, rows: list[list[str]], tips: list[str],
-                  footer: str = "", select: int | None = 0) -> None:
-        """Fill the table: one row of cell texts per result (numbers right-aligned)."""
+                  footer: str = "", select: int | None = 0,
+                  keys: list[list] | None = None) -> None:
+        """Fill the table: one row of cell texts per result (numbers right-aligned), in
+        the results' order; ``select`` is a result's index.  ``keys`` (per row, per
+        column) sort the columns where a cell's text would not (:func:`sort_key` else)."""
         self.shown, self.results = shown, list(results)
+        self._rows, self._tips = [list(r) for r in rows], list(tips)
+        self._keys = [list(k) for k in keys] if keys is not None else []
         self.stale = False
         self.table.setStyleSheet("")
         self.plot.setEnabled(True)
         self.header.setText(self.header_text())
-        self.table.setRowCount(len(rows))
-        for row, (cells, tip) in enumerate(zip(rows, tips)):
-            for col, text in enumerate(cells):
+        head = self.table.horizontalHeader()
+        head.blockSignals(True)
+        head.setSortIndicator(-1, Qt.AscendingOrder)  # new results: their own order
+        head.blockSignals(False)
+        self._fill(list(range(len(rows))))
+        self.footer.setText(footer)
+        self.footer.setVisible(bool(footer))
+        if rows and select is not None:
+            self.table.selectRow(self.row_of(select))
+        else:
+            self.draw(None)
+
+    def _fill(self, order: list[int]) -> None:
+        """(Re)write the table's rows: row ``r`` shows result ``order[r]``."""
+        self.order = list(order)
+        self.table.setRowCount(len(order))
+        for row, index in enumerate(order):
+            tip = self._tips[index] if index < len(self._tips) else ""
+            for col, text in enumerate(self._rows[index]):
                 item = QTableWidgetItem(text)
                 if col != 1:
                     item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
                 item.setToolTip(tip)
                 self.table.setItem(row, col, item)
-        self.footer.setText(footer)
-        self.footer.setVisible(bool(footer))
-        if rows and select is not None:
-            self.table.selectRow(select)
-        else:
-            self.draw(None)
+
+    def _sort_value(self, index: int, col: int) -> tuple:
+        if index < len(self._keys) and col < len(self._keys[index]):
+            key = self._keys[index][col]
+            if key is not None:
+                return (0, key, "") if isinstance(key, (int, float)) else (1, 0.0, str(key))
+        cells = self._rows[index]
+        return sort_key(cells[col] if col < len(cells) else "")
+
+    def _on_sort(self, col: int, order) -> None:
+        """Sort the rows by column ``col`` (-1: the results' own order), keeping the
+        selected results selected and the chart as it is."""
+        if not self._rows:
+            return
+        chosen = self.selected_indices()
+        indices = list(range(len(self._rows)))
+        if 0 <= col < self.table.columnCount():
+            indices.sort(key=lambda i: self._sort_value(i, col),
+                         reverse=order == Qt.DescendingOrder)
+        model = self.table.selectionModel()
+        self.table.blockSignals(True)
+        model.blockSignals(True)
+        try:
+            self._fill(indices)
+            self.table.clearSelection()
+            for index in chosen:
+                model.select(self.table.model().index(self.row_of(index), 0),
+                             QItemSelectionModel.Select | QItemSelectionModel.Rows)
+        finally:
+            model.blockSignals(False)
+            self.table.blockSignals(False)
+        self.table.viewport().update()
+        self.after_sort()
+
+    def after_sort(self) -> None:
+        """What a subclass redoes after the rows moved (marks written into cells)."""
+
+    def row_of(self, index: int) -> int:
+        """The table row showing result ``index`` (-1: none)."""
+        try:
+            return self.order.index(index)
+        except ValueError:
+            return -1
+
+    def result_at(self, row: int):
+        """The result the table's ``row`` shows (None: no such row)."""
+        if 0 <= row < len(self.order) and self.order[row] < len(self.results):
+            return self.results[self.order[row]]
+        return None
+
+    def selected_indices(self) -> list[int]:
+        """The selected results' indices, in the table's order."""
+        rows = sorted(i.row() for i in self.table.selectionModel().selectedRows())
+        return [self.order[r] for r in rows if 0 <= r < len(self.order)
+                and self.order[r] < len(self.results)]
+
+    def selected_results(self) -> list:
+        """The selected results, in the table's order."""
+        return [self.results[i] for i in self.selected_indices()]
 
     def selected(self):
-        rows = self.table.selectionModel().selectedRows()
-        if not rows or not 0 <= rows[0].row() < len(self.results):
-            return None
-        return self.results[rows[0].row()]
+        chosen = self.selected_results()
+        return chosen[0] if chosen else None
 
     def _on_selection(self) -> None:
         res = self.selected()

@@ -21,7 +21,8 @@ class ShardingController(ResultsController):
     ----------
     window : the :class:`~explorer.window.MainWindow`
     rank_fn : callable like :func:`predictors.plan.rank_sharding.rank_shardings` (tests inject
-        fakes); it gets the prediction's ``profile=`` and ``overheads=`` where they are set
+        fakes); it gets the prediction's ``profile=`` and ``overheads=`` where they are set,
+        and the dock's search budget as ``budget_s=``
     """
 
     title = "Sharding"
@@ -33,7 +34,12 @@ class ShardingController(ResultsController):
     def __init__(self, window, rank_fn=None):
         super().__init__(window, ShardingView(), rank_fn or _rank_shardings)
 
+    def run(self) -> int:
+        self._budget_s = self.view.budget_s()   # read here: call runs in the worker
+        return super().run()
+
     def call(self, snapshot, **kwargs):
+        kwargs.setdefault("budget_s", getattr(self, "_budget_s", self.view.budget_s()))
         return self.fn(snapshot, **kwargs)
 
     def ignored(self, for_run: bool = False):
@@ -44,7 +50,10 @@ class ShardingController(ResultsController):
         if not ranking.plans:
             return "No sharding plan fits: " + "; ".join(w for _, w in ranking.refused)
         best = ranking.plans[0]
-        return (f"Ranked {len(ranking.plans)} sharding plans in {ranking.elapsed_s:.1f} s: "
+        searched = getattr(ranking, "evaluated", 0)
+        return (f"Ranked {len(ranking.plans)} sharding plans"
+                + (f" ({searched:,} simulated)" if searched else "")
+                + f" in {ranking.elapsed_s:.1f} s: "
                 f"best '{best.plan.name}', {best.iteration_ms:.3f} ms")
 
     def check_stale(self, *args) -> None:

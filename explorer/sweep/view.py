@@ -145,10 +145,15 @@ class SweepView(ResultsView):
 
     def mark_applied(self, value) -> None:
         """Tag the value the scenario uses now."""
+        self._applied = value
         for i, row in enumerate(self.results):
-            item = self.table.item(i, 1)
+            item = self.table.item(self.row_of(i), 1)
             if item is not None:
                 item.setText(str(row.value) + ("  ✓ current" if row.value == value else ""))
+
+    def after_sort(self) -> None:
+        if hasattr(self, "_applied"):
+            self.mark_applied(self._applied)
 
     def draw(self, selected) -> None:
         """Throughput per value; the selected one highlighted."""

@@ -78,7 +78,7 @@ def validate_sharding(ranks: int = 2, tasks: int = 20, seed: int = 0, profile=No
     from ..engine.parallel import RankGraphs
     from ..engine.predict import prepare
     from ..model.sharding import PlanError, check_memory
-    from ..plan.search import search_plans
+    from ..plan.search import SLOW_EXHAUSTIVE_LIMIT, search_plans
     from .ranks import measure_plans
 
     rng = np.random.default_rng(seed)
@@ -106,7 +106,8 @@ def validate_sharding(ranks: int = 2, tasks: int = 20, seed: int = 0, profile=No
                                         f"{doc['name']}")
         seeds, _ = graphs.candidates()
         found = search_plans(graphs.tables, graphs.ranks, evaluate, seeds, budget_s=budget_s,
-                             fits=fits, batch=4, seed=seed + drawn)
+                             fits=fits, batch=4, seed=seed + drawn,
+                             exhaustive_limit=SLOW_EXHAUSTIVE_LIMIT)
         ranked = found.best_first()
         chosen, times = [], set()
         for plan, spans in ranked:   # the top five, one of each predicted time

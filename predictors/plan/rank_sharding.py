@@ -27,7 +27,7 @@ from ..engine.predict import (
 from ..engine.timeline import Timeline
 from ..model.sharding import Plan, PlanError, check_memory, plan_from_scenario
 from ..scenario.format import Issue, ScenarioError
-from .search import search_plans
+from .search import EXHAUSTIVE_LIMIT, SLOW_EXHAUSTIVE_LIMIT, search_plans
 
 __all__ = ["PlanResult", "ShardingRanking", "rank_shardings", "ranking_csv", "rank_breakdown",
            "DEFAULT_BUDGET_S", "TIE_REL"]
@@ -197,10 +197,10 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
     notes = [f"{graphs.batch_note()} on {platform.name}; {len(graphs.tables)} tables "
              "sharded table-wise or row-wise"]
     try:
-        evaluate, batch = PlanEvaluator(graphs).spans_ms, 64
+        evaluate, batch, limit = PlanEvaluator(graphs).spans_ms, 64, EXHAUSTIVE_LIMIT
     except Unsupported as exc:
         notes.append(f"{exc}: the search evaluates fewer plans")
-        batch = 4
+        batch, limit = 4, SLOW_EXHAUSTIVE_LIMIT
 
         def evaluate(plans):
             return np.array([graphs.rank_spans_ms(p) for p in plans])
@@ -220,7 +220,7 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
     with torch_errors_as_scenario_errors():
         found = search_plans(graphs.tables, graphs.ranks, evaluate, seeds,
                              budget_s=budget_s, fits=fits, batch=batch, seed=seed,
-                             cancelled=cancelled,
+                             exhaustive_limit=limit, cancelled=cancelled,
                              progress=searching)
     # the best plans (one of each iteration: moves that change nothing that matters give
     # many), then the planners' own for comparison

@@ -27,9 +27,11 @@ import numpy as np
 from ..model.sharding import ROW_WISE, Plan, TableRef
 from ..utils.progress import Cancelled
 
-__all__ = ["SearchResult", "search_plans", "enumerate_plans", "EXHAUSTIVE_LIMIT"]
+__all__ = ["SearchResult", "search_plans", "enumerate_plans", "EXHAUSTIVE_LIMIT",
+           "SLOW_EXHAUSTIVE_LIMIT"]
 
 EXHAUSTIVE_LIMIT = 20_000  # table-wise placements enumerated rather than searched
+SLOW_EXHAUSTIVE_LIMIT = 256  # the same, when each plan is simulated from captured graphs
 
 Evaluate = Callable[[list[Plan]], np.ndarray]   # plans -> each rank's iteration (ms)
 
@@ -88,7 +90,8 @@ def search_plans(tables: list[TableRef], ranks: int, evaluate: Evaluate,
                  progress: Callable[[float, str], None] | None = None) -> SearchResult:
     """Search the plans around ``seeds`` for ``budget_s`` seconds, or until ``patience``
     kicks in a row found nothing better (see the module); ``batch`` moves are tried at
-    a time.  Up to ``exhaustive_limit`` table-wise placements are enumerated instead."""
+    a time.  Up to ``exhaustive_limit`` table-wise placements are enumerated instead,
+    within the budget too (``exhaustive`` says whether they all were)."""
     t0 = time.perf_counter()
     res = SearchResult()
     seen: dict[tuple, int] = {}
@@ -132,16 +135,18 @@ def search_plans(tables: list[TableRef], ranks: int, evaluate: Evaluate,
         if res.plans:
             best = min(range(len(res.plans)), key=lambda i: _score(res.spans[i]))
         if total <= exhaustive_limit:
-            chunk = []
+            chunk, complete = [], True
             for plan in enumerate_plans(tables, ranks):
                 chunk.append(plan)
                 if len(chunk) == batch * 4:
                     run(chunk)
                     chunk = []
-                    if cancelled and cancelled():
-                        raise Cancelled("search cancelled")
+                    if stop():   # out of time: the placements so far
+                        complete = False
+                        break
             run(chunk)
-            res.exhaustive = True
+            res.exhaustive = complete
+            res.cancelled = bool(cancelled and cancelled())
         else:
             if best is None:
                 raise ValueError("no seed plan fits")

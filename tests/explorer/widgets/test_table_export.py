@@ -21,10 +21,13 @@ from predictors.plan.sweep import SweepResult, SweepRow
 
 def sharding_view():
     v = ShardingView()
-    v.draw = lambda res: None  # stand-in plans: no per-rank chart
+    # stand-in plans: no charts
+    v.draw = lambda res: None
+    v.placement.set_plan = v.breakdown.set_plans = v.timelines.set_plans = \
+        lambda *a, **k: None
     ranking = SimpleNamespace(plans=[1, 2, 3], scenario_name="dlrm", notes=["three plans"])
     rows = [[str(i + 1), f"plan {i}", f"{10 + i:.3f}", "best" if i == 0 else "+1.0 %", "0",
-             "1 GB – 2 GB", "3 GB", "0.100"] for i in range(3)]
+             "2.0 %", "1 GB – 2 GB", "3 GB", "0.100", "0.050"] for i in range(3)]
     v.show_rows(ranking, ranking.plans, rows, [""] * 3, select=None)
     return v
 
