@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from predictors.hardware.platforms import PLATFORM_PRESETS
-from predictors.scenario.format import DTYPES, OPTIMIZERS, ROW_WISE
+from predictors.scenario.format import DTYPES, OPTIMIZERS, REPLICATED, ROW_WISE
 from predictors.scenario.registry import BLOCK_KINDS, validate_params
 
 from .inspector_fields import (
@@ -161,11 +161,14 @@ class Inspector(QWidget):
             ChoiceField("preset", list(PLATFORM_PRESETS), "platform preset",
                          {n: f"{n} \u2014 {p.description}" for n, p in PLATFORM_PRESETS.items()}),
             NumberField("threads", 1, 1024, "CPU threads (local-cpu only)", True),
+            NumberField("ranks", 1, 64, "processes on this host joined by gloo, each with "
+                                        "the threads above (local-cpu only): a multi-rank "
+                                        "job that `measure` runs for real", True),
         ]
         for field in fields:
             self.fields[field.name] = field
             form.addRow(QLabel(field.name.replace("_", " ")), field.container)
-            commit = self._commit_platform if field.name in ("preset", "threads") \
+            commit = self._commit_platform if field.name in ("preset", "threads", "ranks") \
                 else self._commit_training
             field.sigCommitted.connect(lambda f=field, c=commit: c(f))
         # the embedding sharding: "auto", or a plan applied from the Sharding dock
@@ -202,15 +205,20 @@ class Inspector(QWidget):
         else:
             self.fields["preset"].set_value(preset)
         self.fields["preset"].widget.setEnabled(preset is not None)
-        self.fields["threads"].set_value(platform.get("threads", 1))
-        self.fields["threads"].widget.setEnabled(preset == "local-cpu")
+        for name in ("threads", "ranks"):
+            self.fields[name].set_value(platform.get(name, 1))
+            self.fields[name].widget.setEnabled(preset == "local-cpu")
         sharding = self.document.parallelism().get("embedding_sharding", "auto")
         if isinstance(sharding, dict):
             rowwise = sum(1 for v in sharding.values() if v == ROW_WISE)
-            ranks = len({v for v in sharding.values() if v != ROW_WISE})
-            parts = [f"{len(sharding) - rowwise} table(s) on {ranks} rank(s)"] if ranks else []
+            replicated = sum(1 for v in sharding.values() if v == REPLICATED)
+            ranks = len({v for v in sharding.values() if v not in (ROW_WISE, REPLICATED)})
+            whole = len(sharding) - rowwise - replicated
+            parts = [f"{whole} table(s) on {ranks} rank(s)"] if ranks else []
             if rowwise:
                 parts.append(f"{rowwise} row-wise")
+            if replicated:
+                parts.append(f"{replicated} data-parallel")
             self.sharding_label.setText("a plan: " + ", ".join(parts))
         else:
             self.sharding_label.setText("auto (greedy by predicted kernel time)")
@@ -276,10 +284,13 @@ class Inspector(QWidget):
         platform = self.document.platform()
         if field.name == "preset":
             platform["preset"] = field.read()
-            if platform["preset"] != "local-cpu":
-                platform.pop("threads", None)  # threads only mean something on the CPU
+            if platform["preset"] != "local-cpu":   # they only mean something on the CPU
+                platform.pop("threads", None)
+                platform.pop("ranks", None)
+        elif field.name == "ranks" and field.read() == 1:
+            platform.pop("ranks", None)
         else:
-            platform["threads"] = field.read()
+            platform[field.name] = field.read()
         self.editor.set_platform(platform)
 
     # -- following the document -------------------------------------------------------------

@@ -36,7 +36,8 @@ def placement_matrix(tables: list[dict], assignment: dict, ranks: int,
                      field: str = "lookup_ms") -> tuple[list[dict], np.ndarray]:
     """The tables sorted by ``field`` (largest first) and a ``len(tables) × ranks`` array of
     ``field`` per table and rank: a table-wise table's whole value in its rank's column, a
-    row-wise table's (``"rw"``) value split evenly over every rank."""
+    row-wise table's (``"rw"``) value split evenly over every rank, a data-parallel one's
+    (``"dp"``) bytes whole on every rank and its lookups split."""
     order = sorted(tables, key=lambda t: -float(t.get(field, 0.0) or 0.0))
     values = np.zeros((len(order), max(1, ranks)))
     for row, t in enumerate(order):
@@ -44,6 +45,8 @@ def placement_matrix(tables: list[dict], assignment: dict, ranks: int,
         where = assignment.get(t["key"])
         if where == "rw":
             values[row, :] = value / max(1, ranks)
+        elif where == "dp":   # every rank holds it all and looks up its own samples
+            values[row, :] = value if field == "bytes" else value / max(1, ranks)
         elif isinstance(where, (int, np.integer)) and 0 <= int(where) < ranks:
             values[row, int(where)] = value
     return order, values
@@ -152,10 +155,12 @@ class PlacementMap(QWidget):
         self.plot.setXRange(-0.5, r - 0.5, padding=0)
         self.plot.setYRange(-0.5, n - 0.5, padding=0)
         unit = "ms" if field == "lookup_ms" else "bytes"
-        rw = sum(1 for t in self.order if self.result.plan.assignment.get(t["key"]) == "rw")
+        kinds = [self.result.plan.assignment.get(t["key"]) for t in self.order]
+        rw, dp = kinds.count("rw"), kinds.count("dp")
         self.caption.setText(
             f"<b>{self.result.plan.name}</b>: {n} tables, costliest first"
             + (f", {rw} row-wise (a share on every rank)" if rw else "")
+            + (f", {dp} data-parallel (on every rank)" if dp else "")
             + f"; white: none on that rank, darkest: {self._fmt(top, field)}"
             + ("" if unit == "bytes" else " of lookups"))
 
@@ -183,6 +188,7 @@ class PlacementMap(QWidget):
         field = self.field
         where = self.result.plan.assignment.get(t["key"])
         how = ("row-wise: a share on every rank" if where == "rw"
+               else "data-parallel: on every rank" if where == "dp"
                else f"table-wise on rank {where}")
         total = float(self.values[:, rank].sum())
         return (f"{t['key']} ({t.get('rows', 0):,} × {t.get('dim', 0)}, {how})\n"

@@ -32,7 +32,8 @@ TIMEOUT = timedelta(seconds=300)
 
 def measure_plans(doc: dict, plans: list[dict], iters: int = 10, warmup: int = 3,
                   rounds: int = 3, seed: int = 0) -> list[dict]:
-    """Each plan's step (``plans``: assignments, table key -> rank or ``"rw"``) measured
+    """Each plan's step (``plans``: assignments, table key -> rank, ``"rw"`` or ``"dp"``)
+    measured
     for real on the scenario's ``local-cpu`` ranks.  Per plan: ``iteration_ms`` (the
     median over rounds of the slowest rank's median step), ``rounds_ms`` and
     ``per_rank_ms`` (each rank's median step over all rounds)."""
@@ -75,27 +76,25 @@ def _init(rank: int, world: int, store: str, threads: int):
 def _rank_workload(doc: dict, assignment: dict, rank: int, world: int):
     """This rank's module (its tables only: another rank's are one row, never read), its
     batch, optimizer and gradient buckets."""
-    from ..model.comm_ops import GradientBuckets
-    from ..model.sharding import ROW_WISE
-    from ..model.workload import RankShard, build_workload, sparse_parameters
+    from ..model.sharding import KINDS, REPLICATED, ROW_WISE
+    from ..model.workload import RankShard, build_workload, gradient_buckets
 
     doc = copy.deepcopy(doc)
     for node in doc["model"]["nodes"]:
         if node["kind"] == "embedding_tables":
             for j, t in enumerate(node["params"]["tables"]):
                 where = assignment.get(f"{node['id']}/{j}")
-                if where not in (rank, ROW_WISE):
+                if where not in (rank, *KINDS):
                     t["rows"] = 1
     local = frozenset(k for k, r in assignment.items() if r == rank)
     rowwise = frozenset(k for k, r in assignment.items() if r == ROW_WISE)
+    replicated = frozenset(k for k, r in assignment.items() if r == REPLICATED)
     local_batch = max(1, math.ceil(int(doc["training"]["batch_size"]) / world))
-    owners = {k: r for k, r in assignment.items() if r != ROW_WISE}
+    owners = {k: r for k, r in assignment.items() if r not in KINDS}
     shard = RankShard(rank, world, local, local_batch, local_batch * world, rowwise=rowwise,
-                      owners=owners)
+                      owners=owners, replicated=replicated)
     workload = build_workload(doc, device="cpu", fast_init=True, shard=shard)
-    sparse = {id(p) for p in sparse_parameters(workload.module)}
-    buckets = GradientBuckets([p for p in workload.module.parameters() if id(p) not in sparse],
-                              world)
+    buckets = gradient_buckets(workload.module, world)
     buckets.attach()
     return workload, buckets
 

@@ -57,25 +57,32 @@ class RankGraphs:
         self._table_seconds: dict[str, float] | None = None
         self.notes: list[str] = []  # what the collective model assumed
 
-    def costed(self, local: frozenset, rank: int = 0,
-               rowwise: frozenset = frozenset()) -> CostedGraph:
-        """The costed graph of a rank holding the tables ``local`` and its block of the
-        ``rowwise`` tables' rows (cached; with row-wise tables, per rank)."""
-        key = (local, rowwise, rank if rowwise else None)
+    def costed(self, local: frozenset, rank: int = 0, rowwise: frozenset = frozenset(),
+               replicated: frozenset = frozenset()) -> CostedGraph:
+        """The costed graph of a rank holding the tables ``local``, its block of the
+        ``rowwise`` tables' rows and the ``replicated`` (data-parallel) tables (cached;
+        with row-wise tables, per rank)."""
+        key = (local, rowwise, replicated, rank if rowwise else None)
         hit = self._costed.get(key)
         if hit is None:
-            hit = self._costed[key] = cost_op_graph(self.capture(local, rank, rowwise),
-                                                    self.platform, self.profile,
-                                                    self.overheads)
+            hit = self._costed[key] = cost_op_graph(
+                self.capture(local, rank, rowwise, replicated), self.platform, self.profile,
+                self.overheads)
         return hit
 
-    def capture(self, local: frozenset, rank: int = 0, rowwise: frozenset = frozenset()):
-        """The captured op graph of a rank holding ``local`` and its block of the
-        ``rowwise`` tables' rows."""
+    def rank_graph(self, plan: Plan, rank: int) -> CostedGraph:
+        """The costed graph of ``rank`` under ``plan``."""
+        return self.costed(plan.local(rank), rank, plan.rowwise, plan.replicated)
+
+    def capture(self, local: frozenset, rank: int = 0, rowwise: frozenset = frozenset(),
+                replicated: frozenset = frozenset()):
+        """The captured op graph of a rank holding ``local``, its block of the ``rowwise``
+        tables' rows and the ``replicated`` tables."""
         check_cancelled(self.cancelled, "capturing a rank")
         # a padded batch: every rank's share is looked up, padding included
         shard = RankShard(rank, self.ranks, local, self.local_batch,
-                          self.local_batch * self.ranks, rowwise=rowwise)
+                          self.local_batch * self.ranks, rowwise=rowwise,
+                          replicated=replicated)
         return capture_scenario(self.doc, gpu=self.platform.device != "cpu", shard=shard)
 
     @property
@@ -117,7 +124,7 @@ class RankGraphs:
 
         graphs = []
         for r in range(self.ranks):
-            graphs.append(self.costed(plan.local(r), r, plan.rowwise))
+            graphs.append(self.rank_graph(plan, r))
             if progress is not None:
                 progress(r)
         timer = collective_timer(self.platform, self.profile)
@@ -129,7 +136,7 @@ class RankGraphs:
                       cancelled: Callable[[], bool] | None = None) -> list[float]:
         """Each rank's iteration (ms) under ``plan``: the same simulation as
         :meth:`simulate`, without drawing its Timeline."""
-        graphs = [self.costed(plan.local(r), r, plan.rowwise) for r in range(self.ranks)]
+        graphs = [self.rank_graph(plan, r) for r in range(self.ranks)]
         return rank_spans_ms(graphs, collective_timer(self.platform, self.profile), cancelled)
 
     def batch_note(self) -> str:

@@ -28,7 +28,7 @@ import numpy as np
 from ..costs.fused_lookups import split_fused
 from ..costs.op_costs import CostedGraph, cost_op_graph, kernel_seconds
 from ..model.comm_ops import COLLECTIVE_OPS
-from ..model.sharding import ROW_WISE, Plan
+from ..model.sharding import KINDS, Plan
 from .parallel import RankGraphs, collective_timer
 from .simulate import rank_items
 from .simulator import Call, Item, simulate_batch
@@ -67,10 +67,12 @@ class _Rank:
 @dataclass
 class _Template:
     rowwise: frozenset
+    replicated: frozenset
     ranks: list[_Rank]
     slots: list[tuple[str, tuple[int, ...]]]   # per slot: kind, table positions
     touched: np.ndarray                         # per table: bytes its bag forward touches
     rw_touched: np.ndarray                      # per rank: bytes of its row-wise blocks
+                                                # and data-parallel tables
     empty: _Rank | None = None                  # a rank that holds no table at all
 
 
@@ -92,15 +94,16 @@ class PlanEvaluator:
 
     # -- templates ---------------------------------------------------------------------
 
-    def template(self, rowwise: frozenset) -> _Template:
-        hit = self._templates.get(rowwise)
+    def template(self, rowwise: frozenset, replicated: frozenset = frozenset()) -> _Template:
+        key = (rowwise, replicated)
+        hit = self._templates.get(key)
         if hit is None:
-            hit = self._templates[rowwise] = self._build(rowwise)
+            hit = self._templates[key] = self._build(rowwise, replicated)
         return hit
 
-    def _build(self, rowwise: frozenset) -> _Template:
+    def _build(self, rowwise: frozenset, replicated: frozenset) -> _Template:
         g = self.graphs
-        whole = frozenset(t.key for t in self.tables) - rowwise
+        whole = frozenset(t.key for t in self.tables) - rowwise - replicated
         ranks = range(self.ranks) if rowwise else range(1)  # whole tables: ranks alike
         slots: dict[tuple[str, str], int] = {}
         slot_list: list[tuple[str, tuple[int, ...]]] = []
@@ -108,25 +111,26 @@ class PlanEvaluator:
         rw_touched = np.zeros(self.ranks)
         out = []
         for r in ranks:
-            graph = g.capture(whole, r, rowwise)
+            graph = g.capture(whole, r, rowwise, replicated)
             costed = cost_op_graph(graph, g.platform, g.profile, g.overheads)
             rank, t_rw = self._template_rank(graph, costed, slots, slot_list, touched,
-                                             rowwise)
+                                             rowwise, replicated)
             rw_touched[r] = t_rw
             out.append(rank)
         empty = None
         if not rowwise:
             out = out * self.ranks
+            rw_touched[:] = rw_touched[0]
             # without sparse parameters the optimizer steps the dense ones together
-            # (foreach): a rank with no table is a step of its own
-            graph = g.capture(frozenset(), 0, rowwise)
+            # (foreach): a rank with no table of its own is a step of its own
+            graph = g.capture(frozenset(), 0, rowwise, replicated)
             empty, _ = self._template_rank(graph, cost_op_graph(
-                graph, g.platform, g.profile, g.overheads), {}, [], np.zeros_like(touched),
-                rowwise)
-        return _Template(rowwise, out, slot_list, touched, rw_touched, empty)
+                graph, g.platform, g.profile, g.overheads), slots, slot_list,
+                np.zeros_like(touched), rowwise, replicated)
+        return _Template(rowwise, replicated, out, slot_list, touched, rw_touched, empty)
 
     def _template_rank(self, graph, costed: CostedGraph, slots, slot_list, touched,
-                       rowwise) -> tuple[_Rank, float]:
+                       rowwise, replicated) -> tuple[_Rank, float]:
         items = rank_items(costed)
         at = {op.index: n + 1 for n, op in enumerate(costed.ops)}  # op index -> item
         nodes = {i: graph.nodes[i] for i in graph.nodes}
@@ -140,7 +144,8 @@ class PlanEvaluator:
             if not op.table:
                 continue
             keys = op.table.split(", ")
-            kind = "rowwise" if keys[0] in rowwise else "whole"
+            kind = ("rowwise" if keys[0] in rowwise else "replicated" if keys[0] in replicated
+                    else "whole")
             key = (kind, tuple(sorted(self.position[k] for k in keys)))
             if key not in slots:
                 slots[key] = len(slot_list)
@@ -165,7 +170,7 @@ class PlanEvaluator:
                     for j, k in enumerate(keys):
                         if kind == "whole":
                             touched[self.position[k]] = part_bytes.get(j, 0.0)
-                        else:
+                        else:   # a row-wise block, or a data-parallel table
                             rw_bytes += part_bytes.get(j, 0.0)
             slot_ops.append(so)
         self._embedding, self._device = embedding, device
@@ -221,12 +226,15 @@ class PlanEvaluator:
         out = np.zeros((len(plans), self.ranks))
         batches: dict[tuple, list[int]] = {}
         for i, p in enumerate(plans):
-            rowwise = p.rowwise
+            rowwise, replicated = p.rowwise, p.replicated
+            # a rank with no sparse table steps its dense parameters together: a program
+            # of its own
             idle = () if rowwise else tuple(sorted(set(range(self.ranks))
                                                    - set(p.assignment.values())))
-            batches.setdefault((rowwise, idle), []).append(i)
-        for (rowwise, idle), idx in batches.items():
-            out[idx] = self._batch([plans[i] for i in idx], self.template(rowwise), idle)
+            batches.setdefault((rowwise, replicated, idle), []).append(i)
+        for (rowwise, replicated, idle), idx in batches.items():
+            out[idx] = self._batch([plans[i] for i in idx],
+                                   self.template(rowwise, replicated), idle)
         return out
 
     def _batch(self, plans: list[Plan], tpl: _Template, idle: tuple = ()) -> np.ndarray:
@@ -234,7 +242,7 @@ class PlanEvaluator:
         owner = np.full((n_plans, n_tables), -1, dtype=int)
         for i, p in enumerate(plans):
             for key, where in p.assignment.items():
-                if where != ROW_WISE:
+                if where not in KINDS:
                     owner[i, self.position[key]] = where
         floor = self._device.kernel_floor_s
         share = self._share_l2()
@@ -307,7 +315,8 @@ class PlanEvaluator:
 
     def _received(self, tpl: _Template) -> float:
         """What every rank receives in the all-to-all: its samples of every whole table."""
-        whole = [i for i, t in enumerate(self.tables) if t.key not in tpl.rowwise]
+        whole = [i for i, t in enumerate(self.tables)
+                 if t.key not in tpl.rowwise and t.key not in tpl.replicated]
         return float(self.graphs.local_batch * self.width[whole].sum())
 
     def _share_l2(self) -> float | None:

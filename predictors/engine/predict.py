@@ -85,13 +85,15 @@ def _predict_ranks(doc, platform, profile, overheads, step, cancelled, notes):
         step(0.2 + 0.6 * (rank + 1) / ranks, f"capturing rank {rank + 1} of {ranks}")
 
     timeline = graphs.simulate(plan, doc["name"] or "prediction", cancelled, captured)
-    rowwise = len(plan.rowwise)
-    how = (f"; tables sharded table-wise ({plan.name})" if not rowwise else
-           f"; tables sharded row-wise ({plan.name})" if rowwise == len(graphs.tables) else
-           f"; tables sharded table-wise, {rowwise} of them row-wise ({plan.name})")
+    rowwise, replicated = len(plan.rowwise), len(plan.replicated)
+    kinds = [f"{n} of them {kind}" for n, kind in ((rowwise, "row-wise"),
+                                                    (replicated, "data-parallel")) if n]
+    how = (f"; tables sharded row-wise ({plan.name})" if rowwise == len(graphs.tables) else
+           f"; tables sharded table-wise{', ' if kinds else ''}{', '.join(kinds)} "
+           f"({plan.name})")
     notes.append(graphs.batch_note() + (how if graphs.tables else "; data parallel"))
     notes.extend(plan.notes + graphs.notes)
-    costed = [graphs.costed(plan.local(r), r, plan.rowwise) for r in range(ranks)]
+    costed = [graphs.rank_graph(plan, r) for r in range(ranks)]
     num_ops = sum(len(c.ops) for c in costed)
     sharding = None
     if graphs.tables:

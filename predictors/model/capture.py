@@ -21,11 +21,10 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from ..utils.gc_pause import collection_paused
-from .comm_ops import GradientBuckets
 from .embedding_blocks import lookup_specs
 from .memory import GPU_BLOCK, StorageLedger, step_memory
 from .op_classes import classify
-from .workload import Workload, build_workload, sparse_parameters
+from .workload import Workload, build_workload, gradient_buckets
 
 __all__ = ["OpRecorder", "capture_training_step", "capture_scenario", "gpu_fused_ops",
            "op_sequence"]
@@ -323,11 +322,9 @@ def capture_training_step(workload: Workload, *, gpu: bool = False) -> nx.DiGrap
     buckets = None
     if module.shard is not None and module.shard.ranks > 1:
         # data-parallel: every dense parameter's gradient is all-reduced, as DDP does
-        sparse = {id(p) for p in sparse_parameters(module)}
-        buckets = GradientBuckets([p for p in module.parameters() if id(p) not in sparse],
-                                  module.shard.ranks)
+        buckets = gradient_buckets(module, module.shard.ranks)
         buckets.attach()
-        recorder.ledger.read(buckets.flat)
+        recorder.ledger.read(buckets.flat + ([buckets.late_flat] if buckets.late else []))
     try:
         with collection_paused(), (gpu_fused_ops() if gpu else nullcontext()), recorder:
             with recorder.in_phase("forward"):
@@ -402,6 +399,7 @@ def capture_scenario(doc: dict, *, gpu: bool, shard=None) -> nx.DiGraph:
                       None if shard is None else [shard.ranks, sorted(shard.local),
                                                   shard.local_batch, shard.global_batch,
                                                   sorted(shard.rowwise),
+                                                  sorted(shard.replicated),
                                                   # its row blocks differ by rank
                                                   shard.rank if shard.rowwise else None]],
                      sort_keys=True, default=str)

@@ -219,13 +219,16 @@ def _(partial, rows):
 
 @_all_gather.register_kernel("cpu")
 def _(grads, rows):
+    # one collective for every table, as the capture records it
     dist = _group()
     world = dist.get_world_size()
-    out = []
+    flat = torch.cat([g.reshape(-1) for g in grads])
+    pieces = [torch.empty_like(flat) for _ in range(world)]
+    dist.all_gather(pieces, flat)
+    out, offset = [], 0
     for g in grads:
-        pieces = [torch.empty_like(g) for _ in range(world)]
-        dist.all_gather(pieces, g.contiguous())
-        out.append(torch.cat(pieces))
+        out.append(torch.cat([p[offset:offset + g.numel()].view_as(g) for p in pieces]))
+        offset += g.numel()
     return out
 
 
@@ -254,8 +257,16 @@ def exchange_anchor(dtype: torch.dtype, device) -> torch.Tensor:
 class GradientBuckets:
     """DistributedDataParallel's gradient all-reduce, hooked into a module's parameters."""
 
-    def __init__(self, params: list[torch.nn.Parameter], world: int):
+    def __init__(self, params: list[torch.nn.Parameter], world: int,
+                 late: list[torch.nn.Parameter] = ()):
         self.world = world
+        # data-parallel embedding tables: one more bucket, reduced when backward ends (the
+        # ranks' lookups differ, so their gradients are ready at different points of each
+        # rank's backward; at its end they are the same collective on every rank)
+        self.late = list(late)
+        self.late_flat = (torch.empty(sum(p.numel() for p in self.late),
+                                      dtype=self.late[0].dtype, device=self.late[0].device)
+                          if self.late else None)
         self.buckets: list[list[torch.nn.Parameter]] = []
         self.flat: list[torch.Tensor] = []
         self.handles = []
@@ -302,6 +313,21 @@ class GradientBuckets:
     def attach(self) -> None:
         for p in (p for ps in self.buckets for p in ps):
             self.handles.append(p.register_post_accumulate_grad_hook(self._ready))
+        for p in self.late:
+            self.handles.append(p.register_post_accumulate_grad_hook(self._late_ready))
+
+    def _late_view(self, p: torch.nn.Parameter) -> torch.Tensor:
+        offset = 0
+        for q in self.late:
+            if q is p:
+                break
+            offset += q.numel()
+        return self.late_flat[offset:offset + p.numel()].view_as(p)
+
+    def _late_ready(self, p: torch.nn.Parameter) -> None:
+        self._late_view(p).copy_(p.grad)
+        if not self.buckets and p is self.late[0]:
+            torch.autograd.Variable._execution_engine.queue_callback(self._finish)
 
     def detach(self) -> None:
         for h in self.handles:
@@ -329,8 +355,15 @@ class GradientBuckets:
                 torch.autograd.Variable._execution_engine.queue_callback(self._finish)
 
     def _finish(self) -> None:
-        """Wait for the reductions and copy the averaged gradients back."""
+        """Reduce the late bucket, wait for the reductions and copy the averaged
+        gradients back."""
+        if self.late:
+            self.late_flat.div_(self.world)
+            torch.ops.mldse.all_reduce([self.late_flat])
         for b, ps in enumerate(self.buckets):
             for p in ps:
                 if id(p) not in self.unused:
                     p.grad.copy_(self._view(b, p))
+        for p in self.late:
+            if p.grad is not None:
+                p.grad.copy_(self._late_view(p))

@@ -33,22 +33,28 @@ class EmbeddingTablesBlock(nn.Module):
 
     fast_init = False  # set while building for timing runs: values do not change the time
 
-    def __init__(self, tables: list[dict], mode: str):
+    def __init__(self, tables: list[dict], mode: str, dense: set[int] = frozenset()):
         super().__init__()
         self.dims = [t["dim"] for t in tables]
+        self.dense = set(dense)   # data-parallel tables: dense gradients, all-reduced
         self.bags = nn.ModuleList(
-            nn.EmbeddingBag(t["rows"], t["dim"], mode=mode, sparse=True,
+            nn.EmbeddingBag(t["rows"], t["dim"], mode=mode, sparse=j not in self.dense,
                             _weight=_table_weight(t["rows"], t["dim"], self.fast_init))
-            for t in tables)
+            for j, t in enumerate(tables))
 
     def sparse_weights(self) -> list[nn.Parameter]:
         """The weights whose gradients are sparse."""
-        return [bag.weight for bag in self.bags]
+        return [bag.weight for j, bag in enumerate(self.bags) if j not in self.dense]
+
+    def dense_weights(self) -> list[nn.Parameter]:
+        """The data-parallel tables' weights (dense gradients)."""
+        return [bag.weight for j, bag in enumerate(self.bags) if j in self.dense]
 
     def foreign_weights(self, shard, nid: str) -> list[nn.Parameter]:
         """The weights of tables another rank holds (built on every rank, never read)."""
         return [bag.weight for j, bag in enumerate(self.bags)
-                if not (shard.has(nid, j) or shard.is_rowwise(nid, j))]
+                if not (shard.has(nid, j) or shard.is_rowwise(nid, j)
+                        or shard.is_replicated(nid, j))]
 
     def look_up(self, sparse: list, tables: list[int]) -> list[torch.Tensor]:
         """The pooled embeddings of ``tables`` (indices into the block's tables)."""
@@ -61,7 +67,8 @@ class EmbeddingTablesBlock(nn.Module):
         # row-wise tables, then their reduce-scatter
         out: list = [None] * len(self.dims)
         rowwise = [j for j in range(len(self.dims)) if shard.is_rowwise(nid, j)]
-        whole = [j for j in range(len(self.dims)) if j not in rowwise]
+        replicated = [j for j in range(len(self.dims)) if shard.is_replicated(nid, j)]
+        whole = [j for j in range(len(self.dims)) if j not in rowwise and j not in replicated]
         if whole:
             mine = self.look_up(sparse, [j for j in whole if shard.has(nid, j)])
             got = shard.exchange(mine, [self.dims[j] for j in whole],
@@ -72,21 +79,29 @@ class EmbeddingTablesBlock(nn.Module):
             got = shard.reduce_scatter(self.look_up(sparse, rowwise))
             for j, pooled in zip(rowwise, got):
                 out[j] = pooled
+        if replicated:   # this rank's own samples, no exchange
+            for j, pooled in zip(replicated, self.look_up(sparse, replicated)):
+                out[j] = pooled
         return out
 
 
 class FusedEmbeddingTables(EmbeddingTablesBlock):
     """The ``fused`` kernel: one weight and one lookup per group of :func:`fused_groups`."""
 
-    def __init__(self, tables: list[dict], mode: str, groups: list[list[int]]):
+    def __init__(self, tables: list[dict], mode: str, groups: list[list[int]],
+                 dense: set[int] = frozenset()):
         nn.Module.__init__(self)
         self.dims, self.mode, self.groups = [t["dim"] for t in tables], mode, groups
+        self.dense = set(dense)   # a group of data-parallel tables is all dense
         self.weights = nn.ParameterList(
             nn.Parameter(_table_weight(sum(tables[j]["rows"] for j in g), tables[g[0]]["dim"],
                                        self.fast_init)) for g in groups)
 
     def sparse_weights(self) -> list[nn.Parameter]:
-        return list(self.weights)
+        return [w for g, w in zip(self.groups, self.weights) if g[0] not in self.dense]
+
+    def dense_weights(self) -> list[nn.Parameter]:
+        return [w for g, w in zip(self.groups, self.weights) if g[0] in self.dense]
 
     def foreign_weights(self, shard, nid: str) -> list[nn.Parameter]:
         return []   # a rank's groups hold its own tables only
@@ -96,25 +111,28 @@ class FusedEmbeddingTables(EmbeddingTablesBlock):
         for g, weight, (indices, offsets) in zip(self.groups, self.weights, sparse):
             if not set(g) & set(tables):
                 continue
-            out = F.embedding_bag(indices, weight, offsets, mode=self.mode, sparse=True)
+            out = F.embedding_bag(indices, weight, offsets, mode=self.mode,
+                                  sparse=g[0] not in self.dense)
             pooled.update(zip(g, out.view(len(g), -1, weight.shape[1]).unbind(0)))
         return [pooled[j] for j in tables]
 
 
 def fused_groups(tables: list[dict], nid: str, shard=None) -> list[list[int]]:
     """The tables (indices) that share one fused lookup: those this rank looks up, whole
-    ones apart from row-wise blocks (different batches of indices), by dim; whole tables'
-    groups first, each kind by dim, whichever tables a rank holds."""
+    ones, row-wise blocks and data-parallel tables apart (different batches of indices),
+    by dim; in that order, each kind by dim, whichever tables a rank holds."""
     groups: dict[tuple, list[int]] = {}
     for j, t in enumerate(tables):
         if shard is None or shard.has(nid, j):
-            how = "whole"
+            how = 0          # whole
         elif shard.is_rowwise(nid, j):
-            how = "rowwise"
+            how = 1          # a block of a row-wise table's rows
+        elif shard.is_replicated(nid, j):
+            how = 2          # data parallel: its own samples
         else:
             continue
         groups.setdefault((how, t["dim"]), []).append(j)
-    return [groups[key] for key in sorted(groups, key=lambda k: (k[0] != "whole", k[1]))]
+    return [groups[key] for key in sorted(groups)]
 
 
 def with_kernel(doc: dict, kernel: str) -> dict:
@@ -190,6 +208,7 @@ def _per_table(tables: list[dict], nid: str, batch: int, shard, device, gen) -> 
         return [bag_input(t, batch, device, gen) for t in tables]
     return [bag_input(t, shard.global_batch, device, gen) if shard.has(nid, j)
             else rowwise_input(t, shard.global_batch, device, gen) if shard.is_rowwise(nid, j)
+            else bag_input(t, shard.local_batch, device, gen) if shard.is_replicated(nid, j)
             else None for j, t in enumerate(tables)]
 
 
@@ -220,11 +239,12 @@ def lookup_specs(block: EmbeddingTablesBlock, tables: list[dict], nid: str, batc
     specs = [dict(t, table=f"{nid}/{j}") for j, t in enumerate(tables)]
     if not isinstance(block, FusedEmbeddingTables):
         return [s if shard is None or shard.has(nid, j) or shard.is_rowwise(nid, j)
-                else None for j, s in enumerate(specs)]
+                or shard.is_replicated(nid, j) else None for j, s in enumerate(specs)]
     out = []
     for g in block.groups:
         rowwise = shard is not None and shard.is_rowwise(nid, g[0])
-        bags = batch if shard is None else shard.global_batch
+        bags = (batch if shard is None else shard.local_batch
+                if shard.is_replicated(nid, g[0]) else shard.global_batch)
         parts = [dict(specs[j], lookups=_lookups(tables[j], bags, rowwise), bags=bags)
                  for j in g]
         out.append({"table": ", ".join(p["table"] for p in parts), "parts": parts,

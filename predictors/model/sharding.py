@@ -6,8 +6,10 @@ on one rank, which looks it up for the global batch and hands each rank its samp
 an all-to-all.  *Row-wise* (TorchRec's RW), every rank holds a contiguous block of the
 rows, looks up the global batch's indices that fall in it, and a reduce-scatter sums the
 partial bags and hands each rank its samples; a table too big for one GPU can only go
-this way.  A plan maps table keys (``"<block id>/<table index>"``) to a rank or to
-``"rw"``.  The scenario gives one (``parallelism.embedding_sharding``) or ``"auto"``; the
+this way.  *Data-parallel* (TorchRec's DP), every rank holds the whole table and looks
+up its own samples; the table's gradient is dense and all-reduced with the dense part's,
+which suits small tables.  A plan maps table keys (``"<block id>/<table index>"``) to a
+rank, ``"rw"`` or ``"dp"``.  The scenario gives one (``parallelism.embedding_sharding``) or ``"auto"``; the
 planners here make candidates, and :mod:`predictors.plan.rank_sharding` predicts each one.
 """
 from __future__ import annotations
@@ -20,9 +22,11 @@ from .index_law import row_block
 from .op_classes import ITEMSIZE
 
 ROW_WISE = "rw"   # as predictors.scenario.format.ROW_WISE (imported there without torch)
+REPLICATED = "dp"  # as predictors.scenario.format.REPLICATED
+KINDS = (ROW_WISE, REPLICATED)   # the values of a plan that are not a rank
 
 __all__ = ["TableRef", "Plan", "PlanError", "tables_of", "plan_from_scenario", "greedy_plan", "greedy_with_rowwise", "round_robin_plan", "rowwise_plan",
-           "candidate_plans", "PLANNERS", "ROW_WISE"]
+           "candidate_plans", "PLANNERS", "ROW_WISE", "REPLICATED", "KINDS"]
 
 
 class PlanError(ValueError):
@@ -79,6 +83,11 @@ class Plan:
         """The tables whose rows are split over every rank."""
         return frozenset(k for k, r in self.assignment.items() if r == ROW_WISE)
 
+    @property
+    def replicated(self) -> frozenset[str]:
+        """The data-parallel tables: whole on every rank."""
+        return frozenset(k for k, r in self.assignment.items() if r == REPLICATED)
+
     def rank_bytes(self, tables: list[TableRef]) -> list[float]:
         out = [0.0] * self.ranks
         for t in tables:
@@ -86,6 +95,9 @@ class Plan:
             if where == ROW_WISE:
                 for r in range(self.ranks):
                     out[r] += t.shard_bytes(self.ranks)
+            elif where == REPLICATED:   # the table and its dense gradient, everywhere
+                for r in range(self.ranks):
+                    out[r] += 2 * t.bytes
             else:
                 out[where] += t.bytes
         return out
@@ -96,18 +108,21 @@ class Plan:
         differ (a Zipf table's hot rows are rank 0's; rows that do not divide leave the
         last block short): two plans with one signature run the same step."""
         groups = [[] for _ in range(self.ranks)]
-        rowwise = []
+        rowwise, replicated = [], []
         for t in tables:
             spec = (t.block, t.rows, t.dim, t.pooling, tuple(sorted(t.distribution.items())))
             where = self.assignment[t.key]
             if where == ROW_WISE:
                 rowwise.append(spec)
+            elif where == REPLICATED:
+                replicated.append(spec)
             else:
                 groups[where].append(spec)  # each block has its own exchange
         placed = [tuple(sorted(g)) for g in groups]
         uneven = any(self.assignment[t.key] == ROW_WISE and (
             t.distribution["kind"] != "uniform" or t.rows % self.ranks) for t in tables)
-        return tuple(placed if uneven else sorted(placed)), tuple(sorted(rowwise))
+        return (tuple(placed if uneven else sorted(placed)), tuple(sorted(rowwise)),
+                tuple(sorted(replicated)))
 
     def to_json(self) -> dict:
         return {"name": self.name, "how": self.how,
@@ -135,7 +150,7 @@ def check_memory(plan: Plan, tables: list[TableRef], memory_bytes: float) -> Non
         return
     for rank, used in enumerate(plan.rank_bytes(tables)):
         if used > memory_bytes:
-            held = sorted((t for t in tables if plan.assignment[t.key] in (rank, ROW_WISE)),
+            held = sorted((t for t in tables if plan.assignment[t.key] in (rank, *KINDS)),
                           key=lambda t: -t.bytes)
             raise PlanError(f"rank {rank} would hold {used / 1e9:,.1f} GB of tables "
                             f"({', '.join(t.key for t in held[:3])}"
@@ -161,6 +176,10 @@ def greedy_plan(name: str, tables: list[TableRef], ranks: int,
             for r, share in enumerate(shares):
                 load[r] += weight(t) * share
                 used[r] += t.shard_bytes(ranks)
+        elif rank == REPLICATED:   # every rank looks up its own samples
+            for r in range(ranks):
+                load[r] += weight(t) / ranks
+                used[r] += 2 * t.bytes
         else:
             load[rank] += weight(t)
             used[rank] += t.bytes
@@ -233,6 +252,8 @@ def plan_from_scenario(doc: dict, tables: list[TableRef], ranks: int,
     return plan
 
 
+SMALL_TABLE_BYTES = 1 << 20   # a data-parallel seed replicates the tables this small
+
 PLANNERS = {
     "size": ("greedy by size", lambda t, b: t.bytes,
              "largest table first onto the rank with the fewest bytes"),
@@ -246,7 +267,8 @@ def candidate_plans(tables: list[TableRef], ranks: int, batch: int,
                     memory_bytes: float = 0.0) -> tuple[list[Plan], list[tuple[str, str]]]:
     """The planners' candidates: greedy by size, by lookups, by predicted kernel time
     (``cost``: seconds per table key, when given; each puts tables row-wise where
-    table-wise does not fit), round-robin and all row-wise.  Returns the feasible plans,
+    table-wise does not fit), the first of them with the small tables data-parallel,
+    round-robin and all row-wise.  Returns the feasible plans,
     distinct, and ``(name, why)`` for the ones that cannot run."""
     plans, refused = [], []
     specs = [(name, lambda t, w=w: w(t, batch), how) for name, w, how in PLANNERS.values()]
@@ -259,6 +281,16 @@ def candidate_plans(tables: list[TableRef], ranks: int, batch: int,
                                              how=how, by_bytes=name == PLANNERS["size"][0]))
         except PlanError as exc:
             refused.append((name, str(exc)))
+    small = {t.key: REPLICATED for t in tables if t.bytes <= SMALL_TABLE_BYTES}
+    if small and len(small) < len(tables):
+        _, weight, how = specs[0]
+        try:
+            plans.append(greedy_with_rowwise(
+                "small tables data-parallel", tables, ranks, weight, memory_bytes,
+                fixed=small, how=f"tables of at most {SMALL_TABLE_BYTES >> 20} MiB on every "
+                                 f"rank, the others {how}"))
+        except PlanError as exc:
+            refused.append(("small tables data-parallel", str(exc)))
     for fixed in (round_robin_plan(tables, ranks), rowwise_plan(tables, ranks)):
         try:
             check_memory(fixed, tables, memory_bytes)

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..scenario.format import Issue, ScenarioError, model_graph
-from .comm_ops import all_to_all, exchange_anchor, reduce_scatter
+from .comm_ops import GradientBuckets, all_to_all, exchange_anchor, reduce_scatter
 from .embedding_blocks import (
     EmbeddingTablesBlock,
     FusedEmbeddingTables,
@@ -149,7 +149,9 @@ class RankShard:
     ``"<block id>/<index>"``) for the global batch, then an all-to-all that hands every
     rank its ``local_batch`` samples of every table; its block of the rows of every
     ``rowwise`` table, looked up for the global batch's indices that fall in it, then a
-    reduce-scatter of the partial bags; the dense part sees ``local_batch``."""
+    reduce-scatter of the partial bags; every ``replicated`` (data-parallel) table, looked
+    up for its own samples, its gradient dense and all-reduced with the dense part's; the
+    dense part sees ``local_batch``."""
 
     rank: int
     ranks: int
@@ -159,12 +161,16 @@ class RankShard:
     anchor: torch.Tensor | None = None  # see comm_ops.exchange_anchor
     rowwise: frozenset = frozenset()
     owners: dict | None = None  # table key -> rank, for a real exchange (a run, not a capture)
+    replicated: frozenset = frozenset()  # data parallel: on every rank, for its own samples
 
     def has(self, nid: str, index: int) -> bool:
         return f"{nid}/{index}" in self.local
 
     def is_rowwise(self, nid: str, index: int) -> bool:
         return f"{nid}/{index}" in self.rowwise
+
+    def is_replicated(self, nid: str, index: int) -> bool:
+        return f"{nid}/{index}" in self.replicated
 
     def row_block(self, table: dict) -> tuple[int, float]:
         """This rank's rows of a row-wise ``table`` (a contiguous block, as torchrec's
@@ -237,10 +243,12 @@ def _compile(doc: dict, shard: RankShard | None = None):
         if kind == "dense_input":
             outs[nid], specs[nid] = Dense(p["features"]), p
         elif kind == "embedding_tables":
+            dense = ({j for j in range(len(p["tables"])) if shard.is_replicated(nid, j)}
+                     if shard is not None else set())
             blocks[nid] = (FusedEmbeddingTables(p["tables"], p["mode"],
-                                                fused_groups(p["tables"], nid, shard))
+                                                fused_groups(p["tables"], nid, shard), dense)
                            if p.get("kernel") == "fused"
-                           else EmbeddingTablesBlock(p["tables"], p["mode"]))
+                           else EmbeddingTablesBlock(p["tables"], p["mode"], dense))
             outs[nid], specs[nid] = Pooled(tuple(t["dim"] for t in p["tables"])), p
         elif kind == "token_input":
             nxt = [s for s in graph.successors(nid) if graph.nodes[s]["kind"] ==
@@ -369,6 +377,21 @@ def sparse_parameters(module: nn.Module) -> list[nn.Parameter]:
     """The embedding tables' weights: their gradients are sparse."""
     return [w for nid, kind in module.kinds.items() if kind == "embedding_tables"
             for w in module.blocks[nid].sparse_weights()]
+
+
+def replicated_parameters(module: nn.Module) -> list[nn.Parameter]:
+    """The data-parallel embedding tables' weights (dense gradients, all-reduced)."""
+    return [w for nid, kind in module.kinds.items() if kind == "embedding_tables"
+            for w in module.blocks[nid].dense_weights()]
+
+
+def gradient_buckets(module: nn.Module, world: int):
+    """DDP's all-reduce of every dense gradient of a rank's ``module``: the dense part in
+    buckets during backward, the data-parallel tables when it ends."""
+    sparse = {id(p) for p in sparse_parameters(module)}
+    late = replicated_parameters(module)
+    skip = sparse | {id(p) for p in late}
+    return GradientBuckets([p for p in module.parameters() if id(p) not in skip], world, late)
 
 
 class OptimizerGroup:

@@ -243,7 +243,7 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
         with torch_errors_as_scenario_errors():
             # the best plans are predicted in full even when the search was cancelled
             timeline = graphs.simulate(plan, f"{title} — {plan.name}")
-        costed = [graphs.costed(plan.local(r), r, plan.rowwise) for r in range(graphs.ranks)]
+        costed = [graphs.rank_graph(plan, r) for r in range(graphs.ranks)]
         per_rank = rank_figures(timeline, [c.memory for c in costed], memory)
         for r, c in zip(per_rank, costed):
             r.update(rank_breakdown(timeline, r, c))

@@ -24,7 +24,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..model.sharding import ROW_WISE, Plan, TableRef
+from ..model.sharding import KINDS, ROW_WISE, Plan, TableRef
 from ..utils.progress import Cancelled
 
 __all__ = ["SearchResult", "search_plans", "enumerate_plans", "EXHAUSTIVE_LIMIT",
@@ -179,7 +179,7 @@ def search_plans(tables: list[TableRef], ranks: int, evaluate: Evaluate,
 
 
 def _movable(plan: Plan) -> list[str]:
-    return [k for k, r in plan.assignment.items() if r != ROW_WISE]
+    return [k for k, r in plan.assignment.items() if r not in KINDS]
 
 
 def _moved(plan: Plan, changes: dict, how: str) -> Plan:

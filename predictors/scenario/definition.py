@@ -26,7 +26,8 @@ from msgspec import UNSET, Meta, Struct, UnsetType, field
 from ..hardware.platforms import GPU_MODELS, LINK_KINDS, PLATFORM_PRESETS
 from .registry import BLOCK_KINDS, DEFAULT_TABLE, MAX_SIZE, BlockKind, ParamSpec
 
-__all__ = ["FORMAT", "VERSION", "DTYPES", "OPTIMIZERS", "ROW_WISE", "PLATFORM_NODE_KINDS",
+__all__ = ["FORMAT", "VERSION", "DTYPES", "OPTIMIZERS", "ROW_WISE", "REPLICATED",
+           "PLATFORM_NODE_KINDS",
            "Scenario", "Model", "Block", "BlockId", "BlockKindName", "BLOCK_TYPES",
            "PARAMS_TYPES", "Edge", "Table", "Uniform", "Zipf", "Platform", "Device",
            "DeviceParams", "Link", "Training", "Parallelism", "SCENARIO_DECODER", "params_type"]
@@ -36,6 +37,7 @@ VERSION = 1
 DTYPES = ("float32", "bfloat16", "float16")
 OPTIMIZERS = ("sgd", "adam", "adamw")
 ROW_WISE = "rw"   # an embedding_sharding value: the table's rows split over every rank
+REPLICATED = "dp"  # an embedding_sharding value: the table on every rank (data parallel)
 PLATFORM_NODE_KINDS = ("cpu", "gpu", "node", "nvswitch", "nic", "pcie_switch")
 
 
@@ -226,9 +228,10 @@ class Training(Struct, forbid_unknown_fields=True):
     lr: Annotated[PositiveNumber, Meta(description="the learning rate")] = 0.01
 
 
-Rank = Annotated[Annotated[int, Meta(ge=0)] | Literal[ROW_WISE],
-                 _meta("a rank, or 'rw': the table's rows split over every rank",
-                       expected=f"a rank (0, 1, ...) or {ROW_WISE!r}")]
+Rank = Annotated[Annotated[int, Meta(ge=0)] | Literal[ROW_WISE, REPLICATED],
+                 _meta("a rank, 'rw' (the table's rows split over every rank) or 'dp' (the "
+                       "table on every rank, its gradients all-reduced)",
+                       expected=f"a rank (0, 1, ...), {ROW_WISE!r} or {REPLICATED!r}")]
 
 
 class Parallelism(Struct, forbid_unknown_fields=True):

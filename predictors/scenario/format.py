@@ -27,6 +27,7 @@ from .definition import (
     FORMAT,
     OPTIMIZERS,
     PLATFORM_NODE_KINDS,
+    REPLICATED,
     ROW_WISE,
     VERSION,
     BlockId,
@@ -40,6 +41,7 @@ from .typecheck import check, short_repr
 __all__ = ["FORMAT", "VERSION", "ScenarioError", "Issue", "load_scenario", "read_scenario",
            "migrate_scenario", "save_scenario", "validate_scenario", "validate_platform",
            "scenario_to_json", "model_graph", "MIGRATIONS", "DTYPES", "OPTIMIZERS", "ROW_WISE",
+           "REPLICATED",
            "PLATFORM_NODE_KINDS"]
 
 _BLOCK_FIELD = re.compile(r"model\.nodes\[(\d+)\]")
@@ -282,11 +284,11 @@ def _check_sharding_ranks(doc: dict, issues: list[Issue]) -> None:
             issues.append(Issue(f"parallelism.embedding_sharding.{key}",
                                 f"no such table: keys are '<block id>/<table index>' "
                                 f"({some})"))
-        elif rank != ROW_WISE and rank >= ranks:
+        elif rank not in (ROW_WISE, REPLICATED) and rank >= ranks:
             issues.append(Issue(f"parallelism.embedding_sharding.{key}",
                                 f"expected a rank from 0 to {ranks - 1} (the platform has "
-                                f"{ranks}) or {ROW_WISE!r} (row-wise over all of them), "
-                                f"got {rank!r}"))
+                                f"{ranks}), {ROW_WISE!r} (row-wise over all of them) or "
+                                f"{REPLICATED!r} (on every rank), got {rank!r}"))
 
 
 def load_scenario(path: str | os.PathLike) -> dict:

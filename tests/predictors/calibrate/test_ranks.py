@@ -35,8 +35,8 @@ def _two_rank_dlrm(ranks=2, sharding="auto"):
 
 def test_measure_trains_two_gloo_ranks_for_real(tmp_path):
     path = tmp_path / "ranks.json"
-    path.write_text(json.dumps(_two_rank_dlrm(sharding={"tables/0": 0, "tables/1": 1,
-                                                        "tables/2": "rw"})))
+    plan = {"tables/0": 0, "tables/1": "dp", "tables/2": "rw"}   # every kind of table
+    path.write_text(json.dumps(_two_rank_dlrm(sharding=plan)))
     out = subprocess.run([sys.executable, "-m", "predictors", "measure", str(path),
                           "--iters", "3", "--warmup", "1", "--json"], capture_output=True,
                          text=True, cwd=ROOT, timeout=300)
@@ -44,7 +44,7 @@ def test_measure_trains_two_gloo_ranks_for_real(tmp_path):
     result = json.loads(out.stdout)
     assert result["ranks"] == 2 and len(result["per_rank_ms"]) == 2
     assert result["iteration_ms"] == max(result["per_rank_ms"]) > 0
-    assert result["assignment"] == {"tables/0": 0, "tables/1": 1, "tables/2": "rw"}
+    assert result["assignment"] == plan
 
 
 def test_the_real_exchange_hands_each_rank_its_samples(tmp_path):

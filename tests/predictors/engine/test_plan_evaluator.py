@@ -9,7 +9,7 @@ from paths import SCENARIOS
 from predictors.engine.parallel import RankGraphs
 from predictors.engine.plan_evaluator import PlanEvaluator, Unsupported
 from predictors.engine.predict import prepare
-from predictors.model.sharding import ROW_WISE, Plan
+from predictors.model.sharding import REPLICATED, ROW_WISE, Plan
 from predictors.scenario.format import load_scenario
 
 
@@ -41,6 +41,11 @@ def _plans(graphs, rng, n=5):
             (0 if crowd and rng.random() < 0.8 else rng.randrange(graphs.ranks))
             for k in keys}))
     plans.append(Plan("one rank", graphs.ranks, {k: 0 for k in keys}))  # idle ranks
+    # data-parallel tables, alone and beside row-wise ones; a rank with only those
+    plans.append(Plan("dp", graphs.ranks, {k: REPLICATED if i < 3 else i % graphs.ranks
+                                           for i, k in enumerate(keys)}))
+    plans.append(Plan("dp+rw", graphs.ranks, {k: REPLICATED if i < 2 else ROW_WISE if i == 2
+                                              else 1 for i, k in enumerate(keys)}))
     return plans
 
 
