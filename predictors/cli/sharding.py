@@ -3,10 +3,12 @@ ranks (``local-cpu`` with ``ranks``)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from ..engine.predict import prepare
 from ..model.sharding import PlanError
 from ..plan.rank_sharding import DEFAULT_BUDGET_S, rank_shardings, ranking_csv
+from ..plan.torchrec_plans import to_torchrec
 from ..scenario.format import Issue, ScenarioError, load_scenario
 from ..utils.fileio import atomic_write_bytes
 from ..utils.formatting import format_bytes
@@ -37,14 +39,24 @@ def _profile(args):
 
 def _cmd_rank_sharding(args) -> int:
 
-    if args.csv:
-        problem = unwritable(args.csv)
+    for flag, target in (("--csv", args.csv), ("--torchrec-out", args.torchrec_out)):
+        problem = unwritable(target) if target else None
         if problem:  # say so now, not after the search
-            return usage_error(f"--csv {args.csv}: {problem}")
+            return usage_error(f"{flag} {target}: {problem}")
+    plans = []
+    for path in args.plan or ():
+        try:
+            with open(path, encoding="utf-8") as f:
+                plans.append((f"{Path(path).name}", json.load(f)))
+        except (OSError, ValueError) as exc:
+            return usage_error(f"--plan {path}: cannot read a JSON plan ({exc})")
     ranking = rank_shardings(_load(args), top=args.top, profile=_profile(args),
-                             budget_s=args.budget_s, seed=args.seed)
+                             budget_s=args.budget_s, seed=args.seed, torchrec_plans=plans)
     if args.csv:
         atomic_write_bytes(args.csv, ranking_csv(ranking).encode())
+    if args.torchrec_out and ranking.plans:
+        atomic_write_bytes(args.torchrec_out, (json.dumps(
+            to_torchrec(ranking.plans[0].plan), indent=1) + "\n").encode())
     if args.json:
         print(json.dumps(ranking.to_json()))
         return 0
@@ -137,6 +149,11 @@ def register(sub) -> None:
                          "enumerated instead")
     rs.add_argument("--seed", type=int, default=0, help="the search's random seed")
     rs.add_argument("--csv", metavar="OUT.csv", help="also write the ranking as CSV")
+    rs.add_argument("--plan", action="append", metavar="PLAN.json",
+                    help="also rank this plan, in TorchRec's terms (per table a sharding_type "
+                         "and ranks; see docs/cli.md); repeatable")
+    rs.add_argument("--torchrec-out", metavar="OUT.json",
+                    help="write the best plan in TorchRec's terms, to apply it there")
     rs.add_argument("--json", action="store_true", help="print one JSON object")
     rs.set_defaults(func=_cmd_rank_sharding)
     vs = sub.add_parser(

@@ -28,6 +28,7 @@ from ..engine.timeline import Timeline
 from ..model.sharding import Plan, PlanError, check_memory, plan_from_scenario
 from ..scenario.format import Issue, ScenarioError
 from .search import EXHAUSTIVE_LIMIT, SLOW_EXHAUSTIVE_LIMIT, search_plans
+from .torchrec_plans import from_torchrec
 
 __all__ = ["PlanResult", "ShardingRanking", "rank_shardings", "ranking_csv", "rank_breakdown",
            "DEFAULT_BUDGET_S", "TIE_REL"]
@@ -147,6 +148,7 @@ def ranking_csv(ranking: ShardingRanking) -> str:
 
 def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | None = None,
                    budget_s: float = DEFAULT_BUDGET_S, seed: int = 0,
+                   torchrec_plans: list[tuple[str, dict]] = (),
                    progress: Callable[[float, str], None] | None = None,
                    cancelled: Callable[[], bool] | None = None) -> ShardingRanking:
     """Search the sharding plans of ``scenario`` for ``budget_s`` seconds (arguments as
@@ -154,7 +156,8 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
     planners' own (only the ``top`` best when given), each predicted in full: plans whose
     every rank fits its device's memory at its peak, fastest first, then those that do
     not.  Cancelling stops the search and
-    keeps the plans found so far.
+    keeps the plans found so far.  ``torchrec_plans``: ``(name, document)`` of plans in
+    TorchRec's terms (:mod:`.torchrec_plans`), ranked with the others.
     A scenario without embedding tables, or on one rank, is a
     :class:`~predictors.scenario.format.ScenarioError`: there is nothing to shard."""
     from ..engine.parallel import RankGraphs  # deferred: imports torch
@@ -185,6 +188,13 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
             seeds.insert(0, own)
         except PlanError as exc:
             refused.insert(0, ("the scenario's plan", str(exc)))
+    for name, document in torchrec_plans:
+        try:
+            plan = from_torchrec(document, graphs.tables, graphs.ranks, name)
+            check_memory(plan, graphs.tables, memory)
+        except PlanError as exc:
+            raise ScenarioError([Issue(name, str(exc))]) from None
+        seeds.insert(0, plan)
     if not seeds:
         largest = max(graphs.tables, key=lambda t: t.bytes)
         total = sum(t.bytes for t in graphs.tables)

@@ -28,6 +28,7 @@ from predictors.model.sharding import (
 )
 from predictors.model.workload import RankShard, build_workload
 from predictors.plan.rank_sharding import rank_shardings
+from predictors.plan.torchrec_plans import from_torchrec
 from predictors.scenario.format import ScenarioError, load_scenario, validate_scenario
 
 
@@ -262,14 +263,22 @@ def test_rank_shardings_needs_ranks_and_tables():
 def test_rank_sharding_cli_contract(tmp_path, dlrm):
     path = tmp_path / "dlrm8.json"
     path.write_text(json.dumps(dlrm))
+    torchrec = tmp_path / "best.json"
     out = subprocess.run([sys.executable, "-m", "predictors", "rank-sharding", str(path),
-                          "--top", "2", "--budget-s", "1", "--json"], capture_output=True, text=True, cwd=ROOT,
-                         timeout=300)
+                          "--top", "2", "--budget-s", "1", "--json", "--torchrec-out",
+                          str(torchrec), "--csv", str(tmp_path / "plans.csv")],
+                         capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert out.returncode == 0, out.stderr
-    plans = json.loads(out.stdout)["plans"]
-    assert 1 <= len(plans) <= 2
-    assert {"plan", "iteration_ms", "per_rank"} <= set(plans[0])
+    ranking = json.loads(out.stdout)
+    plans = ranking["plans"]
+    assert 1 <= len(plans) <= 2 and ranking["evaluated"] >= len(plans)
+    assert {"plan", "iteration_ms", "per_rank", "tie", "imbalance",
+            "exposed_all_to_all_ms"} <= set(plans[0])
     assert len(plans[0]["per_rank"]) == 8
+    best = from_torchrec(json.loads(torchrec.read_text()), tables_of(dlrm), 8)
+    assert best.assignment == plans[0]["assignment"]
+    rows = (tmp_path / "plans.csv").read_text().splitlines()
+    assert len(rows) == len(plans) + 1 and rows[0].startswith("position,plan,iteration_ms")
 
 
 def test_topologies_collectives_cannot_cross_are_named(dlrm):

@@ -1,0 +1,71 @@
+"""Plans as TorchRec names them: per table, a sharding type and the ranks that hold it.
+
+TorchRec's planner answers a ``ShardingPlan``: per module, per table, a
+``ParameterSharding`` with a ``sharding_type`` (``table_wise``, ``row_wise``,
+``data_parallel``, ...) and ``ranks``.  The JSON here keeps those two fields per table::
+
+    {"format": "torchrec/sharding", "tables": {"tables/3": {"sharding_type": "table_wise",
+                                                            "ranks": [2]}, ...}}
+
+:func:`to_torchrec` writes a plan so that a user can apply it (as ``ParameterConstraints``
+or a ``ParameterSharding`` per table); :func:`from_torchrec` reads one, e.g. a TorchRec
+planner's output, to rank it beside this tool's plans.  Table keys are this tool's
+(``"<block id>/<table index>"``): a TorchRec plan's table names map to them in table order.
+"""
+from __future__ import annotations
+
+from ..model.sharding import REPLICATED, ROW_WISE, Plan, PlanError, TableRef
+
+__all__ = ["FORMAT", "to_torchrec", "from_torchrec"]
+
+FORMAT = "torchrec/sharding"
+_TYPES = {ROW_WISE: "row_wise", REPLICATED: "data_parallel"}
+
+
+def to_torchrec(plan: Plan) -> dict:
+    """``plan`` as per-table sharding types and ranks."""
+    every = list(range(plan.ranks))
+    tables = {}
+    for key, where in plan.to_json()["assignment"].items():
+        if where in _TYPES:
+            tables[key] = {"sharding_type": _TYPES[where], "ranks": every}
+        else:
+            tables[key] = {"sharding_type": "table_wise", "ranks": [int(where)]}
+    return {"format": FORMAT, "plan": plan.name, "ranks": plan.ranks, "tables": tables}
+
+
+def from_torchrec(doc: dict, tables: list[TableRef], ranks: int,
+                  name: str = "TorchRec plan") -> Plan:
+    """The plan of a :func:`to_torchrec` document; a :class:`PlanError` names what is
+    wrong (an unknown table, a rank the platform lacks, a sharding type not modelled)."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("tables"), dict):
+        raise PlanError(f"expected {{'format': '{FORMAT}', 'tables': {{key: "
+                        f"{{'sharding_type', 'ranks'}}}}}}")
+    known = {t.key for t in tables}
+    kinds = {v: k for k, v in _TYPES.items()}
+    assignment: dict = {}
+    for key, spec in doc["tables"].items():
+        if key not in known:
+            raise PlanError(f"{key}: no such table (keys are '<block id>/<table index>': "
+                            f"{', '.join(sorted(known)[:4])}{', ...' if len(known) > 4 else ''})")
+        kind = (spec or {}).get("sharding_type")
+        on = (spec or {}).get("ranks") or []
+        if not all(isinstance(r, int) and 0 <= r < ranks for r in on):
+            raise PlanError(f"{key}: ranks {on} are not all among the platform's 0-{ranks - 1}")
+        if kind == "table_wise":
+            if len(on) != 1:
+                raise PlanError(f"{key}: a table-wise table sits on one rank, got {on}")
+            assignment[key] = on[0]
+        elif kind in kinds:
+            if sorted(on) != list(range(ranks)):
+                raise PlanError(f"{key}: {kind} spans every rank here (0-{ranks - 1}), "
+                                f"got {on}")
+            assignment[key] = kinds[kind]
+        else:
+            raise PlanError(f"{key}: sharding type {kind!r} is not modelled (table_wise, "
+                            "row_wise, data_parallel are)")
+    missing = sorted(known - set(assignment))
+    if missing:
+        raise PlanError(f"the plan leaves out {len(missing)} table(s): "
+                        f"{', '.join(missing[:4])}{', ...' if len(missing) > 4 else ''}")
+    return Plan(name, ranks, assignment, "read from a TorchRec plan")

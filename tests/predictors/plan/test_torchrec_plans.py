@@ -1,0 +1,33 @@
+"""Plans in TorchRec's terms: written, read back, and bad ones named."""
+import pytest
+
+from predictors.model.sharding import Plan, PlanError, TableRef
+from predictors.plan.torchrec_plans import from_torchrec, to_torchrec
+
+TABLES = [TableRef(f"t/{i}", "t", i, 100, 16, 1, {"kind": "uniform"}, 4) for i in range(4)]
+
+
+def test_a_plan_round_trips_through_torchrec_terms():
+    plan = Plan("mine", 4, {"t/0": 3, "t/1": "rw", "t/2": "dp", "t/3": 0})
+    doc = to_torchrec(plan)
+    assert doc["tables"]["t/0"] == {"sharding_type": "table_wise", "ranks": [3]}
+    assert doc["tables"]["t/1"] == {"sharding_type": "row_wise", "ranks": [0, 1, 2, 3]}
+    assert doc["tables"]["t/2"]["sharding_type"] == "data_parallel"
+    back = from_torchrec(doc, TABLES, 4)
+    assert back.assignment == plan.assignment
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda d: d["tables"].update({"t/9": d["tables"]["t/0"]}), "t/9: no such table"),
+    (lambda d: d["tables"]["t/0"].update(ranks=[7]), "not all among the platform's 0-3"),
+    (lambda d: d["tables"]["t/0"].update(ranks=[0, 1]), "sits on one rank"),
+    (lambda d: d["tables"]["t/1"].update(ranks=[0, 1]), "spans every rank"),
+    (lambda d: d["tables"]["t/0"].update(sharding_type="column_wise"), "not modelled"),
+    (lambda d: d["tables"].pop("t/3"), "leaves out 1 table"),
+    (lambda d: d.pop("tables"), "expected"),
+])
+def test_a_plan_that_cannot_run_here_is_named(change, message):
+    doc = to_torchrec(Plan("mine", 4, {"t/0": 3, "t/1": "rw", "t/2": "dp", "t/3": 0}))
+    change(doc)
+    with pytest.raises(PlanError, match=message):
+        from_torchrec(doc, TABLES, 4)
