@@ -139,6 +139,8 @@ def validate_sharding(ranks: int = 2, tasks: int = 20, seed: int = 0, profile=No
                      "plans": len(chosen), "evaluated": found.evaluated,
                      "predicted_ms": predicted.round(4).tolist(),
                      "measured_ms": ms.round(4).tolist(),
+                     "assignments": [p.to_json()["assignment"] for p, _ in chosen],
+                     "scenario": doc,
                      "top1": bool(ms[best] <= ms.min() * (1 + tolerance)),
                      "predicted_best_vs_measured_best_pct":
                          round(100 * (ms[best] / ms.min() - 1), 2),
