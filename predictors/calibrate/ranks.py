@@ -31,12 +31,14 @@ TIMEOUT = timedelta(seconds=300)
 
 
 def measure_plans(doc: dict, plans: list[dict], iters: int = 10, warmup: int = 3,
-                  rounds: int = 3, seed: int = 0) -> list[dict]:
+                  rounds: int = 3, seed: int = 0, trace: str | None = None) -> list[dict]:
     """Each plan's step (``plans``: assignments, table key -> rank, ``"rw"`` or ``"dp"``)
     measured
     for real on the scenario's ``local-cpu`` ranks.  Per plan: ``iteration_ms`` (the
     median over rounds of the slowest rank's median step), ``rounds_ms`` and
-    ``per_rank_ms`` (each rank's median step over all rounds)."""
+    ``per_rank_ms`` (each rank's median step over all rounds).  ``trace``: after the
+    last round, each rank records one more step of each plan with torch.profiler, to
+    ``trace`` with ``.plan<i>.rank<r>`` before its extension (Kineto JSON)."""
     from ..hardware.platforms import resolve_platform
 
     platform = resolve_platform(doc["platform"])
@@ -46,7 +48,7 @@ def measure_plans(doc: dict, plans: list[dict], iters: int = 10, warmup: int = 3
 
     with tempfile.TemporaryDirectory(prefix="ml-dse-ranks-") as tmp:
         args = (platform.ranks, os.path.join(tmp, "store"), tmp, doc, plans, iters, warmup,
-                rounds, seed, platform.threads)
+                rounds, seed, platform.threads, trace)
         try:
             mp.start_processes(_plans_worker, args=args, nprocs=platform.ranks,
                                start_method="spawn")
@@ -108,8 +110,16 @@ def _step(workload, batch, optimizer, buckets) -> None:
     optimizer.step()
 
 
+def trace_path(trace: str, plan: int, rank: int) -> str:
+    """Where rank ``rank`` records plan ``plan``'s step: ``.plan<i>.rank<r>`` before the
+    extension of ``trace`` (``.json`` or ``.json.gz``)."""
+    stem, gz = (trace[:-3], ".gz") if trace.endswith(".gz") else (trace, "")
+    base, ext = os.path.splitext(stem)
+    return f"{base}.plan{plan}.rank{rank}{ext or '.json'}{gz}"
+
+
 def _plans_worker(rank, world, store, out_dir, doc, plans, iters, warmup, rounds, seed,
-                  threads):
+                  threads, trace=None):
     dist = _init(rank, world, store, threads)
     samples = [[[] for _ in range(rounds)] for _ in plans]
     try:
@@ -125,12 +135,34 @@ def _plans_worker(rank, world, store, out_dir, doc, plans, iters, warmup, rounds
                     t0 = time.perf_counter()
                     _step(workload, batch, optimizer, buckets)
                     samples[i][k].append((time.perf_counter() - t0) * 1e3)
+                if trace and k == rounds - 1:
+                    _record(lambda: _step(workload, batch, optimizer, buckets),
+                            trace_path(trace, i, rank))
                 buckets.detach()
                 del workload, batch, optimizer, buckets
         with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
             json.dump(samples, f)
     finally:
         dist.destroy_process_group()
+
+
+def _record(step, path: str) -> None:
+    """One step under torch.profiler, written to ``path`` (gzipped for ``.gz``)."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    from ..utils.fileio import atomic_write_bytes
+
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        with record_function("ProfilerStep#0"):
+            step()
+    with tempfile.TemporaryDirectory() as tmp:
+        raw = os.path.join(tmp, "trace.json")
+        prof.export_chrome_trace(raw)
+        data = open(raw, "rb").read()
+    if path.endswith(".gz"):
+        import gzip
+        data = gzip.compress(data)
+    atomic_write_bytes(path, data)
 
 
 def measure_collectives(ranks: int, sizes: list[int] | None = None, reps: int = 5,

@@ -81,19 +81,21 @@ def _cmd_rank_sharding(args) -> int:
 def measure_ranks(args, doc: dict) -> int:
     """``measure`` of a ``local-cpu`` platform with ranks: the processes train the
     scenario's plan together; the slowest rank's median step."""
-    from ..calibrate.ranks import measure_plans  # deferred: imports torch
+    from ..calibrate.ranks import measure_plans, trace_path  # deferred: imports torch
     from ..engine.parallel import RankGraphs, scenario_plan
 
-    if args.device != "cpu" or args.trace or args.et or args.memory:
-        return usage_error("ranks of local-cpu are measured on the CPU, without --trace, "
-                           "--et or --memory")
+    if args.device != "cpu" or args.et or args.memory:
+        return usage_error("ranks of local-cpu are measured on the CPU, without --et or "
+                           "--memory")
     doc, platform, profile = prepare(doc)
     try:
         plan = scenario_plan(RankGraphs(doc, platform, profile))
     except PlanError as exc:
         raise ScenarioError([Issue("parallelism.embedding_sharding", str(exc))]) from None
     (result,) = measure_plans(doc, [plan.assignment], iters=args.iters, warmup=args.warmup,
-                              rounds=1)
+                              rounds=1, trace=args.trace)
+    if args.trace:
+        result["traces"] = [trace_path(args.trace, 0, r) for r in range(platform.ranks)]
     result.update(scenario=doc["name"], ranks=platform.ranks, threads=platform.threads,
                   iterations=args.iters, plan=plan.name,
                   assignment=plan.to_json()["assignment"])

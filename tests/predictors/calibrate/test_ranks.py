@@ -38,10 +38,15 @@ def test_measure_trains_two_gloo_ranks_for_real(tmp_path):
     plan = {"tables/0": 0, "tables/1": "dp", "tables/2": "rw"}   # every kind of table
     path.write_text(json.dumps(_two_rank_dlrm(sharding=plan)))
     out = subprocess.run([sys.executable, "-m", "predictors", "measure", str(path),
-                          "--iters", "3", "--warmup", "1", "--json"], capture_output=True,
+                          "--iters", "3", "--warmup", "1", "--json", "--trace",
+                          str(tmp_path / "step.json")], capture_output=True,
                          text=True, cwd=ROOT, timeout=300)
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
+    for r, trace in enumerate(result["traces"]):   # one recorded step per rank
+        assert trace.endswith(f"step.plan0.rank{r}.json")
+        events = json.loads(open(trace).read())["traceEvents"]
+        assert any(e.get("name") == "mldse::all_to_all" for e in events)
     assert result["ranks"] == 2 and len(result["per_rank_ms"]) == 2
     assert result["iteration_ms"] == max(result["per_rank_ms"]) > 0
     assert result["assignment"] == plan
