@@ -19,7 +19,7 @@ import weakref
 from typing import Callable
 
 from ..costs.op_costs import CostedGraph, CostedOp
-from ..model.comm_ops import PROFILER_NAMES
+from ..model.comm_ops import COLLECTIVE_OPS, PROFILER_NAMES
 from .simulator import Call, CollectiveMismatch, Item, Kernel, critical_path, simulate
 from .timeline import Timeline, TimelineBuilder
 
@@ -41,6 +41,7 @@ def rank_items(costed: CostedGraph) -> list[Item]:
     lat = dev.launch_latency_s * _US
     items = [Item("main", t5_us=oh.step_s * _US, start_at=0.0)]
     at = {}  # op index -> item position
+    in_flight = set()  # a CPU rank's all-reduces, which its thread does not wait for
     for op in costed.ops:
         o = op.overheads
         n = len(items)
@@ -50,21 +51,29 @@ def rank_items(costed: CostedGraph) -> list[Item]:
         if op.category == "communication":
             k = Kernel(COMM, delay_us=(o.t4 * _US) + lat,
                        wait_streams=(COMPUTE,) if on_gpu else (), collective=True, payload=op)
-            # on a CPU rank the calling thread runs the collective (gloo): it returns
-            # when the collective ends
-            call = Call(o.t4 * _US, (k,), returns_before_us=None if on_gpu else 0.0)
+            # on a CPU rank the calling thread waits for a collective (gloo) to end, except
+            # for DDP's all-reduces: gloo's threads reduce them while backward goes on
+            blocking = not on_gpu and COLLECTIVE_OPS[op.name] != "all_reduce"
+            if not on_gpu and not blocking:
+                in_flight.add(op.index)
+            call = Call(o.t4 * _US, (k,), returns_before_us=0.0 if blocking else None)
             item = Item(thread, gap, o.t2 * _US, 0.0, o.t3 * _US, (call,),
                         waits_for=n - 1, after_items=deps, payload=op)
         elif op.kernel_s <= 0.0:
             item = Item(thread, gap, t5_us=o.t5 * _US, waits_for=n - 1,
                         done_waits_inputs=on_gpu, after_items=deps, payload=op)
+            if in_flight.intersection(op.deps):   # a view of an all-reduce's buffer
+                in_flight.add(op.index)
         elif on_gpu:
             k = Kernel(COMPUTE, op.kernel_s * _US, (o.t4 * _US) + lat, payload=op)
             item = Item(thread, gap, o.t2 * _US, 0.0, o.t3 * _US, (Call(o.t4 * _US, (k,)),),
                         waits_for=n - 1, after_items=deps, payload=op)
         else:
-            item = Item(thread, gap, o.t2 * _US, 0.0, o.t3 * _US,
-                        (Call(op.kernel_s * _US),), waits_for=n - 1, payload=op)
+            calls = (Call(op.kernel_s * _US),)
+            if in_flight.intersection(op.deps):   # it reads an all-reduce's result
+                calls = (Call(0.0, sync=COMM),) + calls
+            item = Item(thread, gap, o.t2 * _US, 0.0, o.t3 * _US, calls, waits_for=n - 1,
+                        payload=op)
         at[op.index] = n
         items.append(item)
     return items

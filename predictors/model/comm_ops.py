@@ -195,11 +195,21 @@ def _(grads, anchor, rows, widths, owners):
     return [torch.cat(p) for p in parts]
 
 
+_PENDING: list = []   # a real run's all-reduces in flight (DDP waits when backward ends)
+
+
 @_all_reduce.register_kernel("cpu")
 def _(tensors):
+    # asynchronous, as DDP's reducer launches a bucket: gloo reduces it on its own threads
+    # while backward goes on
     dist = _group()
-    for t in tensors:
-        dist.all_reduce(t)
+    _PENDING.extend(dist.all_reduce(t, async_op=True) for t in tensors)
+
+
+def wait_pending() -> None:
+    """Wait for a real run's all-reduces in flight (none in a capture)."""
+    while _PENDING:
+        _PENDING.pop(0).wait()
 
 
 @_reduce_scatter.register_kernel("cpu")
@@ -360,6 +370,7 @@ class GradientBuckets:
         if self.late:
             self.late_flat.div_(self.world)
             torch.ops.mldse.all_reduce([self.late_flat])
+        wait_pending()
         for b, ps in enumerate(self.buckets):
             for p in ps:
                 if id(p) not in self.unused:

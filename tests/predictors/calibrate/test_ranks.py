@@ -96,22 +96,23 @@ def test_the_real_exchange_hands_each_rank_its_samples(tmp_path):
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr[-2000:]
 
 
-def test_cpu_ranks_are_predicted_with_blocking_gloo_collectives():
+def test_cpu_ranks_wait_for_exchanges_not_for_ddp_all_reduces():
     result = predict(_two_rank_dlrm())
     assert len(result.per_rank) == 2
     assert any("gloo's default model" in n for n in result.notes)
     tl = result.timeline
-    comm = [i for i in range(len(tl.start_us)) if tl.names[tl.name_id[i]].startswith("nccl:")
-            and tl.lanes[tl.lane[i]].kind == "stream"]
-    assert comm
-    for i in comm:   # the calling thread returns when its collective ends
-        rank = tl.lanes[tl.lane[i]].rank
-        end = tl.start_us[i] + tl.dur_us[i]
-        cpu = [j for j in range(len(tl.start_us)) if tl.lanes[tl.lane[j]].rank == rank
-               and tl.lanes[tl.lane[j]].kind == "cpu" and tl.start_us[j] < end
-               and tl.start_us[j] + tl.dur_us[j] > end + 1e-6
-               and tl.start_us[j] > tl.start_us[i] + 1e-6]
-        assert not cpu   # no CPU op starts while its collective runs
+    bars = [(tl.lanes[tl.lane[i]].rank, tl.lanes[tl.lane[i]].kind, tl.names[tl.name_id[i]],
+             tl.start_us[i], tl.start_us[i] + tl.dur_us[i]) for i in range(len(tl.start_us))]
+    comm = [b for b in bars if b[1] == "stream"]
+    assert {b[2] for b in comm} == {"nccl:all_to_all", "nccl:all_reduce"}
+    for rank, _, name, start, end in comm:
+        cpu = [b for b in bars if b[0] == rank and b[1] == "cpu"]
+        during = [b for b in cpu if start + 1e-6 < b[3] < end - 1e-6]
+        if name == "nccl:all_to_all":   # the calling thread returns when it ends
+            assert not during
+        else:   # backward goes on; the gradients' copy back waits for it
+            copies = [b for b in cpu if b[2] == "aten::copy_" and b[3] > start]
+            assert copies and all(b[4] >= end - 1e-6 for b in copies)
 
 
 def test_gloo_collectives_read_measured_points_and_grow_with_size():
