@@ -13,6 +13,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import platform as _platform
 import socket
@@ -37,7 +38,7 @@ from ..profiles import DeviceProfile, OpOverheads, OverheadTable
 from ..utils.metrics import gmae
 from ..utils.progress import check_cancelled
 from .hostload import OtherProcesses
-from .microbench import embedding_cases, gemm_cases, profiler_overhead_us, run_case
+from .microbench import embedding_cases, gemm_cases, profiler_overhead_us, run_case, sort_ns
 from .noise import class_floor, pair_floor, steps_floor
 from .profiling import profile_step
 from .samples import random_dlrm, random_transformer
@@ -169,6 +170,7 @@ def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
     try:
         tick("profiler overhead")
         per_event_bench = profiler_overhead_us()
+        sorting = sort_ns(seed)
         # Budget split: training steps first (they cover every op class), then sweeps.
         steps, samples = [], defaultdict(list)
         makers = [random_dlrm, random_transformer]
@@ -233,7 +235,7 @@ def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
         torch.set_num_threads(old_threads)
     load.__exit__(None, None, None)
 
-    spec = local_cpu_spec(threads)
+    spec = dataclasses.replace(local_cpu_spec(threads), sort_ns=round(sorting, 3))
     if keep_samples is not None:
         keep_samples.update({cls: list(rows) for cls, rows in samples.items()})
     models, validation = {}, {"classes": {}}

@@ -144,6 +144,35 @@ def gemm_cases(rng: np.random.Generator, max_flops: float = 4e9) -> Iterator[tup
                    FreshInputs(lambda b=b, m=m, n=n, k=k: _bmm(b, m, n, k)))
 
 
+def sort_ns(seed: int = 0, reps: int = 5) -> float:
+    """What an ``EmbeddingBag`` backward with a dense gradient (a data-parallel table)
+    spends beyond the sparse one, in ns per n·log2(n) of its n indices (it sorts them
+    first): the median over a few bags of 2k-64k indices, uniform and Zipf."""
+    gen = torch.Generator().manual_seed(seed)
+    per = []
+    for rows, batch, pooling, dist in ((20_000, 512, 4, {"kind": "uniform"}),
+                                       (5_000, 512, 48, {"kind": "zipf", "alpha": 1.1}),
+                                       (200_000, 1024, 16, {"kind": "uniform"}),
+                                       (50_000, 2048, 32, {"kind": "zipf", "alpha": 1.0})):
+        table = {"rows": rows, "dim": 16, "pooling": pooling, "distribution": dist}
+        idx, off = _bag_input(table, batch, "cpu", gen)
+        out = torch.ops.aten._embedding_bag(torch.zeros(rows, 16), idx, off)
+        grad = torch.randn(batch, 16, generator=gen)
+
+        def best(sparse: bool) -> float:
+            times = []
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                torch.ops.aten._embedding_bag_backward(grad, idx, off, out[1], out[2], out[3],
+                                                       rows, False, 0, sparse, None)
+                times.append(time.perf_counter() - t0)
+            return min(times)
+
+        n = idx.numel()
+        per.append(max(0.0, best(False) - best(True)) * 1e9 / (n * np.log2(n)))
+    return float(statistics.median(per))
+
+
 def embedding_cases(rng: np.random.Generator) -> Iterator[tuple]:
     """(node, callable) for EmbeddingBag forward and backward: rows, dim, batch, pooling
     and the index distribution (uniform and Zipf at several alphas) vary."""

@@ -32,6 +32,9 @@ class DeviceSpec:
     source: str = ""
     clock_mhz: float = 0.0  # boost clock the FP32 peak assumes (GPU)
     cores_per_sm: int = 0  # FP32 lanes per SM (GPU)
+    # CPU: ns per n·log2(n) of its n indices that an EmbeddingBag backward with a dense
+    # gradient spends beyond the sparse one (0: not measured)
+    sort_ns: float = 0.0
 
     def flops(self, dtype: str) -> float:
         """Peak matrix FLOP/s for ``dtype``, falling back to float32."""
