@@ -135,7 +135,9 @@ def test_main_window_import_drop_and_export(qtbot, tmp_path, cpu_prediction):
     assert w.compare.view.error.isVisible()
     assert "bad.json" in w.compare.view.error.text()
     w.confirm_discard = lambda: True
-    w.close()
+    w.close()   # its threads end here, not while the next test runs
+    assert not any(t.isRunning() for t in list(w.controller.runner._threads))
+    assert not w.compare.loader.is_running()
 
 
 def test_recorded_memory_sits_under_the_predicted_memory(qtbot, cpu_prediction, tmp_path):
