@@ -138,6 +138,18 @@ def test_main_window_import_drop_and_export(qtbot, tmp_path, cpu_prediction):
     w.close()   # its threads end here, not while the next test runs
     assert not any(t.isRunning() for t in list(w.controller.runner._threads))
     assert not w.compare.loader.is_running()
+    _destroy(w)
+
+
+def _destroy(widget) -> None:
+    """Delete a closed window now, its C++ side first, then its Python wrappers: not when
+    the garbage collector happens to run during a later test."""
+    import gc
+
+    from PySide6.QtCore import QCoreApplication, QEvent
+    widget.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)
+    gc.collect()
 
 
 def test_recorded_memory_sits_under_the_predicted_memory(qtbot, cpu_prediction, tmp_path):
