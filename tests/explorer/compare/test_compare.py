@@ -113,7 +113,7 @@ def test_main_window_import_drop_and_export(qtbot, tmp_path, cpu_prediction):
     settings = QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat)
     w = MainWindow(predict_fn=lambda doc, progress=None, cancelled=None: cpu_prediction,
                    settings=settings, debounce_ms=10)
-    qtbot.addWidget(w)
+    # not handed to qtbot: the test closes and deletes it itself (_destroy)
     w.show()
     qtbot.waitUntil(lambda: w.compare.view.prediction is not None, timeout=30_000)
     texts = [a.text() for a in w.menuBar().actions()[0].menu().actions()]
