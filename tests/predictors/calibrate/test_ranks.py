@@ -52,6 +52,7 @@ def test_measure_trains_two_gloo_ranks_for_real(tmp_path):
     assert result["assignment"] == plan
 
 
+@pytest.mark.slow   # two more processes; `make test-full`
 def test_the_real_exchange_hands_each_rank_its_samples(tmp_path):
     """The gloo all-to-all, its backward, the reduce-scatter and the all-gather on known
     tensors: every rank gets its samples of every table, and gradients go home."""
@@ -84,6 +85,7 @@ def test_the_real_exchange_hands_each_rank_its_samples(tmp_path):
             assert summed[0].tolist() == [[3.0, 3.0]] * 2
             (summed[0].sum() * (rank + 1)).backward()
             assert partial[0].grad[:, 0].tolist() == [1.0, 1.0, 2.0, 2.0]
+            dist.barrier()
             dist.destroy_process_group()
 
         if __name__ == "__main__":
