@@ -25,8 +25,11 @@ __all__ = [
     "platform_section",
     "positive_float",
     "positive_int",
+    "profile_arg",
     "program_name",
+    "scenario_arg",
     "unwritable",
+    "unwritable_outputs",
     "usage_error",
 ]
 
@@ -120,6 +123,28 @@ def unwritable(path: str) -> str | None:
             pass
     except OSError as exc:
         return f"cannot write in {folder}: {exc.strerror or exc}"
+    return None
+
+
+def scenario_arg(args) -> dict:
+    """The scenario of ``args.scenario``, on the platform of ``--platform`` if given."""
+    doc = load_scenario(args.scenario)
+    if getattr(args, "platform", None):
+        doc["platform"] = platform_section(args.platform)
+    return doc
+
+
+def profile_arg(args):
+    """``--profile`` as the predictors take it (None: the device's bundled profile)."""
+    return None if args.profile in (None, "default") else args.profile
+
+
+def unwritable_outputs(*flags: tuple[str, str | None]) -> str | None:
+    """``FLAG PATH: why`` for the first output file that cannot be written, or None."""
+    for flag, target in flags:
+        problem = unwritable(target) if target else None
+        if problem:
+            return f"{flag} {target}: {problem}"
     return None
 
 

@@ -52,11 +52,13 @@ from .args import (
     PLATFORM_HELP,
     count,
     examples,
-    platform_section,
     positive_float,
     positive_int,
+    profile_arg,
     program_name,
+    scenario_arg,
     unwritable,
+    unwritable_outputs,
     usage_error,
 )
 
@@ -67,33 +69,19 @@ _COMMAND_MODULES: list[str] = ["predictors.cli.traces", "predictors.cli.kernels"
 __all__ = ["main"]
 
 
-def _load(args) -> dict:
-    """The scenario of ``args.scenario``, on the platform of ``--platform`` if given."""
-
-    doc = load_scenario(args.scenario)
-    if getattr(args, "platform", None):
-        doc["platform"] = platform_section(args.platform)
-    return doc
-
-
-def _profile(args):
-    """``--profile`` as the predictors take it (None: the device's bundled profile)."""
-    return None if args.profile in (None, "default") else args.profile
-
-
 def _cmd_predict(args) -> int:
 
     if args.chrome_trace:
         problem = unwritable(args.chrome_trace)
         if problem:  # say so now, not after the prediction
             return usage_error(f"--chrome-trace {args.chrome_trace}: {problem}")
-    doc = _load(args)
+    doc = scenario_arg(args)
     overheads = None
     if args.overheads_from:
         overheads = _trace_overheads(args.overheads_from, doc, args.prog)
         if isinstance(overheads, int):
             return overheads
-    result = predict(doc, profile=_profile(args), overheads=overheads)
+    result = predict(doc, profile=profile_arg(args), overheads=overheads)
     if args.chrome_trace:
         result.timeline.save_chrome_trace(args.chrome_trace)
     if args.json:
@@ -134,10 +122,10 @@ def _cmd_fit(args) -> int:
 
     if args.multiple > MAX_BATCH:
         return usage_error(f"--multiple: must be at most {MAX_BATCH:,}, got {args.multiple:,}")
-    doc = _load(args)
+    doc = scenario_arg(args)
     if args.optimizer:
         doc["training"]["optimizer"] = args.optimizer
-    cap = largest_batch(doc, multiple=args.multiple, profile=_profile(args))
+    cap = largest_batch(doc, multiple=args.multiple, profile=profile_arg(args))
     if args.json:
         print(json.dumps(cap.to_json()))
         return 0
@@ -171,8 +159,8 @@ def _cmd_sweep(args) -> int:
         values = parse_values(args.param, args.values)
     except ValueError as exc:
         return usage_error(f"--values: {exc}")
-    doc = _load(args)
-    result = sweep(doc, args.param, values, profile=_profile(args))
+    doc = scenario_arg(args)
+    result = sweep(doc, args.param, values, profile=profile_arg(args))
     if args.json:
         print(json.dumps(result.to_json()))
         return 0
@@ -215,7 +203,7 @@ def _cmd_measure(args) -> int:
     if args.et and not args.trace:
         return usage_error("--et: the execution trace is recorded with the Kineto trace; "
                            "give --trace OUT.json[.gz] too")
-    problem = _unwritable_outputs(("--trace", args.trace), ("--et", args.et))
+    problem = unwritable_outputs(("--trace", args.trace), ("--et", args.et))
     if problem:  # say so now, not after the measured steps
         return usage_error(problem)
     if args.threads:
@@ -236,15 +224,6 @@ def _cmd_measure(args) -> int:
         if args.memory:
             print(f"peak allocated memory: {format_bytes(result['peak_memory_bytes'])}")
     return 0
-
-
-def _unwritable_outputs(*flags: tuple[str, str | None]) -> str | None:
-    """``FLAG PATH: why`` for the first output file that cannot be written, or None."""
-    for flag, target in flags:
-        problem = unwritable(target) if target else None
-        if problem:
-            return f"{flag} {target}: {problem}"
-    return None
 
 
 def _progress_printer(quiet: bool):
@@ -269,7 +248,7 @@ def _cmd_calibrate(args) -> int:
         return usage_error("--measurements: GPU calibrations only (--device cuda)")
     if args.from_measurements and not Path(args.from_measurements).is_dir():
         return usage_error(f"--from-measurements {args.from_measurements}: not a folder")
-    problem = _unwritable_outputs(("--out", args.out), ("--keep-samples", args.keep_samples))
+    problem = unwritable_outputs(("--out", args.out), ("--keep-samples", args.keep_samples))
     if problem:  # say so now, not after minutes of measuring
         return usage_error(problem)
     if gpu:
@@ -384,7 +363,7 @@ def _validate_cuda(args) -> int:
         target, problem = _record_target(args, prof)
         if problem:
             return usage_error(problem)
-    problem = _unwritable_outputs(("--measurements", args.measurements and
+    problem = unwritable_outputs(("--measurements", args.measurements and
                                    str(Path(args.measurements) / "measurements.json.gz")))
     if problem:
         return usage_error(problem)

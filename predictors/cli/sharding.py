@@ -9,40 +9,28 @@ from ..engine.predict import prepare
 from ..model.sharding import PlanError
 from ..plan.rank_sharding import DEFAULT_BUDGET_S, rank_shardings, ranking_csv
 from ..plan.torchrec_plans import to_torchrec
-from ..scenario.format import Issue, ScenarioError, load_scenario
+from ..scenario.format import Issue, ScenarioError
 from ..utils.fileio import atomic_write_bytes
 from ..utils.formatting import format_bytes
 from .args import (
     PLATFORM_HELP,
     examples,
-    platform_section,
     positive_float,
     positive_int,
-    unwritable,
+    profile_arg,
+    scenario_arg,
+    unwritable_outputs,
     usage_error,
 )
 
 __all__ = ["register", "measure_ranks"]
 
 
-def _load(args) -> dict:
-    """The scenario of ``args.scenario``, on the platform of ``--platform`` if given."""
-    doc = load_scenario(args.scenario)
-    if getattr(args, "platform", None):
-        doc["platform"] = platform_section(args.platform)
-    return doc
-
-
-def _profile(args):
-    return None if args.profile in (None, "default") else args.profile
-
-
 def _cmd_rank_sharding(args) -> int:
 
-    for flag, target in (("--csv", args.csv), ("--torchrec-out", args.torchrec_out)):
-        problem = unwritable(target) if target else None
-        if problem:  # say so now, not after the search
-            return usage_error(f"{flag} {target}: {problem}")
+    problem = unwritable_outputs(("--csv", args.csv), ("--torchrec-out", args.torchrec_out))
+    if problem:  # say so now, not after the search
+        return usage_error(problem)
     plans = []
     for path in args.plan or ():
         try:
@@ -50,7 +38,7 @@ def _cmd_rank_sharding(args) -> int:
                 plans.append((f"{Path(path).name}", json.load(f)))
         except (OSError, ValueError) as exc:
             return usage_error(f"--plan {path}: cannot read a JSON plan ({exc})")
-    ranking = rank_shardings(_load(args), top=args.top, profile=_profile(args),
+    ranking = rank_shardings(scenario_arg(args), top=args.top, profile=profile_arg(args),
                              budget_s=args.budget_s, seed=args.seed, torchrec_plans=plans)
     if args.csv:
         atomic_write_bytes(args.csv, ranking_csv(ranking).encode())
@@ -118,7 +106,7 @@ def _cmd_validate_sharding(args) -> int:
             print(f"[{100 * fraction:5.1f}%] {stage}", flush=True)
 
     result = validate_sharding(ranks=args.ranks, tasks=args.tasks, seed=args.seed,
-                               profile=_profile(args), budget_s=args.budget_s,
+                               profile=profile_arg(args), budget_s=args.budget_s,
                                rounds=args.rounds, iters=args.iters, progress=show)
     if args.json:
         print(json.dumps(result))

@@ -240,30 +240,38 @@ def simulate(ranks: Sequence[Sequence[Item]],
     walks = [_walk(items, res, cancelled) for items, res in zip(ranks, results)]
     meetings: list[Rendezvous] = []
 
-    def advance(r: int, answer):
-        try:
-            return walks[r].send(answer) if answer is not None else next(walks[r])
-        except StopIteration:
-            return None
-
-    pending = [advance(r, None) for r in range(len(walks))]
-    while any(p is not None for p in pending):
-        if any(p is None for p in pending):
-            done = [r for r, p in enumerate(pending) if p is None]
-            raise CollectiveMismatch(f"rank(s) {done} finished while others wait in "
-                                     f"collective {len(meetings)}: the ranks' collectives "
-                                     "differ")
-        q = len(meetings)
+    def meet(q: int, pending: list) -> list:
         dur = (collective_time(q, [p[1] for p in pending]) if collective_time is not None
                else 0.0)
         last = max(range(len(pending)), key=lambda r: pending[r][0] + offsets[r])
         start = pending[last][0] + offsets[last]
         meetings.append(Rendezvous(start, dur, last))
-        for r in range(len(walks)):
-            arrival = pending[r][0]
-            pending[r] = advance(r, (arrival, start + dur - offsets[r],
-                                     start - offsets[r] > arrival))
+        return [(p[0], start + dur - off, start - off > p[0])
+                for p, off in zip(pending, offsets)]
+
+    _walk_together(walks, meet)
     return results, meetings
+
+
+def _walk_together(walks: list, meet: Callable[[int, list], list]) -> None:
+    """Run the ranks' walks collective by collective: each stops at its next collective
+    with ``(arrival, kernel)``; ``meet(q, pending)`` answers every rank's reply to the
+    q-th.  Ranks that run out of items while others wait have different collectives."""
+    def advance(walk, answer):
+        try:
+            return walk.send(answer) if answer is not None else next(walk)
+        except StopIteration:
+            return None
+
+    pending = [advance(w, None) for w in walks]
+    q = 0
+    while any(p is not None for p in pending):
+        if any(p is None for p in pending):
+            done = [r for r, p in enumerate(pending) if p is None]
+            raise CollectiveMismatch(f"rank(s) {done} finished while others wait in "
+                                     f"collective {q}: the ranks' collectives differ")
+        pending = [advance(w, a) for w, a in zip(walks, meet(q, pending))]
+        q += 1
 
 
 @dataclass
@@ -369,25 +377,13 @@ def simulate_batch(ranks: Sequence[Sequence[Item]],
     walks = [_walk_batch(items, a, res, cancelled)
              for items, a, res in zip(ranks, absent, results)]
 
-    def advance(r: int, answer):
-        try:
-            return walks[r].send(answer) if answer is not None else next(walks[r])
-        except StopIteration:
-            return None
-
-    pending = [advance(r, None) for r in range(len(walks))]
-    q = 0
-    while any(p is not None for p in pending):
-        if any(p is None for p in pending):
-            done = [r for r, p in enumerate(pending) if p is None]
-            raise CollectiveMismatch(f"rank(s) {done} finished while others wait in "
-                                     f"collective {q}: the ranks' collectives differ")
+    def meet(q: int, pending: list) -> list:
         dur = (collective_time(q, [p[1] for p in pending]) if collective_time is not None
                else 0.0)
         start = reduce(np.maximum, (p[0] for p in pending))
-        for r in range(len(walks)):
-            pending[r] = advance(r, (pending[r][0], start + dur))
-        q += 1
+        return [(p[0], start + dur) for p in pending]
+
+    _walk_together(walks, meet)
     return results
 
 
