@@ -32,9 +32,9 @@ TIMEOUT = timedelta(seconds=300)
 
 def measure_plans(doc: dict, plans: list[dict], iters: int = 10, warmup: int = 3,
                   rounds: int = 3, seed: int = 0, trace: str | None = None) -> list[dict]:
-    """Each plan's step (``plans``: assignments, table key -> rank, ``"rw"`` or ``"dp"``)
-    measured
-    for real on the scenario's ``local-cpu`` ranks.  Per plan: ``iteration_ms`` (the
+    """Each plan's step (``plans``: assignments, table key -> rank, ``"rw"``, ``"dp"``
+    or a :class:`~predictors.model.sharding.ColumnWise`) measured for real on the
+    scenario's ``local-cpu`` ranks.  Per plan: ``iteration_ms`` (the
     median over rounds of the slowest rank's median step), ``rounds_ms`` and
     ``per_rank_ms`` (each rank's median step over all rounds).  ``trace``: after the
     last round, each rank records one more step of each plan with torch.profiler, to
@@ -78,23 +78,22 @@ def _init(rank: int, world: int, store: str, threads: int):
 def _rank_workload(doc: dict, assignment: dict, rank: int, world: int):
     """This rank's module (its tables only: another rank's are one row, never read), its
     batch, optimizer and gradient buckets."""
-    from ..model.sharding import KINDS, REPLICATED, ROW_WISE
+    from ..model.sharding import Plan, holders, is_rank
     from ..model.workload import RankShard, build_workload, gradient_buckets
 
+    plan = Plan("measured", world, dict(assignment))
     doc = copy.deepcopy(doc)
     for node in doc["model"]["nodes"]:
         if node["kind"] == "embedding_tables":
             for j, t in enumerate(node["params"]["tables"]):
                 where = assignment.get(f"{node['id']}/{j}")
-                if where not in (rank, *KINDS):
+                if where is not None and rank not in holders(where, world):
                     t["rows"] = 1
-    local = frozenset(k for k, r in assignment.items() if r == rank)
-    rowwise = frozenset(k for k, r in assignment.items() if r == ROW_WISE)
-    replicated = frozenset(k for k, r in assignment.items() if r == REPLICATED)
     local_batch = max(1, math.ceil(int(doc["training"]["batch_size"]) / world))
-    owners = {k: r for k, r in assignment.items() if r not in KINDS}
-    shard = RankShard(rank, world, local, local_batch, local_batch * world, rowwise=rowwise,
-                      owners=owners, replicated=replicated)
+    owners = {k: r for k, r in assignment.items() if is_rank(r)}
+    shard = RankShard(rank, world, plan.local(rank), local_batch, local_batch * world,
+                      rowwise=plan.rowwise, owners=owners, replicated=plan.replicated,
+                      columns=plan.columns)
     workload = build_workload(doc, device="cpu", fast_init=True, shard=shard)
     buckets = gradient_buckets(workload.module, world)
     buckets.attach()

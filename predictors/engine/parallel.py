@@ -58,31 +58,36 @@ class RankGraphs:
         self.notes: list[str] = []  # what the collective model assumed
 
     def costed(self, local: frozenset, rank: int = 0, rowwise: frozenset = frozenset(),
-               replicated: frozenset = frozenset()) -> CostedGraph:
+               replicated: frozenset = frozenset(), columns: dict | None = None
+               ) -> CostedGraph:
         """The costed graph of a rank holding the tables ``local``, its block of the
         ``rowwise`` tables' rows and the ``replicated`` (data-parallel) tables (cached;
-        with row-wise tables, per rank)."""
-        key = (local, rowwise, replicated, rank if rowwise else None)
+        with row-wise tables, per rank); ``columns``: the column-wise tables (key -> the
+        ranks of their shards), a shard of which ``local`` names."""
+        columns = columns or {}
+        key = (local, rowwise, replicated, rank if rowwise else None,
+               tuple(sorted(columns.items())))
         hit = self._costed.get(key)
         if hit is None:
             hit = self._costed[key] = cost_op_graph(
-                self.capture(local, rank, rowwise, replicated), self.platform, self.profile,
-                self.overheads)
+                self.capture(local, rank, rowwise, replicated, columns), self.platform,
+                self.profile, self.overheads)
         return hit
 
     def rank_graph(self, plan: Plan, rank: int) -> CostedGraph:
         """The costed graph of ``rank`` under ``plan``."""
-        return self.costed(plan.local(rank), rank, plan.rowwise, plan.replicated)
+        return self.costed(plan.local(rank), rank, plan.rowwise, plan.replicated,
+                           plan.columns)
 
     def capture(self, local: frozenset, rank: int = 0, rowwise: frozenset = frozenset(),
-                replicated: frozenset = frozenset()):
+                replicated: frozenset = frozenset(), columns: dict | None = None):
         """The captured op graph of a rank holding ``local``, its block of the ``rowwise``
         tables' rows and the ``replicated`` tables."""
         check_cancelled(self.cancelled, "capturing a rank")
         # a padded batch: every rank's share is looked up, padding included
         shard = RankShard(rank, self.ranks, local, self.local_batch,
                           self.local_batch * self.ranks, rowwise=rowwise,
-                          replicated=replicated)
+                          replicated=replicated, columns=dict(columns or {}))
         return capture_scenario(self.doc, gpu=self.platform.device != "cpu", shard=shard)
 
     @property

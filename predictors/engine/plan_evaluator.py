@@ -12,6 +12,10 @@ there, each with all of its dim's tables.  A plan's rank is that template with
 - the groups it holds none of absent (they take no time and launch nothing);
 - its all-to-all sized by the widths of its own tables.
 
+A column-wise table is a whole table of its shards' width, held by several ranks: the
+template of a set of column-wise tables (and their shard counts) captures the shards'
+width and the joins of their columns after the exchange.
+
 A batch of plans then goes through the simulator's batch walk
 (:func:`~predictors.engine.simulator.simulate_batch`): every rank, its CPU threads, its
 streams and the collectives' rendezvous, as :meth:`RankGraphs.rank_spans_ms` simulates one
@@ -28,7 +32,7 @@ import numpy as np
 from ..costs.fused_lookups import split_fused
 from ..costs.op_costs import CostedGraph, cost_op_graph, kernel_seconds
 from ..model.comm_ops import COLLECTIVE_OPS
-from ..model.sharding import KINDS, Plan
+from ..model.sharding import ColumnWise, Plan, holders, is_rank
 from .parallel import RankGraphs, collective_timer
 from .simulate import rank_items
 from .simulator import Call, Item, simulate_batch
@@ -68,6 +72,8 @@ class _Rank:
 class _Template:
     rowwise: frozenset
     replicated: frozenset
+    columns: dict                               # column-wise key -> shard count
+    width: np.ndarray                           # per table: bytes a holder sends a sample
     ranks: list[_Rank]
     slots: list[tuple[str, tuple[int, ...]]]   # per slot: kind, table positions
     touched: np.ndarray                         # per table: bytes its bag forward touches
@@ -94,16 +100,24 @@ class PlanEvaluator:
 
     # -- templates ---------------------------------------------------------------------
 
-    def template(self, rowwise: frozenset, replicated: frozenset = frozenset()) -> _Template:
-        key = (rowwise, replicated)
+    def template(self, rowwise: frozenset, replicated: frozenset = frozenset(),
+                 columns: frozenset = frozenset()) -> _Template:
+        """The template of a set of row-wise, data-parallel and column-wise tables
+        (``columns``: (key, shard count) pairs)."""
+        key = (rowwise, replicated, columns)
         hit = self._templates.get(key)
         if hit is None:
-            hit = self._templates[key] = self._build(rowwise, replicated)
+            hit = self._templates[key] = self._build(rowwise, replicated, dict(columns))
         return hit
 
-    def _build(self, rowwise: frozenset, replicated: frozenset) -> _Template:
+    def _build(self, rowwise: frozenset, replicated: frozenset, shards: dict) -> _Template:
         g = self.graphs
         whole = frozenset(t.key for t in self.tables) - rowwise - replicated
+        # the template holds a shard of each column-wise table: which ranks do not matter
+        columns = {k: tuple(range(n)) for k, n in shards.items()}
+        width = self.width.copy()
+        for k, n in shards.items():
+            width[self.position[k]] /= n
         ranks = range(self.ranks) if rowwise else range(1)  # whole tables: ranks alike
         slots: dict[tuple[str, str], int] = {}
         slot_list: list[tuple[str, tuple[int, ...]]] = []
@@ -111,7 +125,7 @@ class PlanEvaluator:
         rw_touched = np.zeros(self.ranks)
         out = []
         for r in ranks:
-            graph = g.capture(whole, r, rowwise, replicated)
+            graph = g.capture(whole, r, rowwise, replicated, columns)
             costed = cost_op_graph(graph, g.platform, g.profile, g.overheads)
             rank, t_rw = self._template_rank(graph, costed, slots, slot_list, touched,
                                              rowwise, replicated)
@@ -123,11 +137,12 @@ class PlanEvaluator:
             rw_touched[:] = rw_touched[0]
             # without sparse parameters the optimizer steps the dense ones together
             # (foreach): a rank with no table of its own is a step of its own
-            graph = g.capture(frozenset(), 0, rowwise, replicated)
+            graph = g.capture(frozenset(), 0, rowwise, replicated, columns)
             empty, _ = self._template_rank(graph, cost_op_graph(
                 graph, g.platform, g.profile, g.overheads), slots, slot_list,
                 np.zeros_like(touched), rowwise, replicated)
-        return _Template(rowwise, replicated, out, slot_list, touched, rw_touched, empty)
+        return _Template(rowwise, replicated, shards, width, out, slot_list, touched,
+                         rw_touched, empty)
 
     def _template_rank(self, graph, costed: CostedGraph, slots, slot_list, touched,
                        rowwise, replicated) -> tuple[_Rank, float]:
@@ -189,8 +204,11 @@ class PlanEvaluator:
                 near = {slot_of[s2] for s in succ.get(op.index, ())
                         for s2 in [s] + succ.get(s, []) if s2 in slot_of}
                 direct = succ.get(op.index, [])
-                if (len(near) == 1 and direct
-                        and all(by_index[s].kernel_s <= 0.0 or s in slot_of for s in direct)):
+                # a group's op feeds that group only, directly or through views
+                into_group = all(s in slot_of or (by_index[s].kernel_s <= 0.0 and succ.get(s)
+                                                  and all(s2 in slot_of for s2 in succ[s]))
+                                 for s in direct)
+                if len(near) == 1 and direct and into_group:
                     if op.name != "aten::stack":
                         raise Unsupported(f"{op.name} in a lookup group")
                     slot = slot_of[op.index] = near.pop()
@@ -227,31 +245,33 @@ class PlanEvaluator:
         batches: dict[tuple, list[int]] = {}
         for i, p in enumerate(plans):
             rowwise, replicated = p.rowwise, p.replicated
+            columns = frozenset((k, len(on)) for k, on in p.columns.items())
             # a rank with no sparse table steps its dense parameters together: a program
             # of its own
-            idle = () if rowwise else tuple(sorted(set(range(self.ranks))
-                                                   - set(p.assignment.values())))
-            batches.setdefault((rowwise, replicated, idle), []).append(i)
-        for (rowwise, replicated, idle), idx in batches.items():
+            busy = {r for w in p.assignment.values()
+                    if is_rank(w) or isinstance(w, ColumnWise) for r in holders(w, p.ranks)}
+            idle = () if rowwise else tuple(sorted(set(range(self.ranks)) - busy))
+            batches.setdefault((rowwise, replicated, columns, idle), []).append(i)
+        for (rowwise, replicated, columns, idle), idx in batches.items():
             out[idx] = self._batch([plans[i] for i in idx],
-                                   self.template(rowwise, replicated), idle)
+                                   self.template(rowwise, replicated, columns), idle)
         return out
 
     def _batch(self, plans: list[Plan], tpl: _Template, idle: tuple = ()) -> np.ndarray:
         n_plans, n_tables = len(plans), len(self.tables)
-        owner = np.full((n_plans, n_tables), -1, dtype=int)
+        holds = np.zeros((self.ranks, n_plans, n_tables), dtype=bool)
         for i, p in enumerate(plans):
             for key, where in p.assignment.items():
-                if where not in KINDS:
-                    owner[i, self.position[key]] = where
+                if is_rank(where) or isinstance(where, ColumnWise):
+                    holds[list(holders(where, p.ranks)), i, self.position[key]] = True
         floor = self._device.kernel_floor_s
         share = self._share_l2()
         programs, absent = [], []
         sent = np.zeros((n_plans, self.ranks))
         ranks = [tpl.empty if r in idle else rank for r, rank in enumerate(tpl.ranks)]
         for r, rank in enumerate(ranks):
-            held = owner == r                                   # [plan, table]
-            sent[:, r] = (held * self.width).sum(axis=1)
+            held = holds[r]                                     # [plan, table]
+            sent[:, r] = (held * tpl.width).sum(axis=1)
             total = (held * tpl.touched).sum(axis=1) + tpl.rw_touched[r]
             items = list(rank.items)
             gone: dict[int, np.ndarray] = {}

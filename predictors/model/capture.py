@@ -400,6 +400,7 @@ def capture_scenario(doc: dict, *, gpu: bool, shard=None) -> nx.DiGraph:
                                                   shard.local_batch, shard.global_batch,
                                                   sorted(shard.rowwise),
                                                   sorted(shard.replicated),
+                                                  sorted(shard.columns.items()),
                                                   # its row blocks differ by rank
                                                   shard.rank if shard.rowwise else None]],
                      sort_keys=True, default=str)

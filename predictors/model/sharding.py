@@ -8,9 +8,13 @@ rows, looks up the global batch's indices that fall in it, and a reduce-scatter 
 partial bags and hands each rank its samples; a table too big for one GPU can only go
 this way.  *Data-parallel* (TorchRec's DP), every rank holds the whole table and looks
 up its own samples; the table's gradient is dense and all-reduced with the dense part's,
-which suits small tables.  A plan maps table keys (``"<block id>/<table index>"``) to a
-rank, ``"rw"`` or ``"dp"``.  The scenario gives one (``parallelism.embedding_sharding``) or ``"auto"``; the
-planners here make candidates, and :mod:`predictors.plan.rank_sharding` predicts each one.
+which suits small tables.  *Column-wise* (TorchRec's CW), the table's dim is cut into
+equal shards on several ranks; each shard is looked up like a table-wise table of that
+width, and the receiving rank joins the shards' pooled columns after the all-to-all: it
+spreads one heavy table's lookups.  A plan maps table keys (``"<block id>/<table
+index>"``) to a rank, ``"rw"``, ``"dp"`` or a :class:`ColumnWise`.  The scenario gives
+one (``parallelism.embedding_sharding``) or ``"auto"``; the planners here make
+candidates, and :mod:`predictors.plan.rank_sharding` predicts each one.
 """
 from __future__ import annotations
 
@@ -25,7 +29,75 @@ ROW_WISE = "rw"   # as predictors.scenario.format.ROW_WISE (imported there witho
 REPLICATED = "dp"  # as predictors.scenario.format.REPLICATED
 KINDS = (ROW_WISE, REPLICATED)   # the values of a plan that are not a rank
 
-__all__ = ["TableRef", "Plan", "PlanError", "tables_of", "plan_from_scenario", "greedy_plan", "greedy_with_rowwise", "round_robin_plan", "rowwise_plan",
+
+@dataclass(frozen=True)
+class ColumnWise:
+    """A table whose dim is cut into ``len(ranks)`` equal shards, one on each rank."""
+
+    ranks: tuple[int, ...]
+
+    def width(self, dim: int) -> int:
+        return dim // len(self.ranks)
+
+    def to_json(self) -> dict:
+        return {"kind": "cw", "ranks": list(self.ranks)}
+
+
+def is_rank(where) -> bool:
+    """Whether a plan's value places its table whole on one rank (table-wise)."""
+    return isinstance(where, int) and not isinstance(where, bool)
+
+
+def holders(where, ranks: int) -> tuple[int, ...]:
+    """The ranks that look up some of a table placed at ``where``."""
+    if is_rank(where):
+        return (where,)
+    if isinstance(where, ColumnWise):
+        return where.ranks
+    return tuple(range(ranks))
+
+
+def placement(value, dim: int | None = None, ranks: int | None = None):
+    """A plan value from its JSON (a rank, ``"rw"``, ``"dp"``, or an object
+    ``{"kind": "tw", "rank": r}``, ``{"kind": "rw"}``, ``{"kind": "dp"}``,
+    ``{"kind": "cw", "ranks": [...]}``); :class:`PlanError` says what is wrong, given
+    the table's ``dim`` and the platform's ``ranks``."""
+    if isinstance(value, dict):
+        kind = value.get("kind")
+        if kind in KINDS:
+            return kind
+        if kind == "tw":
+            value = value.get("rank")
+        elif kind == "cw":
+            on = value.get("ranks")
+            if (not isinstance(on, list) or len(on) < 2 or len(set(on)) != len(on)
+                    or not all(is_rank(r) and r >= 0 for r in on)):
+                raise PlanError(f"a column-wise table needs two or more distinct ranks, "
+                                f"got {on!r}")
+            if ranks is not None and max(on) >= ranks:
+                raise PlanError(f"column-wise ranks {on}: the platform has ranks 0-"
+                                f"{ranks - 1}")
+            if dim is not None and dim % len(on):
+                raise PlanError(f"column-wise over {len(on)} ranks: the dim {dim} does not "
+                                f"split into {len(on)} equal shards")
+            return ColumnWise(tuple(on))
+        else:
+            raise PlanError(f"unknown sharding kind {kind!r} (tw, rw, cw, dp)")
+    if value in KINDS:
+        return value
+    if not is_rank(value) or value < 0 or (ranks is not None and value >= ranks):
+        raise PlanError(f"expected a rank{f' from 0 to {ranks - 1}' if ranks else ''}, "
+                        f"'rw', 'dp' or a sharding object, got {value!r}")
+    return value
+
+
+def placement_json(where):
+    """A plan value as the scenario and the JSON outputs write it."""
+    return where.to_json() if isinstance(where, ColumnWise) else where
+
+
+__all__ = ["TableRef", "Plan", "PlanError", "ColumnWise", "is_rank", "holders", "placement",
+           "placement_json", "tables_of", "plan_from_scenario", "greedy_plan", "greedy_with_rowwise", "round_robin_plan", "rowwise_plan",
            "candidate_plans", "PLANNERS", "ROW_WISE", "REPLICATED", "KINDS"]
 
 
@@ -75,8 +147,14 @@ class Plan:
     notes: list[str] = field(default_factory=list)
 
     def local(self, rank: int) -> frozenset[str]:
-        """The tables ``rank`` holds whole."""
-        return frozenset(k for k, r in self.assignment.items() if r == rank)
+        """The tables ``rank`` holds whole, or a column shard of."""
+        return frozenset(k for k, r in self.assignment.items()
+                         if r == rank or isinstance(r, ColumnWise) and rank in r.ranks)
+
+    @property
+    def columns(self) -> dict[str, tuple[int, ...]]:
+        """The column-wise tables: key -> the ranks of its shards, in column order."""
+        return {k: r.ranks for k, r in self.assignment.items() if isinstance(r, ColumnWise)}
 
     @property
     def rowwise(self) -> frozenset[str]:
@@ -98,6 +176,9 @@ class Plan:
             elif where == REPLICATED:   # the table and its dense gradient, everywhere
                 for r in range(self.ranks):
                     out[r] += 2 * t.bytes
+            elif isinstance(where, ColumnWise):
+                for r in where.ranks:
+                    out[r] += t.bytes / len(where.ranks)
             else:
                 out[where] += t.bytes
         return out
@@ -116,6 +197,9 @@ class Plan:
                 rowwise.append(spec)
             elif where == REPLICATED:
                 replicated.append(spec)
+            elif isinstance(where, ColumnWise):
+                for r in where.ranks:
+                    groups[r].append(spec + (len(where.ranks),))
             else:
                 groups[where].append(spec)  # each block has its own exchange
         placed = [tuple(sorted(g)) for g in groups]
@@ -126,7 +210,8 @@ class Plan:
 
     def to_json(self) -> dict:
         return {"name": self.name, "how": self.how,
-                "assignment": dict(sorted(self.assignment.items(), key=_key_order))}
+                "assignment": {k: placement_json(v) for k, v in
+                               sorted(self.assignment.items(), key=_key_order)}}
 
 
 def _key_order(item):
@@ -150,7 +235,8 @@ def check_memory(plan: Plan, tables: list[TableRef], memory_bytes: float) -> Non
         return
     for rank, used in enumerate(plan.rank_bytes(tables)):
         if used > memory_bytes:
-            held = sorted((t for t in tables if plan.assignment[t.key] in (rank, *KINDS)),
+            held = sorted((t for t in tables
+                           if rank in holders(plan.assignment[t.key], plan.ranks)),
                           key=lambda t: -t.bytes)
             raise PlanError(f"rank {rank} would hold {used / 1e9:,.1f} GB of tables "
                             f"({', '.join(t.key for t in held[:3])}"
@@ -180,6 +266,10 @@ def greedy_plan(name: str, tables: list[TableRef], ranks: int,
             for r in range(ranks):
                 load[r] += weight(t) / ranks
                 used[r] += 2 * t.bytes
+        elif isinstance(rank, ColumnWise):   # each shard a share of the width
+            for r in rank.ranks:
+                load[r] += weight(t) / len(rank.ranks)
+                used[r] += t.bytes / len(rank.ranks)
         else:
             load[rank] += weight(t)
             used[rank] += t.bytes
@@ -242,8 +332,15 @@ def plan_from_scenario(doc: dict, tables: list[TableRef], ranks: int,
         raise PlanError(f"parallelism.embedding_sharding names {', '.join(unknown)}, which "
                         f"is no table (keys are '<block id>/<table index>': "
                         f"{', '.join(sorted(known)[:4])}{', ...' if len(known) > 4 else ''})")
+    dims = {t.key: t.dim for t in tables}
+    given = {}
+    for key, value in sharding.items():
+        try:
+            given[key] = placement(value, dims[key], ranks)
+        except PlanError as exc:
+            raise PlanError(f"parallelism.embedding_sharding.{key}: {exc}") from None
     plan = greedy_with_rowwise("scenario", tables, ranks, lambda t: t.bytes,
-                               fixed=dict(sharding), by_bytes=True,
+                               fixed=given, by_bytes=True,
                                how="the scenario's parallelism.embedding_sharding")
     missing = len(known) - len(sharding)
     if missing:

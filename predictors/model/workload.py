@@ -6,7 +6,7 @@ on the meta device (prediction) and run on a real device (``measure``).
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import networkx as nx
 import torch
@@ -162,9 +162,19 @@ class RankShard:
     rowwise: frozenset = frozenset()
     owners: dict | None = None  # table key -> rank, for a real exchange (a run, not a capture)
     replicated: frozenset = frozenset()  # data parallel: on every rank, for its own samples
+    # column-wise tables: key -> the ranks of its equal column shards (``local`` holds
+    # the key on those ranks); ``dims``: their full dims (set by build_workload)
+    columns: dict = field(default_factory=dict)
+    dims: dict = field(default_factory=dict)
 
     def has(self, nid: str, index: int) -> bool:
+        """Whether this rank looks the table up for the global batch (whole, or its
+        column shard)."""
         return f"{nid}/{index}" in self.local
+
+    def full_dim(self, nid: str, index: int, dim: int) -> int:
+        """A table's dim as the model sees it (a column shard's table: all of it)."""
+        return self.dims.get(f"{nid}/{index}", dim)
 
     def is_rowwise(self, nid: str, index: int) -> bool:
         return f"{nid}/{index}" in self.rowwise
@@ -182,8 +192,22 @@ class RankShard:
     def exchange(self, pooled: list, widths: list[int], keys: list[str]) -> list:
         """This rank's pooled tables out, every table's share of the local batch in
         (``widths`` and ``keys``: every table of the block that is placed whole)."""
-        owners = ([self.owners[k] for k in keys] if self.owners is not None else None)
-        return all_to_all(pooled, self.anchor, self.local_batch, widths, owners)
+        entries, owners = [], []   # a column-wise table sends one entry per shard
+        for w, k in zip(widths, keys):
+            if k in self.columns:
+                on = self.columns[k]
+                entries += [self.dims[k] // len(on)] * len(on)
+                owners += list(on)
+            else:
+                entries.append(w)
+                owners.append(self.owners[k] if self.owners is not None else -1)
+        got = all_to_all(pooled, self.anchor, self.local_batch, entries, owners)
+        out, at = [], 0
+        for k in keys:   # a column-wise table's shards joined again, in column order
+            n = len(self.columns.get(k, (0,)))
+            out.append(got[at] if n == 1 else torch.cat(got[at:at + n], dim=1))
+            at += n
+        return out
 
     def reduce_scatter(self, partial: list) -> list:
         """The row-wise tables' partial bags ([global batch, dim]) summed over the ranks,
@@ -249,7 +273,10 @@ def _compile(doc: dict, shard: RankShard | None = None):
                                                 fused_groups(p["tables"], nid, shard), dense)
                            if p.get("kernel") == "fused"
                            else EmbeddingTablesBlock(p["tables"], p["mode"], dense))
-            outs[nid], specs[nid] = Pooled(tuple(t["dim"] for t in p["tables"])), p
+            outs[nid] = Pooled(tuple(t["dim"] if shard is None else
+                                     shard.full_dim(nid, j, t["dim"])
+                                     for j, t in enumerate(p["tables"])))
+            specs[nid] = p
         elif kind == "token_input":
             nxt = [s for s in graph.successors(nid) if graph.nodes[s]["kind"] ==
                    "transformer_layer"]
@@ -459,6 +486,26 @@ def _cut_rowwise(doc: dict, shard: RankShard) -> dict:
     return doc
 
 
+def _table_dims(doc: dict, keys) -> dict[str, int]:
+    return {f"{n['id']}/{j}": int(t["dim"]) for n in doc["model"]["nodes"]
+            if n["kind"] == "embedding_tables" for j, t in enumerate(n["params"]["tables"])
+            if f"{n['id']}/{j}" in keys}
+
+
+def _cut_columns(doc: dict, shard: RankShard) -> dict:
+    """``doc`` with each column-wise table this rank holds a shard of cut to the
+    shard's width."""
+    doc = copy.deepcopy(doc)
+    for node in doc["model"]["nodes"]:
+        if node["kind"] != "embedding_tables":
+            continue
+        for j, table in enumerate(node["params"]["tables"]):
+            key = f"{node['id']}/{j}"
+            if key in shard.columns and shard.has(node["id"], j):
+                table["dim"] = int(table["dim"]) // len(shard.columns[key])
+    return doc
+
+
 def build_workload(doc: dict, device: str | torch.device = "meta",
                    fast_init: bool = False, shard: RankShard | None = None) -> Workload:
     """Compile a validated scenario into a module on ``device`` (meta: no memory).
@@ -471,6 +518,9 @@ def build_workload(doc: dict, device: str | torch.device = "meta",
     dtype = _DTYPES[doc["training"]["dtype"]]
     if shard is not None and shard.rowwise:
         doc = _cut_rowwise(doc, shard)
+    if shard is not None and shard.columns:
+        shard = replace(shard, dims=_table_dims(doc, shard.columns))
+        doc = _cut_columns(doc, shard)
     EmbeddingTablesBlock.fast_init = fast_init
     try:
         with torch.device(device):  # parameters are born on the device: none on meta

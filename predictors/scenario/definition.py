@@ -228,10 +228,37 @@ class Training(Struct, forbid_unknown_fields=True):
     lr: Annotated[PositiveNumber, Meta(description="the learning rate")] = 0.01
 
 
-Rank = Annotated[Annotated[int, Meta(ge=0)] | Literal[ROW_WISE, REPLICATED],
-                 _meta("a rank, 'rw' (the table's rows split over every rank) or 'dp' (the "
-                       "table on every rank, its gradients all-reduced)",
-                       expected=f"a rank (0, 1, ...), {ROW_WISE!r} or {REPLICATED!r}")]
+RankNumber = Annotated[int, Meta(ge=0)]
+
+
+class TableWise(Struct, tag_field="kind", tag="tw", forbid_unknown_fields=True):
+    """The whole table on one rank."""
+
+    rank: RankNumber
+
+
+class RowWise(Struct, tag_field="kind", tag=ROW_WISE, forbid_unknown_fields=True):
+    """The table's rows split over every rank."""
+
+
+class DataParallel(Struct, tag_field="kind", tag=REPLICATED, forbid_unknown_fields=True):
+    """The table on every rank, its gradients all-reduced."""
+
+
+class ColumnWise(Struct, tag_field="kind", tag="cw", forbid_unknown_fields=True):
+    """The table's dim cut into equal shards, one on each of ``ranks``."""
+
+    ranks: Annotated[list[RankNumber], _meta(min_length=2, expected="two or more ranks")]
+
+
+Rank = Annotated[RankNumber | Literal[ROW_WISE, REPLICATED] | TableWise | RowWise
+                 | DataParallel | ColumnWise,
+                 _meta("a rank, 'rw' (the table's rows split over every rank), 'dp' (the "
+                       "table on every rank, its gradients all-reduced) or an object: "
+                       "{'kind': 'tw', 'rank': r}, {'kind': 'rw'}, {'kind': 'dp'}, "
+                       "{'kind': 'cw', 'ranks': [r, ...]} (the dim cut into equal shards)",
+                       expected=f"a rank (0, 1, ...), {ROW_WISE!r}, {REPLICATED!r} or "
+                                f"{{'kind': 'tw'|'rw'|'dp'|'cw', ...}}")]
 
 
 class Parallelism(Struct, forbid_unknown_fields=True):

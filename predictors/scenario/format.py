@@ -278,17 +278,33 @@ def _check_sharding_ranks(doc: dict, issues: list[Issue]) -> None:
     ranks = resolve_platform(doc["platform"]).ranks
     tables = {f"{n['id']}/{j}" for n in doc["model"]["nodes"]
               if n["kind"] == "embedding_tables" for j in range(len(n["params"]["tables"]))}
+    dims = {f"{n['id']}/{j}": t["dim"] for n in doc["model"]["nodes"]
+            if n["kind"] == "embedding_tables" for j, t in enumerate(n["params"]["tables"])}
     for key, rank in sharding.items():
         if key not in tables:
             some = ", ".join(sorted(tables)[:3]) or "the model has none"
             issues.append(Issue(f"parallelism.embedding_sharding.{key}",
                                 f"no such table: keys are '<block id>/<table index>' "
                                 f"({some})"))
-        elif rank not in (ROW_WISE, REPLICATED) and rank >= ranks:
+            continue
+        if isinstance(rank, dict):
+            on = ([rank.get("rank")] if rank.get("kind") == "tw"
+                  else rank.get("ranks") if rank.get("kind") == "cw" else [])
+        else:
+            on = [] if rank in (ROW_WISE, REPLICATED) else [rank]
+        if any(r >= ranks for r in on):
             issues.append(Issue(f"parallelism.embedding_sharding.{key}",
-                                f"expected a rank from 0 to {ranks - 1} (the platform has "
+                                f"expected ranks from 0 to {ranks - 1} (the platform has "
                                 f"{ranks}), {ROW_WISE!r} (row-wise over all of them) or "
                                 f"{REPLICATED!r} (on every rank), got {rank!r}"))
+        elif isinstance(rank, dict) and rank.get("kind") == "cw":
+            if len(set(on)) != len(on):
+                issues.append(Issue(f"parallelism.embedding_sharding.{key}",
+                                    f"a column-wise table's ranks must differ, got {on}"))
+            elif dims[key] % len(on):
+                issues.append(Issue(f"parallelism.embedding_sharding.{key}",
+                                    f"the table's dim {dims[key]} does not split into "
+                                    f"{len(on)} equal column shards"))
 
 
 def load_scenario(path: str | os.PathLike) -> dict:

@@ -9,7 +9,7 @@ from paths import SCENARIOS
 from predictors.engine.parallel import RankGraphs
 from predictors.engine.plan_evaluator import PlanEvaluator, Unsupported
 from predictors.engine.predict import prepare
-from predictors.model.sharding import REPLICATED, ROW_WISE, Plan
+from predictors.model.sharding import REPLICATED, ROW_WISE, ColumnWise, Plan
 from predictors.scenario.format import load_scenario
 
 
@@ -46,6 +46,14 @@ def _plans(graphs, rng, n=5):
                                            for i, k in enumerate(keys)}))
     plans.append(Plan("dp+rw", graphs.ranks, {k: REPLICATED if i < 2 else ROW_WISE if i == 2
                                               else 1 for i, k in enumerate(keys)}))
+    # column-wise shards (two or four), beside table-wise, row-wise and data-parallel ones
+    plans.append(Plan("cw", graphs.ranks, {k: ColumnWise((0, 1)) if i == 2 else
+                                           ColumnWise((0, 1, 2, 3)) if i == 4 else
+                                           ColumnWise((1, 3)) if i == 1 else i % 2
+                                           for i, k in enumerate(keys)}))
+    plans.append(Plan("cw+rw+dp", graphs.ranks, {k: ColumnWise((2, 3)) if i == 5 else
+                                                 ROW_WISE if i == 0 else REPLICATED if i == 3
+                                                 else 0 for i, k in enumerate(keys)}))
     return plans
 
 
