@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import random
 import sys
+from collections import Counter
 import time
 from pathlib import Path
 
@@ -26,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from predictors.engine.parallel import RankGraphs  # noqa: E402
 from predictors.engine.plan_evaluator import PlanEvaluator  # noqa: E402
 from predictors.engine.predict import prepare  # noqa: E402
-from predictors.model.sharding import Plan, PlanError, check_memory  # noqa: E402
+from predictors.model.sharding import ColumnWise, Plan, PlanError, check_memory  # noqa: E402
 from predictors.plan.search import search_plans  # noqa: E402
 from predictors.scenario import load_scenario  # noqa: E402
 
@@ -93,7 +94,16 @@ def main(argv=None) -> int:
     print(f"  search: {found.evaluated:,} plans in {found.elapsed_s:.1f} s = "
           f"{found.evaluated / found.elapsed_s:,.0f} plans/s; best {best:.3f} ms against the "
           f"planners' best {best_seed:.3f} ms ({100 * (best / best_seed - 1):+.1f} %)")
+    kinds = Counter(_kind(w) for w in found.best_first()[0][0].assignment.values())
+    print(f"  search: {evaluator.templates} template ranks (one per set of kinds tried); "
+          f"best plan: " + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())))
     return 0
+
+
+def _kind(where) -> str:
+    if isinstance(where, ColumnWise):
+        return "column-wise"
+    return {"rw": "row-wise", "dp": "data-parallel"}.get(where, "table-wise")
 
 
 def _fits(plan, tables, memory) -> bool:

@@ -1,7 +1,8 @@
 """Where a sharding plan puts each embedding table: a tables × ranks heat map.
 
 Rows are the tables, the costliest first; columns are the ranks.  A table-wise table fills
-one cell, a row-wise one an equal share in every rank's cell.  The colour is the table's
+one cell, a row-wise one an equal share in every rank's cell, a column-wise one an equal
+share in the cells of the ranks that hold its column shards.  The colour is the table's
 predicted lookup time per step (forward, backward and update) or its bytes, switched with
 the combo box above the map; white cells hold nothing of the table.  Hover a cell for the
 table, the rank, the value and the rank's total.
@@ -37,7 +38,8 @@ def placement_matrix(tables: list[dict], assignment: dict, ranks: int,
     """The tables sorted by ``field`` (largest first) and a ``len(tables) × ranks`` array of
     ``field`` per table and rank: a table-wise table's whole value in its rank's column, a
     row-wise table's (``"rw"``) value split evenly over every rank, a data-parallel one's
-    (``"dp"``) bytes whole on every rank and its lookups split."""
+    (``"dp"``) bytes whole on every rank and its lookups split, a column-wise one's
+    (``{"kind": "cw", "ranks": [...]}``) split evenly over its ranks."""
     order = sorted(tables, key=lambda t: -float(t.get(field, 0.0) or 0.0))
     values = np.zeros((len(order), max(1, ranks)))
     for row, t in enumerate(order):
@@ -49,6 +51,10 @@ def placement_matrix(tables: list[dict], assignment: dict, ranks: int,
             values[row, :] = value if field == "bytes" else value / max(1, ranks)
         elif isinstance(where, (int, np.integer)) and 0 <= int(where) < ranks:
             values[row, int(where)] = value
+        elif isinstance(where, dict) and where.get("kind") == "cw":
+            on = [r for r in where.get("ranks", []) if 0 <= r < ranks]
+            for r in on:
+                values[row, r] = value / len(on)
     return order, values
 
 
@@ -135,7 +141,7 @@ class PlacementMap(QWidget):
             pi.getAxis("bottom").setTicks([[]])
             return
         field = self.field
-        self.order, self.values = placement_matrix(self.tables, self.result.plan.assignment,
+        self.order, self.values = placement_matrix(self.tables, self._assignment(),
                                                    self.ranks, field)
         top = float(self.values.max()) if self.values.size else 0.0
         # scaled to 1..255: 0 (white) is kept for the cells that hold nothing
@@ -155,12 +161,14 @@ class PlacementMap(QWidget):
         self.plot.setXRange(-0.5, r - 0.5, padding=0)
         self.plot.setYRange(-0.5, n - 0.5, padding=0)
         unit = "ms" if field == "lookup_ms" else "bytes"
-        kinds = [self.result.plan.assignment.get(t["key"]) for t in self.order]
+        kinds = [self._assignment().get(t["key"]) for t in self.order]
         rw, dp = kinds.count("rw"), kinds.count("dp")
+        cw = sum(isinstance(k, dict) for k in kinds)
         self.caption.setText(
             f"<b>{self.result.plan.name}</b>: {n} tables, costliest first"
             + (f", {rw} row-wise (a share on every rank)" if rw else "")
             + (f", {dp} data-parallel (on every rank)" if dp else "")
+            + (f", {cw} column-wise (a share on each of their ranks)" if cw else "")
             + f"; white: none on that rank, darkest: {self._fmt(top, field)}"
             + ("" if unit == "bytes" else " of lookups"))
 
@@ -174,6 +182,10 @@ class PlacementMap(QWidget):
         self.plot.getPlotItem().getAxis("left").setTicks(
             [[(i, self._short(t["key"])) for i, t in enumerate(self.order) if i % step == 0]])
 
+    def _assignment(self) -> dict:
+        """The plan as the scenario writes it (column-wise tables as objects)."""
+        return self.result.plan.to_json()["assignment"]
+
     @staticmethod
     def _short(key: str) -> str:
         return key if len(key) <= 18 else "…" + key[-17:]
@@ -186,10 +198,11 @@ class PlacementMap(QWidget):
         """The tooltip of a cell: table, rank, value and the rank's total."""
         t = self.order[row]
         field = self.field
-        where = self.result.plan.assignment.get(t["key"])
+        where = self._assignment().get(t["key"])
         how = ("row-wise: a share on every rank" if where == "rw"
                else "data-parallel: on every rank" if where == "dp"
-               else f"table-wise on rank {where}")
+               else f"column-wise on ranks {', '.join(map(str, where['ranks']))}"
+               if isinstance(where, dict) else f"table-wise on rank {where}")
         total = float(self.values[:, rank].sum())
         return (f"{t['key']} ({t.get('rows', 0):,} × {t.get('dim', 0)}, {how})\n"
                 f"rank {rank}: {self._fmt(float(self.values[row, rank]), field)}"

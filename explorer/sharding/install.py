@@ -67,7 +67,7 @@ class ShardingController(ResultsController):
         if self.refuse_stale():
             return False
         parallelism = self.window.editor.document.parallelism()
-        parallelism["embedding_sharding"] = dict(result.plan.assignment)
+        parallelism["embedding_sharding"] = result.plan.to_json()["assignment"]
         done = self.window.editor.set_parallelism(parallelism,
                                                   f"Apply sharding plan '{result.plan.name}'")
         self.window.statusBar().showMessage(

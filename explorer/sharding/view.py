@@ -198,7 +198,8 @@ class ShardingView(ResultsView):
         for index, res in enumerate(self.results):
             item = self.table.item(self.row_of(index), 1)
             if item is not None:
-                applied = isinstance(assignment, dict) and assignment == res.plan.assignment
+                applied = (isinstance(assignment, dict)
+                           and assignment == res.plan.to_json()["assignment"])
                 item.setText(res.plan.name + ("  ✓ applied" if applied else ""))
 
     def budget_s(self) -> float:

@@ -98,6 +98,11 @@ class PlanEvaluator:
             raise Unsupported("plans on the CPU are simulated from captured graphs")
         self.width = np.array([t.dim * t.itemsize for t in self.tables], dtype=float)
 
+    @property
+    def templates(self) -> int:
+        """How many template ranks were captured (one per set of kinds)."""
+        return len(self._templates)
+
     # -- templates ---------------------------------------------------------------------
 
     def template(self, rowwise: frozenset, replicated: frozenset = frozenset(),

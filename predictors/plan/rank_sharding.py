@@ -27,6 +27,7 @@ from ..engine.predict import (
 from ..engine.timeline import Timeline
 from ..model.sharding import Plan, PlanError, check_memory, plan_from_scenario
 from ..scenario.format import Issue, ScenarioError
+from .plan_memory import PlanMemory
 from .search import EXHAUSTIVE_LIMIT, SLOW_EXHAUSTIVE_LIMIT, search_plans
 from .torchrec_plans import from_torchrec
 
@@ -179,6 +180,7 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
     step(0.02, "costing each table")
     with torch_errors_as_scenario_errors():
         seeds, refused = graphs.candidates()
+        budget = PlanMemory(graphs)
     memory = graphs.memory_bytes()
     if isinstance(doc["parallelism"].get("embedding_sharding"), dict):
         try:
@@ -204,8 +206,19 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
             f"{largest.bytes / 1e9:,.1f} GB and the tables {total / 1e9:,.1f} GB in all, "
             f"against {graphs.ranks} x {memory / 1e9:,.0f} GB; "
             + "; ".join(w for _, w in refused))])
+    kept = []
+    for plan in seeds:   # the planners place tables by bytes: check the whole step
+        try:
+            budget.check(plan, graphs.tables)
+            kept.append(plan)
+        except PlanError as exc:
+            refused.append((plan.name, str(exc)))
+    seeds = kept
+    if not seeds:
+        raise ScenarioError([Issue("parallelism.embedding_sharding",
+                                   "no plan fits: " + "; ".join(w for _, w in refused))])
     notes = [f"{graphs.batch_note()} on {platform.name}; {len(graphs.tables)} tables "
-             "sharded table-wise or row-wise"]
+             "sharded table-wise, row-wise, column-wise or data-parallel"]
     try:
         evaluate, batch, limit = PlanEvaluator(graphs).spans_ms, 64, EXHAUSTIVE_LIMIT
     except Unsupported as exc:
@@ -216,11 +229,7 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
             return np.array([graphs.rank_spans_ms(p) for p in plans])
 
     def fits(plan: Plan) -> bool:
-        try:
-            check_memory(plan, graphs.tables, memory)
-            return True
-        except PlanError:
-            return False
+        return budget.fits(plan, graphs.tables)
 
     def searching(fraction: float, what: str) -> None:
         if progress is not None:

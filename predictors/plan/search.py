@@ -4,9 +4,13 @@ The planners' plans (:func:`~predictors.model.sharding.candidate_plans`) are the
 From the best plan found so far the search tries batches of moves (a table to another
 rank, two tables of different ranks swapped), most of them taken from the slowest rank,
 and goes to the best plan of a batch when it is faster (steepest descent).  When no move
-of a batch helps, it kicks the best plan by a few random moves and descends again
-(iterated local search), until the budget is spent, kicks stop finding better plans, or
-the search is cancelled; a cancelled search keeps what it found.  Small cases are enumerated instead
+of a batch helps, it kicks the best plan and descends again (iterated local search): by a
+few random moves, or, every other kick, by changing one table's kind (table-wise,
+row-wise, column-wise over the least loaded ranks, data-parallel), taken from the
+slowest rank or among the tables not placed whole.  A new set of kinds costs a new
+template rank (:class:`~predictors.engine.plan_evaluator.PlanEvaluator`), so kinds change
+at local optima only.  The search goes on until the budget is spent, kicks stop finding
+better plans, or it is cancelled; a cancelled search keeps what it found.  Small cases are enumerated instead
 (:func:`enumerate_plans`): every table-wise placement, one per placement of the ranks'
 table sets up to renaming identical ranks.
 
@@ -24,7 +28,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..model.sharding import KINDS, ROW_WISE, Plan, TableRef
+from ..model.sharding import REPLICATED, ROW_WISE, ColumnWise, Plan, TableRef, is_rank
 from ..utils.progress import Cancelled
 
 __all__ = ["SearchResult", "search_plans", "enumerate_plans", "EXHAUSTIVE_LIMIT",
@@ -86,12 +90,15 @@ def enumerate_plans(tables: list[TableRef], ranks: int, rowwise: frozenset = fro
 def search_plans(tables: list[TableRef], ranks: int, evaluate: Evaluate,
                  seeds: list[Plan], *, budget_s: float = 10.0,
                  fits: Callable[[Plan], bool] = lambda p: True, batch: int = 64,
-                 patience: int = 25, seed: int = 0, exhaustive_limit: int = EXHAUSTIVE_LIMIT, cancelled: Callable[[], bool] | None = None,
+                 patience: int = 25, seed: int = 0,
+                 exhaustive_limit: int = EXHAUSTIVE_LIMIT, kinds: bool = True,
+                 cancelled: Callable[[], bool] | None = None,
                  progress: Callable[[float, str], None] | None = None) -> SearchResult:
     """Search the plans around ``seeds`` for ``budget_s`` seconds, or until ``patience``
     kicks in a row found nothing better (see the module); ``batch`` moves are tried at
-    a time.  Up to ``exhaustive_limit`` table-wise placements are enumerated instead,
-    within the budget too (``exhaustive`` says whether they all were)."""
+    a time; ``kinds``: kicks also change tables' sharding kinds.  Up to
+    ``exhaustive_limit`` table-wise placements are enumerated instead, within the budget
+    too (``exhaustive`` says whether they all were)."""
     t0 = time.perf_counter()
     res = SearchResult()
     seen: dict[tuple, int] = {}
@@ -146,6 +153,13 @@ def search_plans(tables: list[TableRef], ranks: int, evaluate: Evaluate,
                         break
             run(chunk)
             res.exhaustive = complete
+            if kinds and complete and res.plans and not stop():
+                # then every other kind of each table, around the best placement
+                best = min(range(len(res.plans)), key=lambda i: _score(res.spans[i]))
+                for t in tables:
+                    if stop():
+                        break
+                    run(_other_kinds(res.plans[best], res.spans[best], t, ranks))
             res.cancelled = bool(cancelled and cancelled())
         else:
             if best is None:
@@ -167,7 +181,9 @@ def search_plans(tables: list[TableRef], ranks: int, evaluate: Evaluate,
                 if _score(res.spans[current]) < _score(res.spans[best]):
                     best, kicks = current, 0
                 if stale >= 2:   # a local optimum: kick the best plan and descend again
-                    kicked = _kick(res.plans[best], tables, ranks, rng)
+                    kicked = (_change_kind(res.plans[best], res.spans[best], tables, ranks,
+                                           rng) if kinds and kicks % 2 else None)
+                    kicked = kicked or _kick(res.plans[best], tables, ranks, rng)
                     idx = run([kicked])
                     current = idx[0] if idx else best
                     stale, kicks = 0, kicks + 1
@@ -179,7 +195,7 @@ def search_plans(tables: list[TableRef], ranks: int, evaluate: Evaluate,
 
 
 def _movable(plan: Plan) -> list[str]:
-    return [k for k, r in plan.assignment.items() if r not in KINDS]
+    return [k for k, r in plan.assignment.items() if is_rank(r)]
 
 
 def _moved(plan: Plan, changes: dict, how: str) -> Plan:
@@ -218,3 +234,40 @@ def _kick(plan: Plan, tables: list[TableRef], ranks: int, rng: random.Random,
     keys = _movable(plan)
     changes = {k: rng.randrange(ranks) for k in rng.sample(keys, min(moves, len(keys)))}
     return _moved(plan, changes, "kicked")
+
+
+def _change_kind(plan: Plan, spans: np.ndarray, tables: list[TableRef], ranks: int,
+                 rng: random.Random) -> Plan | None:
+    """``plan`` with one table of another kind: a table of the slowest rank row-wise,
+    column-wise over the least loaded ranks or data-parallel; or a table that is not
+    placed whole, back on the least loaded rank."""
+    if ranks < 2:
+        return None
+    slow = int(np.argmax(spans))
+    order = [int(r) for r in np.argsort(spans, kind="stable")]   # least loaded first
+    by_key = {t.key: t for t in tables}
+    spread = [k for k, r in plan.assignment.items() if not is_rank(r)]
+    on_slow = [k for k, r in plan.assignment.items() if r == slow]
+    if spread and (not on_slow or rng.random() < 0.3):
+        key = rng.choice(spread)
+        return _moved(plan, {key: order[0]}, f"{key} back whole on rank {order[0]}")
+    if not on_slow:
+        return None
+    return rng.choice(_other_kinds(plan, spans, by_key[rng.choice(on_slow)], ranks))
+
+
+def _other_kinds(plan: Plan, spans: np.ndarray, table: TableRef, ranks: int) -> list[Plan]:
+    """``plan`` with ``table`` row-wise, data-parallel, or column-wise over the 2, 3, ...
+    least loaded ranks (as many as divide its dim), each kind it is not already."""
+    order = [int(r) for r in np.argsort(spans, kind="stable")]
+    shards = [n for n in range(2, ranks + 1) if table.dim % n == 0]
+    options = [ROW_WISE, REPLICATED] + [ColumnWise(tuple(sorted(order[:n]))) for n in shards]
+    out = []
+    for where in options:
+        if where == plan.assignment[table.key]:
+            continue
+        how = (f"{table.key} column-wise over ranks {list(where.ranks)}"
+               if isinstance(where, ColumnWise)
+               else f"{table.key} {'row-wise' if where == ROW_WISE else 'data-parallel'}")
+        out.append(_moved(plan, {table.key: where}, how))
+    return out

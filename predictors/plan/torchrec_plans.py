@@ -2,7 +2,8 @@
 
 TorchRec's planner answers a ``ShardingPlan``: per module, per table, a
 ``ParameterSharding`` with a ``sharding_type`` (``table_wise``, ``row_wise``,
-``data_parallel``, ...) and ``ranks``.  The JSON here keeps those two fields per table::
+``column_wise``, ``data_parallel``, ...) and ``ranks`` (a column-wise table: the rank of
+each column shard, in column order).  The JSON here keeps those two fields per table::
 
     {"format": "torchrec/sharding", "tables": {"tables/3": {"sharding_type": "table_wise",
                                                             "ranks": [2]}, ...}}
@@ -14,7 +15,7 @@ planner's output, to rank it beside this tool's plans.  Table keys are this tool
 """
 from __future__ import annotations
 
-from ..model.sharding import REPLICATED, ROW_WISE, Plan, PlanError, TableRef
+from ..model.sharding import REPLICATED, ROW_WISE, ColumnWise, Plan, PlanError, TableRef
 
 __all__ = ["FORMAT", "to_torchrec", "from_torchrec"]
 
@@ -26,8 +27,11 @@ def to_torchrec(plan: Plan) -> dict:
     """``plan`` as per-table sharding types and ranks."""
     every = list(range(plan.ranks))
     tables = {}
-    for key, where in plan.to_json()["assignment"].items():
-        if where in _TYPES:
+    for key in plan.to_json()["assignment"]:   # in table order
+        where = plan.assignment[key]
+        if isinstance(where, ColumnWise):
+            tables[key] = {"sharding_type": "column_wise", "ranks": list(where.ranks)}
+        elif where in _TYPES:
             tables[key] = {"sharding_type": _TYPES[where], "ranks": every}
         else:
             tables[key] = {"sharding_type": "table_wise", "ranks": [int(where)]}
@@ -56,6 +60,15 @@ def from_torchrec(doc: dict, tables: list[TableRef], ranks: int,
             if len(on) != 1:
                 raise PlanError(f"{key}: a table-wise table sits on one rank, got {on}")
             assignment[key] = on[0]
+        elif kind == "column_wise":
+            if len(on) < 2 or len(set(on)) != len(on):
+                raise PlanError(f"{key}: column_wise is modelled with one shard on each of "
+                                f"two or more ranks, got {on}")
+            dim = next(t.dim for t in tables if t.key == key)
+            if dim % len(on):
+                raise PlanError(f"{key}: its dim {dim} does not split into {len(on)} equal "
+                                f"column shards")
+            assignment[key] = ColumnWise(tuple(on))
         elif kind in kinds:
             if sorted(on) != list(range(ranks)):
                 raise PlanError(f"{key}: {kind} spans every rank here (0-{ranks - 1}), "
@@ -63,7 +76,7 @@ def from_torchrec(doc: dict, tables: list[TableRef], ranks: int,
             assignment[key] = kinds[kind]
         else:
             raise PlanError(f"{key}: sharding type {kind!r} is not modelled (table_wise, "
-                            "row_wise, data_parallel are)")
+                            "row_wise, column_wise, data_parallel are)")
     missing = sorted(known - set(assignment))
     if missing:
         raise PlanError(f"the plan leaves out {len(missing)} table(s): "

@@ -17,7 +17,7 @@ from explorer.sharding.breakdown import PARTS
 from explorer.sharding.view import COLUMNS
 from explorer.widgets.table_export import table_csv
 from predictors.engine.timeline import TimelineBuilder
-from predictors.model.sharding import Plan
+from predictors.model.sharding import ColumnWise, Plan
 from predictors.plan.rank_sharding import PlanResult, ShardingRanking
 from predictors.scenario.format import load_scenario
 
@@ -53,7 +53,7 @@ def _result(name: str, assignment: dict, spans: list[float], tie=False) -> PlanR
 
 def fake_ranking() -> ShardingRanking:
     a = {f"tables/{j}": j % RANKS for j in range(6)}
-    b = dict(a, **{"tables/5": "rw"})
+    b = dict(a, **{"tables/5": "rw", "tables/4": ColumnWise((1, 3))})
     c = {f"tables/{j}": 0 for j in range(6)}
     plans = [_result("searched 1", a, [10.0, 9.0, 9.5, 8.0]),
              _result("searched 2", b, [10.05, 10.0, 9.0, 9.0], tie=True),
@@ -138,17 +138,20 @@ def test_sorting_keeps_rows_mapped_to_their_plans(ranked):
 
 def test_the_heat_map_shows_every_table_where_the_plan_puts_it(ranked):
     _, view, _ = ranked
-    view.table.selectRow(1)                      # "searched 2": tables/5 row-wise
+    view.table.selectRow(1)        # "searched 2": tables/5 row-wise, tables/4 column-wise
     m = view.placement
     assert [t["key"] for t in m.order] == [f"tables/{j}" for j in range(5, -1, -1)]
     assert m.values.shape == (6, RANKS)
     assert list(m.values[0]) == pytest.approx([3.0 / RANKS] * RANKS)   # spread: rw
-    for row, t in enumerate(m.order[1:], 1):
+    assert list(m.values[1]) == pytest.approx([0.0, 1.25, 0.0, 1.25])  # its two shards
+    assert "column-wise on ranks 1, 3" in m.cell_text(1, 1)
+    assert "1 column-wise" in m.caption.text()
+    for row, t in enumerate(m.order[2:], 2):
         j = int(t["key"].split("/")[1])
         expected = np.zeros(RANKS)
         expected[j % RANKS] = t["lookup_ms"]
         assert list(m.values[row]) == pytest.approx(list(expected))
-    assert "tables/4" in m.cell_text(1, 0) and "rank 0" in m.cell_text(1, 0)
+    assert "tables/3" in m.cell_text(2, 3) and "rank 3" in m.cell_text(2, 3)
     m.measure.setCurrentIndex(1)                  # by bytes
     assert m.values.sum() == pytest.approx(sum(t["bytes"] for t in TABLES))
     assert "searched 2" in m.caption.text()

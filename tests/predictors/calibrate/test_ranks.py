@@ -16,7 +16,8 @@ def _two_rank_dlrm(ranks=2, sharding="auto"):
     tables = [{"rows": 10_000, "dim": 16, "pooling": 4, "distribution": {"kind": "uniform"}},
               {"rows": 50_000, "dim": 16, "pooling": 8,
                "distribution": {"kind": "zipf", "alpha": 1.1}},
-              {"rows": 2_000, "dim": 16, "pooling": 2, "distribution": {"kind": "uniform"}}]
+              {"rows": 2_000, "dim": 16, "pooling": 2, "distribution": {"kind": "uniform"}},
+              {"rows": 5_000, "dim": 16, "pooling": 3, "distribution": {"kind": "uniform"}}]
     nodes = [{"id": "dense", "kind": "dense_input", "params": {"features": 13}},
              {"id": "bot", "kind": "mlp", "params": {"layers": [64, 16], "final": "relu"}},
              {"id": "tables", "kind": "embedding_tables", "params": {"tables": tables}},
@@ -35,7 +36,8 @@ def _two_rank_dlrm(ranks=2, sharding="auto"):
 
 def test_measure_trains_two_gloo_ranks_for_real(tmp_path):
     path = tmp_path / "ranks.json"
-    plan = {"tables/0": 0, "tables/1": "dp", "tables/2": "rw"}   # every kind of table
+    plan = {"tables/0": 0, "tables/1": "dp", "tables/2": "rw",   # every kind of table
+            "tables/3": {"kind": "cw", "ranks": [1, 0]}}
     path.write_text(json.dumps(_two_rank_dlrm(sharding=plan)))
     out = subprocess.run([sys.executable, "-m", "predictors", "measure", str(path),
                           "--iters", "3", "--warmup", "1", "--json", "--trace",

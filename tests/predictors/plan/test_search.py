@@ -1,5 +1,6 @@
 """The search over sharding plans: enumeration, local search, budget and cancel."""
 import itertools
+import json
 import random
 
 import numpy as np
@@ -54,7 +55,7 @@ def small_case():
 def test_local_search_finds_the_optimum_that_enumeration_proves(small_case):
     graphs, ev = small_case
     seed = [Plan("all on 0", 2, {t.key: 0 for t in graphs.tables})]
-    every = search_plans(graphs.tables, 2, ev.spans_ms, seed, budget_s=60)
+    every = search_plans(graphs.tables, 2, ev.spans_ms, seed, budget_s=60, kinds=False)
     assert every.exhaustive and every.evaluated == 2 ** 7
     best = every.best_first()[0][1].max()
     # the brute force agrees: every assignment, not only the relabelled ones
@@ -62,7 +63,7 @@ def test_local_search_finds_the_optimum_that_enumeration_proves(small_case):
                          for combo in itertools.product(range(2), repeat=8)])
     assert best == pytest.approx(brute.max(axis=1).min(), rel=1e-12)
     searched = search_plans(graphs.tables, 2, ev.spans_ms, seed, budget_s=20, batch=16,
-                            exhaustive_limit=0, seed=1)
+                            exhaustive_limit=0, seed=1, kinds=False)
     assert not searched.exhaustive
     assert searched.best_first()[0][1].max() == pytest.approx(best, rel=1e-12)
     assert searched.evaluated < every.evaluated * 1.5 + 100  # it stops when stuck
@@ -98,7 +99,36 @@ def test_plans_that_do_not_fit_are_never_simulated(small_case):
         return ev.spans_ms(plans)
 
     res = search_plans(graphs.tables, 2, evaluate, seeds, budget_s=30,
-                       fits=lambda p: p.assignment[big] == 0)
+                       fits=lambda p: p.assignment[big] == 0, kinds=False)
     assert res.exhaustive and res.rejected > 0
     assert all(p.assignment[big] == 0 for p in res.plans)
     assert isinstance(res.spans[0], np.ndarray)
+
+
+def test_changing_a_tables_kind_beats_every_table_wise_plan():
+    """One table does most of the lookups: no table-wise placement balances two GPUs,
+    row-wise or column-wise halves it."""
+    doc = load_scenario(SCENARIOS / "small_dlrm.json")
+    doc["platform"] = TWO_GPUS
+    doc["training"]["batch_size"] = 8192
+    for node in doc["model"]["nodes"]:
+        if node["kind"] == "interaction":
+            node["params"]["op"] = "cat"
+        if node["kind"] == "embedding_tables":
+            node["params"]["kernel"] = "fused"
+            for j, t in enumerate(node["params"]["tables"]):
+                t.update(rows=5_000_000 if j == 0 else 10_000, dim=128 if j == 0 else 16,
+                         pooling=100 if j == 0 else 2, distribution={"kind": "uniform"})
+    doc, platform, profile = prepare(doc)
+    graphs = RankGraphs(doc, platform, profile)
+    ev = PlanEvaluator(graphs)
+    seed = [Plan("all on 0", 2, {t.key: 0 for t in graphs.tables})]
+    whole = search_plans(graphs.tables, 2, ev.spans_ms, seed, budget_s=60, kinds=False)
+    mixed = search_plans(graphs.tables, 2, ev.spans_ms, seed, budget_s=60)
+    assert whole.exhaustive and mixed.exhaustive and mixed.evaluated > whole.evaluated
+    best_whole = whole.best_first()[0][1].max()
+    plan, spans = mixed.best_first()[0]
+    assert spans.max() < 0.95 * best_whole
+    assert not isinstance(plan.assignment["tables/0"], int)
+    kinds = {json.dumps(p.to_json()["assignment"]["tables/0"]) for p in mixed.plans}
+    assert {'"rw"', '"dp"', '{"kind": "cw", "ranks": [0, 1]}'} <= kinds

@@ -1,15 +1,16 @@
 """Plans in TorchRec's terms: written, read back, and bad ones named."""
 import pytest
 
-from predictors.model.sharding import Plan, PlanError, TableRef
+from predictors.model.sharding import ColumnWise, Plan, PlanError, TableRef
 from predictors.plan.torchrec_plans import from_torchrec, to_torchrec
 
 TABLES = [TableRef(f"t/{i}", "t", i, 100, 16, 1, {"kind": "uniform"}, 4) for i in range(4)]
 
 
 def test_a_plan_round_trips_through_torchrec_terms():
-    plan = Plan("mine", 4, {"t/0": 3, "t/1": "rw", "t/2": "dp", "t/3": 0})
+    plan = Plan("mine", 4, {"t/0": 3, "t/1": "rw", "t/2": "dp", "t/3": ColumnWise((2, 0))})
     doc = to_torchrec(plan)
+    assert doc["tables"]["t/3"] == {"sharding_type": "column_wise", "ranks": [2, 0]}
     assert doc["tables"]["t/0"] == {"sharding_type": "table_wise", "ranks": [3]}
     assert doc["tables"]["t/1"] == {"sharding_type": "row_wise", "ranks": [0, 1, 2, 3]}
     assert doc["tables"]["t/2"]["sharding_type"] == "data_parallel"
@@ -22,7 +23,10 @@ def test_a_plan_round_trips_through_torchrec_terms():
     (lambda d: d["tables"]["t/0"].update(ranks=[7]), "not all among the platform's 0-3"),
     (lambda d: d["tables"]["t/0"].update(ranks=[0, 1]), "sits on one rank"),
     (lambda d: d["tables"]["t/1"].update(ranks=[0, 1]), "spans every rank"),
-    (lambda d: d["tables"]["t/0"].update(sharding_type="column_wise"), "not modelled"),
+    (lambda d: d["tables"]["t/0"].update(sharding_type="table_row_wise"), "not modelled"),
+    (lambda d: d["tables"]["t/0"].update(sharding_type="column_wise"), "two or more ranks"),
+    (lambda d: d["tables"]["t/0"].update(sharding_type="column_wise", ranks=[0, 1, 2]),
+     "does not split into 3"),
     (lambda d: d["tables"].pop("t/3"), "leaves out 1 table"),
     (lambda d: d.pop("tables"), "expected"),
 ])
