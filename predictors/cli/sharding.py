@@ -39,7 +39,8 @@ def _cmd_rank_sharding(args) -> int:
         except (OSError, ValueError) as exc:
             return usage_error(f"--plan {path}: cannot read a JSON plan ({exc})")
     ranking = rank_shardings(scenario_arg(args), top=args.top, profile=profile_arg(args),
-                             budget_s=args.budget_s, seed=args.seed, torchrec_plans=plans)
+                             budget_s=args.budget_s, seed=args.seed, torchrec_plans=plans,
+                             workers=args.workers or 0, dask=args.dask)
     if args.csv:
         atomic_write_bytes(args.csv, ranking_csv(ranking).encode())
     if args.torchrec_out and ranking.plans:
@@ -138,6 +139,12 @@ def register(sub) -> None:
                     help="search for at most N seconds (default %(default)g); small cases are "
                          "enumerated instead")
     rs.add_argument("--seed", type=int, default=0, help="the search's random seed")
+    where = rs.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=positive_int, metavar="N",
+                       help="evaluate the plans on N local worker processes")
+    where.add_argument("--dask", metavar="ADDRESS",
+                       help="evaluate the plans on the workers of the Dask scheduler at "
+                            "ADDRESS (tcp://host:8786; needs the cluster extra)")
     rs.add_argument("--csv", metavar="OUT.csv", help="also write the ranking as CSV")
     rs.add_argument("--plan", action="append", metavar="PLAN.json",
                     help="also rank this plan, in TorchRec's terms (per table a sharding_type "

@@ -29,6 +29,7 @@ from ..model.sharding import Plan, PlanError, check_memory, plan_from_scenario
 from ..scenario.format import Issue, ScenarioError
 from .plan_memory import PlanMemory
 from .search import EXHAUSTIVE_LIMIT, SLOW_EXHAUSTIVE_LIMIT, search_plans
+from .workers import PlanWorkers, WorkerError
 from .torchrec_plans import from_torchrec
 
 __all__ = ["PlanResult", "ShardingRanking", "rank_shardings", "ranking_csv", "rank_breakdown",
@@ -150,6 +151,7 @@ def ranking_csv(ranking: ShardingRanking) -> str:
 def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | None = None,
                    budget_s: float = DEFAULT_BUDGET_S, seed: int = 0,
                    torchrec_plans: list[tuple[str, dict]] = (),
+                   workers: int = 0, dask: str | None = None,
                    progress: Callable[[float, str], None] | None = None,
                    cancelled: Callable[[], bool] | None = None) -> ShardingRanking:
     """Search the sharding plans of ``scenario`` for ``budget_s`` seconds (arguments as
@@ -158,7 +160,9 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
     every rank fits its device's memory at its peak, fastest first, then those that do
     not.  Cancelling stops the search and
     keeps the plans found so far.  ``torchrec_plans``: ``(name, document)`` of plans in
-    TorchRec's terms (:mod:`.torchrec_plans`), ranked with the others.
+    TorchRec's terms (:mod:`.torchrec_plans`), ranked with the others.  ``workers``
+    local processes, or the workers of the Dask scheduler at ``dask``, evaluate the
+    search's plans (:mod:`.workers`); the plans found are the same.
     A scenario without embedding tables, or on one rank, is a
     :class:`~predictors.scenario.format.ScenarioError`: there is nothing to shard."""
     from ..engine.parallel import RankGraphs  # deferred: imports torch
@@ -228,6 +232,23 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
         def evaluate(plans):
             return np.array([graphs.rank_spans_ms(p) for p in plans])
 
+    pool = None
+    if workers or dask:
+        try:
+            pool = PlanWorkers(doc, profile,
+                               overheads, workers=workers, dask=dask)
+        except ValueError as exc:
+            raise ScenarioError([Issue("dask" if dask else "workers", str(exc))]) from None
+        evaluate, batch = pool, batch * pool.count   # a chunk of a batch per worker
+        step(0.04, f"starting {pool.count} workers")
+        try:
+            pool(seeds)   # outside the budget: every worker captures its templates
+        except WorkerError as exc:
+            pool.close()
+            raise ScenarioError([Issue("dask" if dask else "workers", str(exc))]) from None
+        notes.append(f"plans evaluated on {pool.count} worker process(es)"
+                     + (f" of the Dask cluster at {dask}" if dask else ""))
+
     def fits(plan: Plan) -> bool:
         return budget.fits(plan, graphs.tables)
 
@@ -236,11 +257,17 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
             progress(0.05 + 0.75 * fraction, what)
 
     step(0.05, "searching")
-    with torch_errors_as_scenario_errors():
-        found = search_plans(graphs.tables, graphs.ranks, evaluate, seeds,
-                             budget_s=budget_s, fits=fits, batch=batch, seed=seed,
-                             exhaustive_limit=limit, cancelled=cancelled,
-                             progress=searching)
+    try:
+        with torch_errors_as_scenario_errors():
+            found = search_plans(graphs.tables, graphs.ranks, evaluate, seeds,
+                                 budget_s=budget_s, fits=fits, batch=batch, seed=seed,
+                                 exhaustive_limit=limit, cancelled=cancelled,
+                                 progress=searching)
+    except WorkerError as exc:
+        raise ScenarioError([Issue("dask" if dask else "workers", str(exc))]) from None
+    finally:
+        if pool is not None:
+            pool.close()
     # the best plans (one of each iteration: moves that change nothing that matters give
     # many), then the planners' own for comparison
     ranked, times = [], set()
