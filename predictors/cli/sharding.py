@@ -40,6 +40,7 @@ def _cmd_rank_sharding(args) -> int:
             return usage_error(f"--plan {path}: cannot read a JSON plan ({exc})")
     ranking = rank_shardings(scenario_arg(args), top=args.top, profile=profile_arg(args),
                              budget_s=args.budget_s, seed=args.seed, torchrec_plans=plans,
+                             torchrec_planner=args.torchrec_planner,
                              workers=args.workers or 0, dask=args.dask)
     if args.csv:
         atomic_write_bytes(args.csv, ranking_csv(ranking).encode())
@@ -149,6 +150,8 @@ def register(sub) -> None:
     rs.add_argument("--plan", action="append", metavar="PLAN.json",
                     help="also rank this plan, in TorchRec's terms (per table a sharding_type "
                          "and ranks; see docs/cli.md); repeatable")
+    rs.add_argument("--torchrec-planner", action="store_true",
+                    help="also rank the plan of TorchRec's own planner (TorchRec installed)")
     rs.add_argument("--torchrec-out", metavar="OUT.json",
                     help="write the best plan in TorchRec's terms, to apply it there")
     rs.add_argument("--json", action="store_true", help="print one JSON object")

@@ -30,7 +30,7 @@ from ..scenario.format import Issue, ScenarioError
 from .plan_memory import PlanMemory
 from .search import EXHAUSTIVE_LIMIT, SLOW_EXHAUSTIVE_LIMIT, search_plans
 from .workers import PlanWorkers, WorkerError
-from .torchrec_plans import from_torchrec
+from .torchrec_plans import from_torchrec, torchrec_planner_plan
 
 __all__ = ["PlanResult", "ShardingRanking", "rank_shardings", "ranking_csv", "rank_breakdown",
            "DEFAULT_BUDGET_S", "TIE_REL"]
@@ -151,6 +151,7 @@ def ranking_csv(ranking: ShardingRanking) -> str:
 def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | None = None,
                    budget_s: float = DEFAULT_BUDGET_S, seed: int = 0,
                    torchrec_plans: list[tuple[str, dict]] = (),
+                   torchrec_planner: bool = False,
                    workers: int = 0, dask: str | None = None,
                    progress: Callable[[float, str], None] | None = None,
                    cancelled: Callable[[], bool] | None = None) -> ShardingRanking:
@@ -160,7 +161,8 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
     every rank fits its device's memory at its peak, fastest first, then those that do
     not.  Cancelling stops the search and
     keeps the plans found so far.  ``torchrec_plans``: ``(name, document)`` of plans in
-    TorchRec's terms (:mod:`.torchrec_plans`), ranked with the others.  ``workers``
+    TorchRec's terms (:mod:`.torchrec_plans`), ranked with the others;
+    ``torchrec_planner``: also TorchRec's own planner's plan (TorchRec installed).  ``workers``
     local processes, or the workers of the Dask scheduler at ``dask``, evaluate the
     search's plans (:mod:`.workers`); the plans found are the same.
     A scenario without embedding tables, or on one rank, is a
@@ -194,6 +196,15 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
             seeds.insert(0, own)
         except PlanError as exc:
             refused.insert(0, ("the scenario's plan", str(exc)))
+    torchrec_plans = list(torchrec_plans)
+    if torchrec_planner:
+        step(0.03, "running TorchRec's planner")
+        try:
+            torchrec_plans.append(("TorchRec planner", torchrec_planner_plan(
+                graphs.tables, graphs.ranks, graphs.local_batch, memory,
+                "cpu" if platform.device == "cpu" else "cuda")))
+        except PlanError as exc:
+            raise ScenarioError([Issue("torchrec_planner", str(exc))]) from None
     for name, document in torchrec_plans:
         try:
             plan = from_torchrec(document, graphs.tables, graphs.ranks, name)

@@ -12,12 +12,19 @@ each column shard, in column order).  The JSON here keeps those two fields per t
 or a ``ParameterSharding`` per table); :func:`from_torchrec` reads one, e.g. a TorchRec
 planner's output, to rank it beside this tool's plans.  Table keys are this tool's
 (``"<block id>/<table index>"``): a TorchRec plan's table names map to them in table order.
+
+Where TorchRec is installed (CPU wheels: ``pip install --no-deps torchrec==1.8.0
+fbgemm-gpu-cpu==1.8.0`` beside torch 2.13, then its own dependencies),
+:func:`torchrec_planner_plan` runs TorchRec's ``EmbeddingShardingPlanner`` on the
+scenario's tables, so that its plan is ranked beside this tool's.
 """
 from __future__ import annotations
 
 from ..model.sharding import REPLICATED, ROW_WISE, ColumnWise, Plan, PlanError, TableRef
 
-__all__ = ["FORMAT", "to_torchrec", "from_torchrec"]
+__all__ = ["FORMAT", "to_torchrec", "from_torchrec", "torchrec_planner_plan", "MODELLED"]
+
+MODELLED = ("table_wise", "row_wise", "column_wise", "data_parallel")   # sharding types
 
 FORMAT = "torchrec/sharding"
 _TYPES = {ROW_WISE: "row_wise", REPLICATED: "data_parallel"}
@@ -60,6 +67,8 @@ def from_torchrec(doc: dict, tables: list[TableRef], ranks: int,
             if len(on) != 1:
                 raise PlanError(f"{key}: a table-wise table sits on one rank, got {on}")
             assignment[key] = on[0]
+        elif kind == "column_wise" and on and len(set(on)) == 1:
+            assignment[key] = on[0]   # every shard on one rank: the table whole there
         elif kind == "column_wise":
             if len(on) < 2 or len(set(on)) != len(on):
                 raise PlanError(f"{key}: column_wise is modelled with one shard on each of "
@@ -82,3 +91,42 @@ def from_torchrec(doc: dict, tables: list[TableRef], ranks: int,
         raise PlanError(f"the plan leaves out {len(missing)} table(s): "
                         f"{', '.join(missing[:4])}{', ...' if len(missing) > 4 else ''}")
     return Plan(name, ranks, assignment, "read from a TorchRec plan")
+
+
+def torchrec_planner_plan(tables: list[TableRef], ranks: int, local_batch: int,
+                          memory_bytes: float, device: str = "cuda",
+                          ranks_per_node: int | None = None) -> dict:
+    """TorchRec's own planner's plan of ``tables`` on ``ranks`` devices of
+    ``memory_bytes`` each, for ``local_batch`` samples a rank, as a :func:`to_torchrec`
+    document; only the sharding types modelled here are offered to it.  A
+    :class:`PlanError` says when TorchRec is not installed or cannot plan."""
+    try:
+        import torch  # deferred: torch and TorchRec are heavy imports
+        from torchrec import EmbeddingBagCollection, EmbeddingBagConfig
+        from torchrec.distributed.embeddingbag import EmbeddingBagCollectionSharder
+        from torchrec.distributed.planner import EmbeddingShardingPlanner, Topology
+        from torchrec.distributed.planner.types import ParameterConstraints
+    except (ImportError, OSError) as exc:
+        raise PlanError(f"TorchRec's planner is not available here ({exc}); install "
+                        "torchrec and fbgemm-gpu-cpu") from None
+    names = {f"t{i}": t for i, t in enumerate(tables)}
+    configs = [EmbeddingBagConfig(name=n, embedding_dim=t.dim, num_embeddings=t.rows,
+                                  feature_names=[f"f_{n}"]) for n, t in names.items()]
+    module = EmbeddingBagCollection(tables=configs, device=torch.device("meta"))
+    topology = Topology(world_size=ranks, compute_device=device,
+                        hbm_cap=int(memory_bytes) if memory_bytes > 0 else None,
+                        local_world_size=ranks_per_node or ranks)
+    constraints = {n: ParameterConstraints(sharding_types=list(MODELLED),
+                                           pooling_factors=[float(t.pooling)])
+                   for n, t in names.items()}
+    planner = EmbeddingShardingPlanner(topology=topology, batch_size=local_batch,
+                                       constraints=constraints)
+    try:
+        plan = planner.plan(module, [EmbeddingBagCollectionSharder()])
+    except Exception as exc:   # TorchRec's planner errors have no common base
+        raise PlanError(f"TorchRec's planner found no plan: {exc}") from None
+    shardings = next(iter(plan.plan.values()))
+    return {"format": FORMAT, "plan": "TorchRec planner", "ranks": ranks,
+            "tables": {names[n].key: {"sharding_type": ps.sharding_type,
+                                      "ranks": list(ps.ranks or [])}
+                       for n, ps in shardings.items()}}

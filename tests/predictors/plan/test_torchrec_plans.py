@@ -24,7 +24,8 @@ def test_a_plan_round_trips_through_torchrec_terms():
     (lambda d: d["tables"]["t/0"].update(ranks=[0, 1]), "sits on one rank"),
     (lambda d: d["tables"]["t/1"].update(ranks=[0, 1]), "spans every rank"),
     (lambda d: d["tables"]["t/0"].update(sharding_type="table_row_wise"), "not modelled"),
-    (lambda d: d["tables"]["t/0"].update(sharding_type="column_wise"), "two or more ranks"),
+    (lambda d: d["tables"]["t/0"].update(sharding_type="column_wise", ranks=[0, 0, 1]),
+     "two or more ranks"),
     (lambda d: d["tables"]["t/0"].update(sharding_type="column_wise", ranks=[0, 1, 2]),
      "does not split into 3"),
     (lambda d: d["tables"].pop("t/3"), "leaves out 1 table"),
@@ -35,3 +36,20 @@ def test_a_plan_that_cannot_run_here_is_named(change, message):
     change(doc)
     with pytest.raises(PlanError, match=message):
         from_torchrec(doc, TABLES, 4)
+
+
+def test_torchrec_own_planner_is_ranked_beside_the_search():
+    pytest.importorskip("torchrec.distributed.planner",
+                        reason="TorchRec is not installed (optional: torchrec and "
+                               "fbgemm-gpu-cpu CPU wheels)")
+    from paths import SCENARIOS
+
+    from predictors.plan.rank_sharding import rank_shardings
+    from predictors.scenario.format import load_scenario
+
+    doc = load_scenario(SCENARIOS / "small_dlrm.json")
+    doc["platform"] = {"preset": "pcie-4x-a100"}
+    ranking = rank_shardings(doc, budget_s=3, torchrec_planner=True)
+    theirs = next(p for p in ranking.plans if p.plan.name == "TorchRec planner")
+    assert set(theirs.plan.assignment) == {f"tables/{j}" for j in range(8)}
+    assert ranking.plans[0].iteration_ms <= theirs.iteration_ms
