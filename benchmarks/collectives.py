@@ -1,8 +1,13 @@
-"""The collective model (predictors/costs/collectives.py) against recorded collectives.
+"""The collective model (predictors/costs/collectives.py) against measured collectives.
 
-    .venv/bin/python benchmarks/collectives.py [--data ../shared/data]
+    .venv/bin/python benchmarks/collectives.py [--data ../shared/data] [--fit]
 
-Three sources, read in place from ../shared/data (nothing is copied into the repository):
+First the public nccl-tests tables of resources/measurements/nccl-tests-public (A100 and H100,
+one and two nodes, each with its source): per size the measured and predicted bus bandwidth
+and the error, then geomean / mean / worst per system and op over 32 KiB .. 512 MiB
+(``public_tables``).  The tables marked "fit" fit the model's few fitted constants
+(``--fit`` re-derives them); the others only validate.  Then three sources read in place
+from ../shared/data (nothing is copied into the repository):
 
 1. V100, 8 ranks, one DGX-1-class node (param-dlrm-v100-8rank): message sizes from the
    execution traces (``record_param_comms`` nodes, the ``wait`` ones skipped), kernel
@@ -27,6 +32,7 @@ import csv
 import glob
 import gzip
 import json
+import math
 import os
 import statistics
 import sys
@@ -36,15 +42,21 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from predictors.costs.collectives import (
+    CONSTANTS,
     arch_of,
     bus_factor,
     collective_kind,
     collective_time,
+    platform_collective,
 )
-from predictors.hardware.platforms import LINK_KINDS  # noqa: E402
-from predictors.utils.metrics import gmae  # noqa: E402
+from predictors.hardware.platforms import LINK_KINDS, resolve_platform
+from predictors.utils.metrics import format_summary, gmae, summarize
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = ROOT.parent / "shared" / "data"
+PUBLIC = ROOT / "resources" / "measurements" / "nccl-tests-public" / "tables.json"
+REPORT_MIN, REPORT_MAX = 32 << 10, 512 << 20   # the sizes every summary covers
+HARNESS_MAX = 1 << 10       # a -g N run's rows up to this size give its host floor
 V100_DIR = Path("traces") / "param-dlrm-v100-8rank"
 A100_CSV = Path("microbench") / "aicb-a100-collectives" / "A100_example.csv"
 HTA_FILE = Path("traces") / "hta-a100-ddp-2rank" / "rank0.json.gz"
@@ -185,6 +197,14 @@ def a100_rows(data: Path = SHARED_DATA) -> dict:
             "tiny_calls": len(tiny)}
 
 
+def aicb_summaries(a: dict) -> dict:
+    """Bus-bandwidth error summaries per collective of the aicb groups of 1 MiB and more."""
+    groups = defaultdict(list)
+    for r in a["large"]:
+        groups[r["kind"]].append(r["busbw_model"] / r["busbw_measured"] - 1)
+    return {k: summarize(v) for k, v in sorted(groups.items())}
+
+
 # ----------------------------------------------------------------------------------- HTA
 def hta_rows(data: Path = SHARED_DATA) -> list[dict]:
     """Rank 0's NCCL kernels of the 2-rank DDP sample, fastest call per (kind, size)."""
@@ -210,6 +230,125 @@ def hta_rows(data: Path = SHARED_DATA) -> list[dict]:
     return rows
 
 
+# ----------------------------------------------------------------------------------- public
+def public_tables(path: Path = PUBLIC) -> list[dict]:
+    """The transcribed nccl-tests tables (``resources/measurements/nccl-tests-public``), one
+    entry per table and rank count, every row predicted on the table's platform preset.
+
+    nccl-tests times a loop of back-to-back calls.  Where one process drove several GPUs
+    (``-g N``), each call also issued N kernel launches from one thread, so a call never
+    took less than that host floor: the median time of the table's own calls of 1 KiB or
+    less (all below the reported sizes).  Such rows are predicted as
+    ``max(floor, model)``; one-process-per-GPU runs as the model alone.
+    """
+    with open(path) as f:
+        doc = json.load(f)
+    out = []
+    for t in doc["tables"]:
+        sets = t["by_ranks"].items() if "by_ranks" in t else [(t["ranks"], t["rows"])]
+        platform = resolve_platform({"preset": t["platform"]})
+        for n, rows in sets:
+            n = int(n)
+            per_gpu = t.get("gpus_per_process", n if "by_ranks" in t else 1)
+            tiny = [us for b, us in rows if b <= HARNESS_MAX]
+            floor = statistics.median(tiny) if per_gpu > 1 and tiny else 0.0
+            entry = {**{k: t[k] for k in ("id", "url", "system", "op", "nodes", "role")},
+                     "ranks": n, "gpus_per_process": per_gpu, "floor_us": floor, "rows": []}
+            factor = bus_factor(t["op"], n)
+            for nbytes, us in rows:
+                est = platform_collective(t["op"], nbytes, platform, n)[0]
+                pred = max(floor, est.us)
+                entry["rows"].append({
+                    "nbytes": nbytes, "measured_us": us, "predicted_us": pred,
+                    "busbw_measured": factor * nbytes / us / 1e3,
+                    "busbw_predicted": factor * nbytes / pred / 1e3,
+                    "error": us / pred - 1,      # bus-bandwidth error: predicted / measured - 1
+                    "how": "host floor" if pred > est.us else f"{est.algorithm}/{est.protocol}"})
+            out.append(entry)
+    return out
+
+
+def reported(entry: dict) -> list[dict]:
+    """The rows of a table inside the reported sizes (32 KiB .. 512 MiB)."""
+    return [r for r in entry["rows"] if REPORT_MIN <= r["nbytes"] <= REPORT_MAX]
+
+
+def public_summaries(entries: list[dict]) -> dict[tuple, object]:
+    """Bus-bandwidth error summaries (:func:`~predictors.utils.metrics.summarize`) per
+    (system, op, ranks, role) over the reported sizes."""
+    groups = defaultdict(list)
+    for e in entries:
+        groups[(e["system"], e["op"], e["ranks"], e["role"])] += [r["error"]
+                                                                  for r in reported(e)]
+    return {k: summarize(v) for k, v in groups.items() if v}
+
+
+def fit_constants(entries: list[dict]) -> dict[str, float]:
+    """The fitted constants, re-derived from the tables marked ``fit`` (``--fit``): each one
+    minimises the mean |log(predicted / measured)| of its rows in the reported sizes."""
+    import numpy as np
+
+    from predictors.costs import collectives as model
+
+    saved = {key: dict(model.CONSTANTS[key]) for key, _, _, _ in FITS}
+
+    def loss(key, sub, value, tables):
+        old = model.CONSTANTS[key][sub]
+        model.CONSTANTS[key][sub] = value
+        try:
+            rows = [r for e in public_tables() if e["id"] in tables for r in reported(e)]
+            return float(np.mean([abs(math.log(1 + r["error"])) for r in rows]))
+        finally:
+            model.CONSTANTS[key][sub] = old
+
+    fits = {}
+    for _ in range(2):          # coordinate descent: each constant given the others' fit
+        for key, sub, tables, grid in FITS:
+            best = grid[int(np.argmin([loss(key, sub, v, tables) for v in grid]))]
+            model.CONSTANTS[key][sub] = float(best)
+            fits[f"{key}[{sub}]"] = float(best)
+    for key, values in saved.items():
+        model.CONSTANTS[key].update(values)
+    return fits
+
+
+# (constant, generation, the tables it is fitted on, the values tried).  Only tables marked
+# "fit" in tables.json serve: #290's 8-GPU NVLS all-reduce, the 4-GPU all-gather and one of
+# #309's two-node tables; every other table only validates.
+FITS = [("nvls_eff", "hopper", {"h100x8-node005-allreduce"},
+         [x / 1000 for x in range(400, 950, 2)]),
+        ("nvlink_eff", "hopper", {"h100x4-hgx-allgather"},
+         [x / 1000 for x in range(500, 950, 2)]),
+        ("simple_lat_us", "hopper", {"h100x4-hgx-allgather"}, [x / 2 for x in range(161)]),
+        ("nvls_tree_net_lat_us", "hopper", {"h100x16-gj-allreduce"},
+         [float(x) for x in range(5, 121)])]
+_FIT_IDS = {t["id"] for t in json.loads(PUBLIC.read_text())["tables"] if t["role"] == "fit"}
+assert all(ids <= _FIT_IDS for _, _, ids, _ in FITS), "a constant fitted on a validation table"
+
+
+def print_public(entries: list[dict]) -> None:
+    print("Public nccl-tests results (resources/measurements/nccl-tests-public/tables.json), "
+          f"sizes {REPORT_MIN >> 10} KiB .. {REPORT_MAX >> 20} MiB")
+    for e in entries:
+        rows = reported(e)
+        if not rows:
+            continue
+        floor = (f"; -g {e['gpus_per_process']} host floor {e['floor_us']:.1f} us"
+                 if e["floor_us"] else "")
+        print(f"\n{e['system']}: {e['op']}, {e['ranks']} ranks, {e['nodes']} node(s) "
+              f"[{e['role']}]{floor}\n  {e['url']}")
+        print(f"  {'size':>10} {'measured':>10} {'busbw meas':>10} {'busbw pred':>10} "
+              f"{'error':>7}  model")
+        for r in rows:
+            print(f"  {_size(r['nbytes']):>10} {r['measured_us']:>8.1f}us "
+                  f"{r['busbw_measured']:>6.1f}GB/s {r['busbw_predicted']:>6.1f}GB/s "
+                  f"{r['error']:>+7.1%}  {r['how']}")
+    print("\nBus-bandwidth error per system and op (32 KiB .. 512 MiB):")
+    for (system, op, n, role), s in sorted(public_summaries(entries).items(),
+                                           key=lambda kv: (kv[0][3], kv[0][0], kv[0][1])):
+        print(f"  {role:<10} {system[:44]:<44} {op:<14} n={n:<3} {format_summary(s)}")
+
+
 # ----------------------------------------------------------------------------------- print
 def _size(b: float) -> str:
     for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
@@ -221,8 +360,17 @@ def _size(b: float) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default=os.fspath(SHARED_DATA), help="the shared data folder")
+    ap.add_argument("--fit", action="store_true",
+                    help="re-derive the fitted constants from the tables marked 'fit'")
     args = ap.parse_args(argv)
     data = Path(args.data)
+    if args.fit:
+        for name, value in fit_constants(public_tables()).items():
+            print(f"{name} = {value:.3f}   (CONSTANTS: "
+                  f"{CONSTANTS[name.split('[')[0]][name.split('[')[1][:-1]]})")
+        return 0
+    print_public(public_tables())
+    print()
     if not data.is_dir():
         print(f"no data at {data}")
         return 1
@@ -258,6 +406,10 @@ def main(argv=None) -> int:
               f"{r['busbw_model'] / 1e9:>8.1f}GB/s")
     a_err = pairs_gmae([(r["predicted_us"], r["measured_us"]) for r in a["large"]])
     print(f"geomean absolute error over the {len(a['large'])} large-message groups: {a_err:.1%}")
+    print("  bus-bandwidth error per op (busbw model / busbw measured - 1, the floor "
+          "taken off the call):")
+    for kind, s in aicb_summaries(a).items():
+        print(f"    {kind:<15} {format_summary(s)}")
     print("  n: the group's size; rows whose comm_group_size is 'None' take the size the same "
           "group states\n  in its other rows (tp_group 2, dp_group 4; aicb runs every call of a "
           "group on one torch group).")
@@ -270,7 +422,7 @@ def main(argv=None) -> int:
     print("            set-up calls (stage init.*: first-call warm-up) and 0-byte calls;")
     for r in a["excluded"]:
         opts = ", ".join(
-            f"n={n}: {collective_time(r['kind'], r['nbytes'], n, LINK_KINDS['nvlink3']).us + a['floor_us']:.0f}us"  # noqa: E501
+            f"n={n}: {collective_time(r['kind'], r['nbytes'], n, LINK_KINDS['nvlink3']).us + a['floor_us']:.0f}us"
             for n in (2, 4, 8))
         print(f"            {r['kind']} {r['group']} {_size(r['nbytes'])} measured "
               f"{r['measured_us']:.0f}us: {r['why_excluded']} (model {opts})")

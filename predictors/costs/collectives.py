@@ -1,8 +1,8 @@
 """Collective-communication time model (NCCL-style), for the simulator and the trace tools.
 
 The model follows NCCL's own tuning model (``src/graph/tuning.cc`` of NVIDIA/nccl): for each
-algorithm a collective can run with (ring; tree as well for all-reduce) and each protocol
-(LL, LL128, Simple) it predicts
+algorithm a collective can run with (ring; tree and, on NVSwitch-3 systems, NVLS / NVLSTree
+as well for all-reduce) and each protocol (LL, LL128, Simple) it predicts
 
     time = base latency + steps x per-hop latency + bytes on the wire / protocol bandwidth
 
@@ -11,27 +11,27 @@ point-to-point: every peer transfer runs at once (one p2p step of latency), with
 whichever is faster (NCCL switches at 16 KiB per peer; the difference is at most the two
 protocols' latency gap, and the faster-of-two keeps the time monotone in size and ranks).
 
-The per-GPU link bandwidth comes from the caller (``predictors.hardware.platforms.LINK_KINDS``)
-and is turned into NCCL's *bus bandwidth* with the efficiencies below.  Every constant is in
-:data:`CONSTANTS`, with its source.  No Qt, no numpy: plain Python, cheap enough to call once
-per collective of a simulated iteration.
+The per-GPU link bandwidth comes from the caller (``predictors.hardware.platforms.LINK_KINDS``,
+or a drawn platform's routes: ``predictors.hardware.network``) and is turned into NCCL's
+*bus bandwidth* with the efficiencies below.  Every constant is in :data:`CONSTANTS`, with
+its source; the few fitted ones ([F]) are re-derived by ``benchmarks/collectives.py --fit``
+from public nccl-tests tables marked "fit" (the others validate).  No Qt, no numpy: plain
+Python, cheap enough to call once per collective of a simulated iteration.
 
-See ``docs/models/collectives.md`` for the validation against recorded V100 and A100 runs.
+See ``docs/models/collectives.md`` for the validation.
 """
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 
 from ..hardware.platforms import LINK_KINDS
+from .collective_names import CANONICAL, arch_of, collective_kind
 
 __all__ = ["CANONICAL", "PROTOCOLS", "CONSTANTS", "CollectiveEstimate", "collective_kind",
            "collective_time", "collective_options", "arch_of", "bus_factor",
-           "platform_collective"]
+           "platform_collective", "nvls_capable"]
 
-CANONICAL = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce",
-             "send_recv")
 PROTOCOLS = ("LL", "LL128", "Simple")
 
 # ---------------------------------------------------------------------------------------------
@@ -45,6 +45,10 @@ PROTOCOLS = ("LL", "LL128", "Simple")
 #   [O] NVIDIA/nccl v2.7 src/graph/tuning.cc: busBw capped at 235 GB/s on sm80 (the measured
 #       A100 NVSwitch plateau, also what nccl-tests reports on DGX A100).
 #   [S] aliyun/SimAI calbusbw (CX6_BW 23.5, CX7_BW 48.5 GB/s for 200/400 Gb/s NICs).
+#   [N] NVIDIA/nccl src/graph/tuning.cc of the 2.19 era: NVLS / NVLSTree latencies and the
+#       NVLSTree bandwidth rule (the lower of the node's and the network's).
+#   [F] fitted (benchmarks/collectives.py --fit) to the tables marked "fit" in
+#       resources/measurements/nccl-tests-public/tables.json, over 32 KiB .. 512 MiB.
 # Latencies are microseconds, bandwidths GB/s (1e9 bytes/s), as in NCCL.
 # ---------------------------------------------------------------------------------------------
 CONSTANTS = {
@@ -65,9 +69,10 @@ CONSTANTS = {
     "ll_max_bw": {"volta": (39.0, 39.0, 20.4), "ampere": (87.7, 22.5, 19.0),
                   "hopper": (141.0, 45.0, 35.0), "multi_node": (39.0, 39.0, 20.4)},
     # [H]/[O] Simple-protocol bus bandwidth as a fraction of the nominal per-GPU NVLink
-    # bandwidth: NCCL's per-link figure over the nominal 25 GB/s (20/25, 20.6/25); Ampere at
-    # NCCL's own 235 GB/s plateau over 300 GB/s.
-    "nvlink_eff": {"volta": 0.80, "ampere": 0.78, "hopper": 0.824},
+    # bandwidth: NCCL's per-link figure over the nominal 25 GB/s (20/25); Ampere at NCCL's
+    # own 235 GB/s plateau over 300 GB/s.  Hopper [F]: 0.68 of NVLink4 between 32 KiB and
+    # 512 MiB (a 4-GPU all-gather); NCCL's 20.6/25 = 0.82 is what 8 GiB calls reach.
+    "nvlink_eff": {"volta": 0.80, "ampere": 0.78, "hopper": 0.680},
     "pci_eff": 0.75,        # [H] PCI_BW 12 GB/s of a nominal 16 GB/s Gen3 x16 link
     "net_eff": 0.94,        # [S] achieved NIC figures: 23.5 of 25 GB/s (CX6), 48.5 of 50 (CX7)
     "ll_frac": 0.5,         # [T] ring LL: half of Simple (8-byte lines carry 4 bytes of data)
@@ -90,9 +95,24 @@ CONSTANTS = {
     "p2p_ll_threshold": 16384,  # [E] bytes per peer at or below which NCCL's p2p uses LL
                                 # (documentation only: the model takes the faster protocol)
     "nvlink_min_bw": 64e9,      # below this a link given without ``fabric`` is taken as PCIe
+    # NVLS (NVLink SHARP, NVSwitch-3 and newer): every GPU sends its share to the switch once,
+    # the switch reduces and multicasts, so a GPU's link carries (n+1)/n of the buffer each
+    # way and the algorithm bandwidth is link x efficiency x n/(n+1).  [F] 0.608 of NVLink4
+    # (8 H100, nccl-tests#290, 128-512 MiB; its 4 GiB calls reach 0.68).
+    "nvls_eff": {"hopper": 0.608},
+    "nvls_lat_us": 23.0,        # [N] one NVLS all-reduce in a node
+    # [F] fitted: what a Simple-protocol call costs beyond NCCL's latency terms (filling and
+    # draining its chunk pipeline), per generation; 0 where no table fits it.
+    "simple_lat_us": {"hopper": 11.5},
+    # per network level of NVLSTree (x 2 log2(nodes)) [F]: 83 us on two H100 nodes where
+    # NCCL's model says 14 [N]; its mid-size calls reach the NICs' bandwidth late, so
+    # NVLSTree wins from ~64 MiB and trees/rings below, as measured
+    "nvls_tree_net_lat_us": {"hopper": 83.0},
 }
 
 _ARCHS = ("volta", "ampere", "hopper")
+# GPU generations whose NVSwitch reduces in the switch (NVLink SHARP): NVSwitch-3 and newer
+_NVLS_ARCHS = ("hopper", "blackwell")
 
 
 @dataclass(frozen=True)
@@ -100,91 +120,10 @@ class CollectiveEstimate:
     """One predicted collective: its duration, how NCCL would run it, what it achieves."""
 
     us: float
-    algorithm: str  # "ring" | "tree" | "p2p" | "none"
+    algorithm: str  # "ring" | "tree" | "nvls" | "nvls_tree" | "p2p" | "none"
     protocol: str   # "LL" | "LL128" | "Simple" | ""
     bus_bw: float   # bytes/s, nccl-tests convention: bytes on the wire per rank / time
     detail: str
-
-
-# ------------------------------------------------------------------------------- kind names
-_KERNEL = re.compile(r"^(?:nccl|rccl)(?:dev)?kernel_?([a-z]+?)(?:_|$)")
-_FUNC_OF_KERNEL = {
-    "allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
-    "broadcast": "broadcast", "reduce": "reduce", "sendrecv": "send_recv",
-    "alltoall": "all_to_all", "alltoallpivot": "all_to_all", "alltoallgather": "all_to_all",
-    "send": "send_recv", "recv": "send_recv",
-}
-# Op / API spellings, compared with underscores removed and lower-cased.
-_ALIASES = {
-    "allreduce": "all_reduce", "allreducecoalesced": "all_reduce",
-    "allreducebase": "all_reduce",
-    "allgather": "all_gather", "allgatherbase": "all_gather",
-    "allgatherintotensor": "all_gather", "allgathercoalesced": "all_gather",
-    "allgatherintotensorcoalesced": "all_gather",
-    "reducescatter": "reduce_scatter", "reducescatterbase": "reduce_scatter",
-    "reducescattertensor": "reduce_scatter", "reducescattertensorcoalesced": "reduce_scatter",
-    "alltoall": "all_to_all", "alltoallv": "all_to_all", "alltoallsingle": "all_to_all",
-    "alltoallbase": "all_to_all",
-    "broadcast": "broadcast", "bcast": "broadcast", "broadcastcoalesced": "broadcast",
-    "reduce": "reduce",
-    "sendrecv": "send_recv", "send": "send_recv", "recv": "send_recv", "isend": "send_recv",
-    "irecv": "send_recv", "p2p": "send_recv", "batchisendirecv": "send_recv",
-}
-_PREFIX = re.compile(r"^(?:nccl|rccl|gloo|c10d|commtype|torch\.distributed|dist|"
-                     r"torch\.ops\.c10d|c10d_functional|_c10d_functional)\s*(?:::|:|\.)\s*")
-
-
-def collective_kind(name: str) -> str | None:
-    """The canonical collective (one of :data:`CANONICAL`) a name stands for, else ``None``.
-
-    Understands op and API names (``allreduce``, ``nccl:all_to_all``, ``_allgather_base``,
-    ``reduce_scatter_tensor``, ``CommType.all_gather``, ``c10d::allreduce_``) and NCCL/RCCL
-    kernel names (``ncclKernel_AllReduce_RING_LL_Sum_float(...)``,
-    ``ncclDevKernel_AllGather_RING_LL(...)``).  NCCL runs all-to-all as grouped send/recv, so
-    its ``SendRecv`` kernel is ``"send_recv"``.  Names of non-collective kernels (an ATen
-    ``reduce_kernel``), generic kernels (``ncclDevKernel_Generic``) and barriers give ``None``.
-    """
-    if not isinstance(name, str):
-        return None
-    s = name.strip().split("(", 1)[0].strip().lower()
-    if not s:
-        return None
-    m = _KERNEL.match(s)
-    if m:
-        return _FUNC_OF_KERNEL.get(m.group(1))
-    while True:
-        stripped = _PREFIX.sub("", s, count=1)
-        if stripped == s:
-            break
-        s = stripped
-    return _ALIASES.get(s.replace("_", "").replace(" ", ""))
-
-
-# ------------------------------------------------------------------------------- device names
-_ARCH_PATTERNS = (
-    ("volta", re.compile(r"v100|gv100|titan v\b|volta")),
-    ("hopper", re.compile(r"\bh(?:100|200|800|20)\b|h100|h200|h800|gh200|hopper")),
-    ("blackwell", re.compile(r"\bb(?:100|200)\b|gb200|b200|blackwell")),
-    ("ampere", re.compile(r"a100|a800|\ba(?:10|10g|16|30|40)\b|pg509|pg506|rtx a\d|"
-                          r"\ba[2-6]000\b|rtx 30\d0|geforce rtx 30|ampere")),
-    ("ada", re.compile(r"\bl4\b|\bl40|rtx 40\d0|rtx [56]000 ada|\bada\b")),
-    ("turing", re.compile(r"rtx 20\d0|\bt4\b|titan rtx|quadro rtx|gtx 16\d0|turing")),
-    ("pascal", re.compile(r"p100|\bp40\b|\bp4\b|gtx 10\d0|titan xp|pascal")),
-)
-
-
-def arch_of(device_name: str) -> str:
-    """GPU generation of a device name as CUDA reports it: ``"volta"``, ``"ampere"``,
-    ``"hopper"``, ``"turing"``, ... or ``"unknown"``.
-
-    ``"Tesla V100-SXM2-32GB"`` -> volta; ``"NVIDIA A100-SXM4-40GB"`` and Meta's
-    ``"NVIDIA PG509-200"`` (an A100) -> ampere; H100/H200 -> hopper; RTX 2080 Ti -> turing.
-    """
-    s = (device_name or "").lower()
-    for arch, pat in _ARCH_PATTERNS:
-        if pat.search(s):
-            return arch
-    return "unknown"
 
 
 # ------------------------------------------------------------------------------- the model
@@ -201,9 +140,20 @@ def bus_factor(kind: str, ranks: int) -> float:
     return 1.0  # broadcast, reduce, send/recv (one peer)
 
 
+def nvls_capable(arch: str, link_bw: float, fabric: str | None = None) -> bool:
+    """Whether NCCL would run NVLS (NVLink SHARP) on GPUs of ``arch`` joined at ``link_bw``
+    bytes/s: an NVLink fabric (an NVSwitch of the third generation or newer, as on HGX/DGX
+    H100, H200 and B200) and a GPU generation that has it."""
+    a = (arch or "").lower()
+    nvlink = (fabric or ("nvlink" if link_bw > CONSTANTS["nvlink_min_bw"] else "pcie")) \
+        .lower() == "nvlink"
+    return nvlink and (a in _NVLS_ARCHS or a not in _ARCHS + ("unknown", "turing", "pascal",
+                                                              "ada"))
+
+
 def collective_time(kind: str, nbytes: float, ranks: int, link_bw: float, arch: str = "ampere",
                     *, nodes: int = 1, inter_bw: float | None = None,
-                    fabric: str | None = None) -> CollectiveEstimate:
+                    fabric: str | None = None, nvls: bool | None = None) -> CollectiveEstimate:
     """Predicted duration of one collective on ``ranks`` GPUs, as NCCL would run it.
 
     ``nbytes`` is the message as NCCL counts it: all-reduce, broadcast, reduce: the buffer;
@@ -214,15 +164,18 @@ def collective_time(kind: str, nbytes: float, ranks: int, link_bw: float, arch: 
     (``LINK_KINDS``).  ``arch``: ``"volta"``, ``"ampere"``, ``"hopper"``; anything else is
     taken as Hopper-like.  ``nodes`` > 1 needs ``inter_bw``, the per-GPU NIC bandwidth in
     bytes/s (one NIC per GPU, as on DGX/HGX nodes).  ``fabric`` (``"nvlink"`` | ``"pcie"``)
-    defaults to NVLink for links faster than 64 GB/s.  One rank (or an empty message) -> 0 us.
+    defaults to NVLink for links faster than 64 GB/s.  ``nvls``: whether the GPUs of a node
+    share an NVSwitch that reduces in the switch (NVLS); default: :func:`nvls_capable`.
+    One rank (or an empty message) -> 0 us.
     """
     return collective_options(kind, nbytes, ranks, link_bw, arch, nodes=nodes,
-                              inter_bw=inter_bw, fabric=fabric)[0]
+                              inter_bw=inter_bw, fabric=fabric, nvls=nvls)[0]
 
 
 def collective_options(kind: str, nbytes: float, ranks: int, link_bw: float,
                        arch: str = "ampere", *, nodes: int = 1, inter_bw: float | None = None,
-                       fabric: str | None = None) -> list[CollectiveEstimate]:
+                       fabric: str | None = None, nvls: bool | None = None
+                       ) -> list[CollectiveEstimate]:
     """Every (algorithm, protocol) NCCL would consider, fastest first (arguments as
     :func:`collective_time`); point-to-point kinds: LL and Simple."""
     k = _canonical(kind)
@@ -241,7 +194,9 @@ def collective_options(kind: str, nbytes: float, ranks: int, link_bw: float,
         raise ValueError(f"nodes must be between 1 and ranks ({n}), got {nodes}")
     if nodes > 1 and not (inter_bw is not None and inter_bw > 0):
         raise ValueError("inter_bw (per-GPU NIC bytes/s) is required when nodes > 1")
-    net = _Net(n, nodes, link_bw, arch, inter_bw, fabric)
+    if nvls is None:
+        nvls = nvls_capable(arch, link_bw, fabric)
+    net = _Net(n, nodes, link_bw, arch, inter_bw, fabric, nvls)
     if k in ("all_to_all", "send_recv"):
         # NCCL itself switches p2p to Simple above 16 KiB per peer ([E]); the model takes the
         # faster of the two, which keeps the time monotone in size and in ranks.
@@ -254,6 +209,8 @@ def collective_options(kind: str, nbytes: float, ranks: int, link_bw: float,
             est = _coll(k, algo, proto, float(nbytes), net)
             if est is not None:
                 out.append(est)
+    if k == "all_reduce" and net.nvls and net.ppn > 1:
+        out.append(_nvls(float(nbytes), net))
     out.sort(key=lambda e: e.us)
     return out
 
@@ -268,8 +225,9 @@ def _canonical(kind: str) -> str:
 class _Net:
     """The communicator as the model sees it: sizes, fabric, bus bandwidths in GB/s."""
 
-    def __init__(self, n, nodes, link_bw, arch, inter_bw, fabric):
+    def __init__(self, n, nodes, link_bw, arch, inter_bw, fabric, nvls=False):
         self.n, self.nodes = n, nodes
+        self.link = link_bw / 1e9                   # nominal per-GPU link, GB/s
         self.ppn = max(1, n // nodes)
         a = (arch or "").lower()
         self.arch = a if a in _ARCHS else "hopper"
@@ -298,6 +256,7 @@ class _Net:
         # [T] LL128 only where NCCL enables it by default: NVLink inside the node, sm70+.
         self.ll128 = self.fabric == "nvlink"
         self.hw = self.fabric if nodes == 1 else "net"
+        self.nvls = bool(nvls) and self.fabric == "nvlink"
 
     def describe(self) -> str:
         where = f"{self.nodes} nodes x {self.ppn}" if self.nodes > 1 else "1 node"
@@ -335,7 +294,7 @@ def _coll(k, algo, proto, nbytes, net: _Net) -> CollectiveEstimate | None:
         if log_size < len(table):
             alg *= table[log_size]
     # Latency: base + hops, intra-node hops at the fabric's latency, node crossings at the NIC's.
-    lat = c["base_lat_us"][algo][proto]
+    lat = c["base_lat_us"][algo][proto] + _simple_extra(proto, net)
     intra_hop = c["hop_lat_us"][net.fabric][algo][proto]
     inter_hop = c["hop_lat_us"]["net"]["tree" if net.ppn == 1 else algo][proto]
     if algo == "ring":
@@ -362,6 +321,34 @@ def _coll(k, algo, proto, nbytes, net: _Net) -> CollectiveEstimate | None:
     return CollectiveEstimate(us, algo, proto, wire / (us * 1e-6), detail)
 
 
+def _simple_extra(proto: str, net: _Net) -> float:
+    """The fitted per-generation latency a Simple-protocol call adds (:data:`CONSTANTS`)."""
+    return CONSTANTS["simple_lat_us"].get(net.arch, 0.0) if proto == "Simple" else 0.0
+
+
+def _nvls(nbytes, net: _Net) -> CollectiveEstimate:
+    """All-reduce through NVLink SHARP: in one node NVLS, across nodes NVLSTree (NVLS
+    reduce-scatter in each node, a tree over the NICs between the nodes, NVLS all-gather)."""
+    c = CONSTANTS
+    ppn = net.ppn
+    eff = c["nvls_eff"].get(net.arch, c["nvls_eff"]["hopper"])
+    alg = net.link * eff * ppn / (ppn + 1)      # GB/s
+    lat = c["nvls_lat_us"] + _simple_extra("Simple", net)
+    algo = "nvls"
+    if net.nodes > 1:
+        # Each GPU carries 1/ppn of the node's reduced buffer over its own NIC: once each way
+        # between two nodes, up and down a tree beyond.
+        alg = min(alg, ppn * net.inter * (1.0 if net.nodes == 2 else 0.5))
+        per_level = c["nvls_tree_net_lat_us"]
+        lat += 2 * math.log2(net.nodes) * per_level.get(net.arch, per_level["hopper"])
+        algo = "nvls_tree"
+    us = lat + nbytes / (alg * 1e3)
+    wire = bus_factor("all_reduce", net.n) * nbytes
+    detail = (f"all_reduce {algo}/Simple: {lat:.1f} us latency + {nbytes / (alg * 1e3):.1f} us "
+              f"at {alg:.1f} GB/s algbw (in-switch reduction); {net.describe()}")
+    return CollectiveEstimate(us, algo, "Simple", wire / (us * 1e-6), detail)
+
+
 def _p2p(k, proto, nbytes, net: _Net) -> CollectiveEstimate:
     c = CONSTANTS
     n = net.n
@@ -384,7 +371,7 @@ def _p2p(k, proto, nbytes, net: _Net) -> CollectiveEstimate:
     hop = c["hop_lat_us"][net.fabric]["ring"][proto]
     if remote_bytes > 0:
         hop = max(hop, c["hop_lat_us"]["net"]["ring"][proto])
-    lat = c["base_lat_us"]["ring"][proto] + hop
+    lat = c["base_lat_us"]["ring"][proto] + hop + _simple_extra(proto, net)
     t_local = local_bytes / (intra * 1e3)
     t_remote = remote_bytes / (inter * 1e3) if remote_bytes > 0 else 0.0
     us = lat + max(t_local, t_remote)
@@ -402,13 +389,24 @@ def platform_collective(kind: str, nbytes: float, platform, ranks: int | None = 
                         ) -> tuple[CollectiveEstimate, int, int, list[str]]:
     """One collective on a resolved :class:`~predictors.hardware.platforms.Platform`:
     ``(estimate, ranks, nodes, notes)``.  ``ranks`` (default: every GPU) fill the nodes in
-    order, so 8 ranks on 8-GPU nodes stay on one node's NVLink/NVSwitch."""
+    order, so 8 ranks on 8-GPU nodes stay on one node's NVLink/NVSwitch.  A drawn platform
+    runs over its graph (:meth:`~predictors.hardware.network.Network.communicator`: the
+    ring's slowest route, each GPU's NIC share, NVLS where the GPUs share an NVSwitch); a
+    GPU it cannot route is a ValueError that names it."""
     if platform.gpus < 1:
         raise ValueError(f"platform {platform.name!r} has no GPUs: collectives need GPUs")
     n = platform.ranks if ranks is None else int(ranks)
     if not 1 <= n <= platform.ranks:
         raise ValueError(f"ranks must be between 1 and the platform's {platform.ranks} "
                          f"GPUs, got {ranks}")
+    arch = arch_of(platform.device)
+    network = getattr(platform, "network", None)
+    if network is not None and n > 1:
+        comm = network.communicator(n)
+        est = collective_time(kind, nbytes, n, comm.link_bw, arch, nodes=comm.nodes,
+                              inter_bw=comm.inter_bw, fabric=comm.fabric,
+                              nvls=comm.nvls and nvls_capable(arch, comm.link_bw, comm.fabric))
+        return est, n, comm.nodes, list(comm.notes)
     nodes = -(-n // platform.gpus)
     notes = []
     intra = platform.intra_link
@@ -424,6 +422,6 @@ def platform_collective(kind: str, nbytes: float, platform, ranks: int | None = 
                              "has no NIC link between nodes")
         inter_bw = LINK_KINDS[platform.inter_link]
     fabric = "pcie" if intra.startswith("pcie") else "nvlink"
-    est = collective_time(kind, nbytes, n, LINK_KINDS[intra], arch_of(platform.device),
+    est = collective_time(kind, nbytes, n, LINK_KINDS[intra], arch,
                           nodes=nodes, inter_bw=inter_bw, fabric=fabric)
     return est, n, nodes, notes

@@ -1,8 +1,9 @@
 """Platform presets: which devices, how many, and the links between them."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from .network import Network, build_network
 from .specs import find_gpu_spec
 
 __all__ = ["Platform", "PLATFORM_PRESETS", "LINK_KINDS", "LINK_LABELS", "GPU_MODELS",
@@ -40,6 +41,8 @@ class Platform:
     threads: int = 1
     description: str = ""
     processes: int = 1   # CPU ranks: processes on this host joined by gloo
+    # a custom graph's routes, NIC shares and switches (None for a preset: uniform links)
+    network: Network | None = field(default=None, compare=False, repr=False)
 
     @property
     def ranks(self) -> int:
@@ -114,15 +117,13 @@ def resolve_platform(platform: dict) -> Platform:
         device = spec.name if spec is not None else model
     intra, inter, unlinked = _slowest_links(platform, gpus)
     description = f"custom: {len(gpus)} x {device}"
-    if intra and unlinked:
-        # a GPU left out of the others' fabric reaches them through its host's PCIe (a
-        # platform with no GPU link at all is an error of the collectives, naming it)
-        intra = min((intra, _host_pcie(device)), key=lambda k: LINK_KINDS.get(k, 0.0))
-        description += (f"; {', '.join(unlinked)} without a GPU link: PCIe through the "
-                        "host")
+    if unlinked and len(gpus) > 1:
+        # a collective cannot route a GPU with no link at all: it names it (network.py)
+        description += f"; {', '.join(unlinked)} without a GPU link"
     per_node = max(1, len(gpus) // hosts)
+    network = build_network(platform, LINK_KINDS, _host_pcie(device), hosts)
     return Platform("custom", device, per_node, hosts, intra, inter,
-                    description=description)
+                    description=description, network=network)
 
 
 def _slowest_links(platform: dict, gpus: list[dict]) -> tuple[str | None, str | None,

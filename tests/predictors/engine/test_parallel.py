@@ -282,13 +282,19 @@ def test_rank_sharding_cli_contract(tmp_path, dlrm):
 
 
 def test_topologies_collectives_cannot_cross_are_named(dlrm):
+    """GPUs drawn without links are an error that names them, not a guess; so are hosts
+    without NICs."""
     gpus = [{"id": f"g{i}", "kind": "gpu", "params": {"model": "h100"}} for i in range(4)]
     dlrm["platform"] = {"nodes": gpus, "edges": []}
-    notes = predict(dlrm).notes
-    assert any("PCIe 4.0 assumed" in n for n in notes)  # what the model had to assume
-    dlrm["platform"] = {"nodes": gpus + [{"id": "n0", "kind": "node"},
-                                         {"id": "n1", "kind": "node"}], "edges": []}
-    with pytest.raises(ScenarioError, match="no NIC link") as info:
+    with pytest.raises(ScenarioError, match="g0, g1, g2, g3 have no link") as info:
+        predict(dlrm)
+    assert info.value.issues[0].field == "platform"
+    switches = [{"id": f"s{h}", "kind": "pcie_switch"} for h in range(2)]
+    dlrm["platform"] = {"nodes": gpus + switches + [{"id": "n0", "kind": "node"},
+                                                    {"id": "n1", "kind": "node"}],
+                        "edges": [{"source": f"g{i}", "target": f"s{i // 2}", "kind": "pcie5"}
+                                  for i in range(4)]}
+    with pytest.raises(ScenarioError, match="no NIC") as info:
         predict(dlrm)
     assert info.value.issues[0].field == "platform"
 

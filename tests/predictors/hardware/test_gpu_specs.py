@@ -279,14 +279,14 @@ def _dgx_h100_graph(extra_gpu_link: bool | None):
 
 
 def test_the_drawn_links_set_the_gpus_fabric():
-    """The slowest link on the GPUs' routes sets their fabric, and a GPU without a link
-    reaches its peers over its host's PCIe; a data-parallel step's all-reduce shows it."""
+    """The slowest link on the GPUs' routes sets their fabric, and a GPU without any link
+    cannot take part: the prediction is an error that names it.  A data-parallel step's
+    all-reduce shows the slow link."""
     from predictors.hardware.platforms import resolve_platform
 
     linked, slow, unlinked = (resolve_platform(_dgx_h100_graph(x)) for x in (True, False,
                                                                             None))
-    assert (linked.intra_link, slow.intra_link, unlinked.intra_link) == \
-        ("nvlink4", "pcie4", "pcie5")
+    assert (linked.intra_link, slow.intra_link) == ("nvlink4", "pcie4")
     assert "gpu8 without a GPU link" in unlinked.description
 
     def all_reduce_ms(graph):
@@ -299,4 +299,6 @@ def test_the_drawn_links_set_the_gpus_fabric():
         return float(tl.dur_us[comm].sum()) / 1e3
 
     # the step itself is host-bound here; its gradients' all-reduce is not
-    assert all_reduce_ms(_dgx_h100_graph(None)) > 2 * all_reduce_ms(_dgx_h100_graph(True))
+    assert all_reduce_ms(_dgx_h100_graph(False)) > 2 * all_reduce_ms(_dgx_h100_graph(True))
+    with pytest.raises(ScenarioError, match="gpu8 has no link"):
+        all_reduce_ms(_dgx_h100_graph(None))

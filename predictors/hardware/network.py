@@ -1,0 +1,248 @@
+"""A drawn platform graph as the network its collectives run on.
+
+The graph's devices (GPUs, NVSwitches, PCIe switches, NICs, hosts) and links (each with the
+per-GPU bandwidth of its kind) are the network.  For the first ``n`` GPUs (ranks fill the
+hosts in order) :meth:`Network.communicator` says what NCCL's algorithms run over:
+
+- inside a host, a ring through the GPUs over their widest routes; a route is as fast as
+  its slowest link, the ring as fast as its slowest route.  PCIe routes pass the drawn
+  switches and their links to the CPU; a GPU whose links do not reach the CPU sits on it
+  over its own PCIe;
+- across hosts, each GPU's share of the NICs that serve it: a NIC linked to GPUs is shared
+  by them, a NIC linked only to its host stands for one NIC per GPU (as the presets draw
+  it);
+- NVLS where every GPU of a host hangs on the same NVSwitch over NVLink.
+
+A GPU without any link, or one that must leave its host without a NIC, is an error that
+names it.  Plain networkx; no Qt.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import networkx as nx
+
+__all__ = ["Communicator", "Network", "build_network"]
+
+_FABRIC = ("gpu", "nvswitch", "pcie_switch")
+_HOST_ROOT = "__host_pcie__"
+
+
+@dataclass(frozen=True)
+class Communicator:
+    """What a collective over the first ``ranks`` GPUs runs on (bandwidths in bytes/s)."""
+
+    ranks: int
+    nodes: int
+    link_bw: float          # the ring's slowest route inside a host
+    fabric: str             # "nvlink" | "pcie": the kind of that slowest route's slowest link
+    inter_bw: float | None  # the slowest GPU's share of its NICs (None on one host)
+    nvls: bool              # every host's GPUs on one NVSwitch over NVLink
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, eq=False)
+class Network:
+    """The GPUs of a drawn platform, grouped by host, with their routes and NIC shares."""
+
+    gpus: tuple[str, ...]                 # in rank order: host by host
+    host_of: tuple[int, ...]
+    graphs: tuple[nx.Graph, ...]          # per host: its maximum spanning tree of routes
+    nic_bw: tuple[float, ...]             # per GPU, bytes/s (0: no NIC)
+    switch_of: tuple[str | None, ...]     # the NVSwitch a GPU hangs on over NVLink
+    unlinked: tuple[str, ...]             # GPUs without any link
+
+    def __post_init__(self):
+        object.__setattr__(self, "_cache", {})   # communicators by rank count
+
+    def communicator(self, ranks: int) -> Communicator:
+        """The network the first ``ranks`` GPUs use; ValueError names a GPU it cannot
+        route."""
+        if ranks not in self._cache:
+            self._cache[ranks] = self._communicator(ranks)
+        return self._cache[ranks]
+
+    def _communicator(self, ranks: int) -> Communicator:
+        members = list(range(ranks))
+        lost = [self.gpus[i] for i in members if self.gpus[i] in self.unlinked]
+        if lost and ranks > 1:
+            one = len(lost) == 1
+            raise ValueError(f"{', '.join(lost)} {'has' if one else 'have'} no link to the "
+                             f"other GPUs: draw {'its' if one else 'their'} NVLink/NVSwitch "
+                             "or PCIe link")
+        by_host: dict[int, list[int]] = {}
+        for i in members:
+            by_host.setdefault(self.host_of[i], []).append(i)
+        nodes = len(by_host)
+        link_bw, fabric, notes = float("inf"), "nvlink", []
+        for host, idx in by_host.items():
+            bw, kind, slowest, fastest = self._ring(host, [self.gpus[i] for i in idx])
+            if bw < link_bw:
+                link_bw, fabric = bw, kind
+            if bw < fastest:      # heterogeneous routes: say which one sets the pace
+                notes.append(f"the ring's slowest route, {slowest[0]} to {slowest[1]}, runs at "
+                             f"{bw / 1e9:.0f} GB/s ({kind}); the fastest at "
+                             f"{fastest / 1e9:.0f} GB/s")
+        inter = None
+        if nodes > 1:
+            without = [self.gpus[i] for i in members if self.nic_bw[i] <= 0]
+            if without:
+                raise ValueError(f"{', '.join(without)} must reach GPUs on other hosts, but no "
+                                 "NIC linked to the network serves "
+                                 f"{'it' if len(without) == 1 else 'them'}")
+            inter = min(self.nic_bw[i] for i in members)
+        if link_bw == float("inf"):          # one GPU per host: no fabric inside a host
+            link_bw, fabric = (inter or 0.0), "nvlink"
+        nvls = all(len({self.switch_of[i] for i in idx}) == 1
+                   and self.switch_of[idx[0]] is not None for idx in by_host.values())
+        return Communicator(ranks, nodes, link_bw, fabric, inter, nvls, tuple(notes))
+
+    def _ring(self, host: int, gpus: list[str]) -> tuple[float, str, tuple[str, str], float]:
+        """A ring through ``gpus`` over widest routes, greedily (the next GPU is the one with
+        the widest route): its slowest route's bandwidth, that route's slowest link kind,
+        its two GPUs, and the fastest route's bandwidth."""
+        if len(gpus) < 2:
+            return float("inf"), "nvlink", ("", ""), float("inf")
+        tree = self.graphs[host]
+        order, left = [gpus[0]], set(gpus[1:])
+        while left:
+            here = order[-1]
+            nxt = max(sorted(left), key=lambda g: _route(tree, here, g)[0])
+            order.append(nxt)
+            left.remove(nxt)
+        pairs = list(zip(order, order[1:] + order[:1]))
+        hops = [_route(tree, a, b) for a, b in pairs]
+        i = min(range(len(hops)), key=lambda j: hops[j][0])
+        return hops[i][0], hops[i][1], pairs[i], max(h[0] for h in hops)
+
+
+def _route(tree: nx.Graph, a: str, b: str) -> tuple[float, str]:
+    """The widest route between two GPUs (their path in the maximum spanning tree): the
+    bandwidth of its slowest link and that link's kind family."""
+    path = nx.shortest_path(tree, a, b)
+    links = [tree.edges[u, v] for u, v in itertools.pairwise(path)]
+    slowest = min(links, key=lambda e: e["bw"])
+    return slowest["bw"], "pcie" if slowest["kind"].startswith("pcie") else "nvlink"
+
+
+def build_network(platform: dict, link_bw: dict[str, float], host_link: str,
+                  hosts: int) -> Network:
+    """The :class:`Network` of a validated custom platform graph.  ``link_bw``: bytes/s per
+    link kind; ``host_link``: the GPUs' PCIe link to their host; ``hosts``: the number of
+    ``node`` devices (at least 1)."""
+    kind_of = {n["id"]: n["kind"] for n in platform["nodes"]}
+    gpus = [n["id"] for n in platform["nodes"] if n["kind"] == "gpu"]
+    edges = [e for e in platform.get("edges", [])
+             if e.get("source") in kind_of and e.get("target") in kind_of]
+    linked = {x for e in edges for x in (e["source"], e["target"])}
+    host_of = _hosts(platform, gpus, edges, kind_of, max(1, hosts))
+    hosts = max(1, hosts)
+
+    # per host: the fabric (GPU, switch and host-PCIe links) and its widest routes
+    graphs = []
+    for h in range(hosts):
+        members = [g for g in gpus if host_of[g] == h]
+        g = nx.Graph()
+        g.add_nodes_from(members)
+        for e in edges:
+            a, b, kind = e["source"], e["target"], e.get("kind", "")
+            ends = {kind_of[a], kind_of[b]}
+            if not kind.startswith(("nvlink", "pcie")) or not ends <= set(_FABRIC) | {
+                    "cpu", "node"} or ends <= {"cpu", "node"}:
+                continue
+            if any(kind_of[x] == "gpu" and host_of.get(x) != h for x in (a, b)):
+                continue          # another host's GPU
+            # a CPU or host end is this host's PCIe root
+            _add(g, _HOST_ROOT if kind_of[a] in ("cpu", "node") else a,
+                 _HOST_ROOT if kind_of[b] in ("cpu", "node") else b, kind, link_bw)
+        # a wired GPU whose drawn links do not reach its host's PCIe root still sits on it
+        for m in members:
+            if m in linked and not (g.has_node(_HOST_ROOT) and nx.has_path(g, m, _HOST_ROOT)):
+                _add(g, m, _HOST_ROOT, host_link, link_bw)
+        # keep the part joined to this host's GPUs: a spanning forest's trees per component
+        graphs.append(nx.maximum_spanning_tree(g, weight="bw"))
+
+    nic_bw = _nic_shares(gpus, edges, kind_of, host_of, link_bw)
+    switch_of = {}
+    for e in edges:
+        a, b, kind = e["source"], e["target"], e.get("kind", "")
+        if kind.startswith("nvlink") and {kind_of[a], kind_of[b]} == {"gpu", "nvswitch"}:
+            gpu, sw = (a, b) if kind_of[a] == "gpu" else (b, a)
+            switch_of.setdefault(gpu, sw)
+    order = sorted(gpus, key=lambda g: (host_of[g], gpus.index(g)))
+    return Network(tuple(order), tuple(host_of[g] for g in order), tuple(graphs),
+                   tuple(nic_bw[g] for g in order), tuple(switch_of.get(g) for g in order),
+                   tuple(g for g in order if g not in linked))
+
+
+def _add(g: nx.Graph, a: str, b: str, kind: str, link_bw: dict[str, float]) -> None:
+    """Add a link, keeping the faster one where two join the same ends."""
+    bw = link_bw.get(kind, 0.0)
+    if a != b and (not g.has_edge(a, b) or g.edges[a, b]["bw"] < bw):
+        g.add_edge(a, b, bw=bw, kind=kind)
+
+
+def _hosts(platform: dict, gpus: list[str], edges: list[dict], kind_of: dict,
+           hosts: int) -> dict[str, int]:
+    """Which host each GPU belongs to: the host its links reach (not counting links between
+    NICs); GPUs whose links reach no host take the hosts without GPUs in drawing order; what
+    is left fills the hosts in order."""
+    host_ids = [n["id"] for n in platform["nodes"] if n["kind"] == "node"]
+    if hosts <= 1 or not host_ids:
+        return {g: 0 for g in gpus}
+    local = nx.Graph()
+    local.add_nodes_from(kind_of)
+    local.add_edges_from((e["source"], e["target"]) for e in edges
+                         if not (kind_of[e["source"]] == kind_of[e["target"]] == "nic"))
+    host_of: dict[str, int] = {}
+    islands = []
+    for comp in nx.connected_components(local):
+        members = [g for g in gpus if g in comp]
+        at = [host_ids.index(h) for h in host_ids if h in comp]
+        if members and len(at) == 1:
+            host_of.update((g, at[0]) for g in members)
+        elif members:
+            islands.append(sorted(members, key=gpus.index))
+    free = [h for h in range(len(host_ids)) if h not in host_of.values()]
+    islands.sort(key=lambda m: gpus.index(m[0]))
+    if len(islands) == len(free):
+        for h, members in zip(free, islands):
+            host_of.update((g, h) for g in members)
+    per_host = max(1, len(gpus) // hosts)
+    for i, g in enumerate(gpus):
+        host_of.setdefault(g, min(i // per_host, hosts - 1))
+    return host_of
+
+
+def _nic_shares(gpus, edges, kind_of, host_of, link_bw) -> dict[str, float]:
+    """Each GPU's NIC bandwidth in bytes/s: a NIC on the network (linked to another NIC)
+    linked to GPUs gives each of them an equal share, over the GPU's own link to it; one
+    linked only to its host counts as one NIC per GPU of that host."""
+    nics = [n for n, k in kind_of.items() if k == "nic"]
+    out = {g: 0.0 for g in gpus}
+    for nic in nics:
+        mine = [e for e in edges if nic in (e["source"], e["target"])]
+        network = [link_bw.get(e.get("kind", ""), 0.0) for e in mine
+                   if kind_of[e["source"]] == kind_of[e["target"]] == "nic"]
+        if not network:
+            continue
+        speed = min(network)
+        served = {}
+        for e in mine:
+            other = e["target"] if e["source"] == nic else e["source"]
+            if kind_of[other] == "gpu":
+                served[other] = link_bw.get(e.get("kind", ""), 0.0)
+        if served:
+            for g, attach in served.items():
+                out[g] += min(attach, speed / len(served))
+            continue
+        host_ids = [n for n, k in kind_of.items() if k == "node"]
+        for e in mine:
+            for other in (e["source"], e["target"]):
+                if kind_of[other] != "node":
+                    continue
+                for g in gpus:
+                    if host_of[g] == host_ids.index(other):
+                        out[g] = max(out[g], min(speed, link_bw.get(e.get("kind", ""), 0.0)))
+    return out

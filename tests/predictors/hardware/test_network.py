@@ -1,0 +1,168 @@
+"""A drawn platform is the network its collectives run on (predictors/hardware/network.py):
+removing a link, slowing one link, sharing a NIC change the prediction as hardware would."""
+import pytest
+
+from predictors.costs.collectives import platform_collective
+from predictors.hardware.platforms import (
+    PLATFORM_PRESETS,
+    preset_graph,
+    resolve_platform,
+)
+from predictors.scenario.format import validate_platform
+
+BIG = 1 << 30
+
+
+def _switched(model: str, gpus: int, link: str, hosts: int = 1, nics: str = "rail") -> dict:
+    """``hosts`` servers of ``gpus`` GPUs on one NVSwitch each, every GPU on its host's PCIe
+    (a drawn pcie5 link to the CPU); ``nics``: "rail" (a NIC per GPU, linked to it),
+    "shared" (one NIC per host linked to all its GPUs), "host" (one NIC linked to the host:
+    the canvas's "one per GPU") or "none"."""
+    nodes, edges = [], []
+    for h in range(hosts):
+        p = f"h{h}_"
+        nodes += [{"id": f"{p}host", "kind": "node"}, {"id": f"{p}cpu", "kind": "cpu"},
+                  {"id": f"{p}sw", "kind": "nvswitch"}]
+        for i in range(gpus):
+            g = f"{p}gpu{i}"
+            nodes.append({"id": g, "kind": "gpu", "params": {"model": model}})
+            edges += [{"source": g, "target": f"{p}sw", "kind": link},
+                      {"source": g, "target": f"{p}cpu", "kind": "pcie5"}]
+        if nics == "rail":
+            for i in range(gpus):
+                nodes.append({"id": f"{p}nic{i}", "kind": "nic"})
+                edges.append({"source": f"{p}gpu{i}", "target": f"{p}nic{i}", "kind": "pcie5"})
+        elif nics in ("shared", "host"):
+            nodes.append({"id": f"{p}nic", "kind": "nic"})
+            if nics == "shared":
+                edges += [{"source": f"{p}gpu{i}", "target": f"{p}nic", "kind": "pcie5"}
+                          for i in range(gpus)]
+            else:
+                edges.append({"source": f"{p}nic", "target": f"{p}host", "kind": "nic400"})
+    names = sorted(n["id"] for n in nodes if n["kind"] == "nic")
+    for a in names:              # every NIC on the fabric switch-less: linked to the others'
+        for b in names:
+            if a < b and a.split("_")[0] != b.split("_")[0]:
+                edges.append({"source": a, "target": b, "kind": "nic400"})
+    return validate_platform({"nodes": nodes, "edges": edges})
+
+
+def _time(graph: dict, kind: str = "all_gather", nbytes: float = BIG, ranks=None):
+    return platform_collective(kind, nbytes, resolve_platform(graph), ranks)[0]
+
+
+def _drop(graph: dict, a: str, b: str) -> dict:
+    graph["edges"] = [e for e in graph["edges"] if {e["source"], e["target"]} != {a, b}]
+    return graph
+
+
+def _relink(graph: dict, a: str, b: str, kind: str) -> dict:
+    for e in graph["edges"]:
+        if {e["source"], e["target"]} == {a, b}:
+            e["kind"] = kind
+    return graph
+
+
+@pytest.mark.parametrize("name", [n for n, p in PLATFORM_PRESETS.items() if p.ranks > 1
+                                  and p.device != "cpu"])
+def test_a_preset_drawn_prices_collectives_as_the_preset(name):
+    preset, drawn = PLATFORM_PRESETS[name], resolve_platform(validate_platform(
+        preset_graph(name)))
+    assert drawn.network is not None
+    for kind in ("all_reduce", "all_gather", "all_to_all", "send_recv"):
+        for nbytes in (1 << 10, 1 << 20, 1 << 28):
+            a = platform_collective(kind, nbytes, preset)[0]
+            b = platform_collective(kind, nbytes, drawn)[0]
+            assert (a.us, a.algorithm, a.protocol) == pytest.approx(
+                (b.us, b.algorithm, b.protocol)), (kind, nbytes)
+
+
+def test_removing_a_gpus_switch_link_leaves_it_on_pcie():
+    """gpu3 loses its NVLink to the switch: it still reaches the others over its host's
+    PCIe, and every ring (and the NVLS all-reduce) slows to that."""
+    full = _switched("h100", 4, "nvlink4")
+    cut = _drop(_switched("h100", 4, "nvlink4"), "h0_gpu3", "h0_sw")
+    t_full, t_cut = _time(full), _time(cut)
+    assert t_cut.us > 5 * t_full.us
+    assert t_cut.detail.endswith("pci")
+    assert _time(full, "all_reduce").algorithm == "nvls"
+    assert _time(cut, "all_reduce").algorithm == "ring"
+
+
+def test_a_gpu_with_no_link_at_all_is_an_error_naming_it():
+    graph = _switched("h100", 4, "nvlink4", nics="none")
+    graph = _drop(_drop(graph, "h0_gpu2", "h0_sw"), "h0_gpu2", "h0_cpu")
+    with pytest.raises(ValueError, match="h0_gpu2 has no link"):
+        _time(graph)
+    # the three linked GPUs alone are fine
+    assert _time(graph, ranks=2).us > 0
+
+
+def test_halving_one_gpus_link_halves_the_ring():
+    """One A100 of eight on half NVLink3's bandwidth (NVLink2's 150 GB/s): a ring is as fast
+    as its slowest route, so a large all-gather takes about twice as long."""
+    base = _time(_switched("a100", 8, "nvlink3"))
+    slower = _relink(_switched("a100", 8, "nvlink3"), "h0_gpu5", "h0_sw", "nvlink2")
+    slow = _time(slower)
+    assert slow.us / base.us == pytest.approx(2.0, rel=0.05)
+    notes = platform_collective("all_gather", BIG, resolve_platform(slower))[3]
+    assert any("h0_gpu5" in n and "150 GB/s" in n for n in notes)   # the prediction says why
+    # a faster link elsewhere changes nothing: the slowest route sets the pace
+    fast = _time(_relink(_switched("a100", 8, "nvlink3"), "h0_gpu5", "h0_sw", "nvlink4"))
+    assert fast.us == pytest.approx(base.us)
+
+
+def test_a_shared_nic_versus_one_nic_per_gpu():
+    """Two hosts of four H100: with one 400G NIC per GPU the hosts exchange over four NICs,
+    with one NIC shared by the four GPUs over one; the canvas's host NIC counts as one per
+    GPU."""
+    rail = _time(_switched("h100", 4, "nvlink4", 2, "rail"), "all_gather")
+    shared = _time(_switched("h100", 4, "nvlink4", 2, "shared"), "all_gather")
+    host = _time(_switched("h100", 4, "nvlink4", 2, "host"), "all_gather")
+    assert shared.us / rail.us == pytest.approx(4.0, rel=0.1)
+    assert host.us == pytest.approx(rail.us)
+    a2a_rail = _time(_switched("h100", 4, "nvlink4", 2, "rail"), "all_to_all")
+    a2a_shared = _time(_switched("h100", 4, "nvlink4", 2, "shared"), "all_to_all")
+    assert a2a_shared.us > 3 * a2a_rail.us
+    # ranks on one host never touch the NICs
+    one_host = [_time(_switched("h100", 4, "nvlink4", 2, n), ranks=4).us
+                for n in ("rail", "shared")]
+    assert one_host[0] == pytest.approx(one_host[1])
+
+
+def test_hosts_without_a_nic_cannot_exchange():
+    graph = _switched("h100", 4, "nvlink4", 2, "none")
+    with pytest.raises(ValueError, match="no NIC"):
+        _time(graph)
+    assert _time(graph, ranks=4).us > 0
+
+
+def test_two_switches_in_a_host_lose_nvls():
+    """NVLS reduces in one switch: GPUs split over two switches (joined by a switch link)
+    run rings."""
+    graph = _switched("h100", 4, "nvlink4")
+    graph["nodes"].append({"id": "h0_sw2", "kind": "nvswitch"})
+    _relink(graph, "h0_gpu3", "h0_sw", "nvlink4")
+    graph["edges"] = [e for e in graph["edges"]
+                      if {e["source"], e["target"]} != {"h0_gpu3", "h0_sw"}]
+    graph["edges"] += [{"source": "h0_gpu3", "target": "h0_sw2", "kind": "nvlink4"},
+                       {"source": "h0_sw", "target": "h0_sw2", "kind": "nvlink4"}]
+    est = _time(validate_platform(graph), "all_reduce")
+    assert est.algorithm == "ring" and "nvlink" in est.detail
+
+
+def test_pcie_routes_go_through_their_switches():
+    """Four H100 on two PCIe switches: a ring crosses the switches' uplinks to the CPU, so a
+    slower uplink (PCIe 4.0 under PCIe 5.0 GPU links) sets its pace."""
+    def tree(uplink):
+        nodes = [{"id": "cpu", "kind": "cpu"}, {"id": "s0", "kind": "pcie_switch"},
+                 {"id": "s1", "kind": "pcie_switch"}]
+        nodes += [{"id": f"g{i}", "kind": "gpu", "params": {"model": "h100"}} for i in range(4)]
+        edges = [{"source": f"g{i}", "target": f"s{i // 2}", "kind": "pcie5"} for i in range(4)]
+        edges += [{"source": f"s{j}", "target": "cpu", "kind": uplink} for j in range(2)]
+        return validate_platform({"nodes": nodes, "edges": edges})
+
+    fast, slow = _time(tree("pcie5")), _time(tree("pcie4"))
+    assert slow.us / fast.us == pytest.approx(2.0, rel=0.05)
+    # two GPUs under one switch never touch the uplink
+    assert _time(tree("pcie4"), ranks=2).us == pytest.approx(_time(tree("pcie5"), ranks=2).us)
