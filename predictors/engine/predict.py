@@ -16,6 +16,7 @@ from ..profiles import ProfileError, default_profile, other_cpu_note, resolve_pr
 from ..scenario.format import Issue, ScenarioError, validate_scenario
 from ..utils.progress import check_cancelled
 from .timeline import Timeline
+from .verdict import step_verdict
 
 __all__ = ["Prediction", "predict"]
 
@@ -36,6 +37,7 @@ class Prediction:
     profile: str = "roofline"
     elapsed_s: float = 0.0
     sharding: dict | None = None  # the embedding plan of a multi-GPU step
+    verdict: dict | None = None   # what bounds the step (engine/verdict.py)
 
     def to_json(self) -> dict:
         out = {"scenario": self.scenario_name, "platform": self.platform,
@@ -46,6 +48,8 @@ class Prediction:
                "elapsed_s": round(self.elapsed_s, 4)}
         if self.sharding is not None:
             out["sharding"] = self.sharding
+        if self.verdict is not None:
+            out["verdict"] = self.verdict
         return out
 
 
@@ -247,7 +251,9 @@ def predict(scenario: dict, *, profile=None, overheads=None,
                         iteration_ms, per_rank, num_ops,
                         timeline.top_ops(10, device_lanes), notes,
                         profile=profile.name if profile is not None else "roofline",
-                        sharding=sharding)
+                        sharding=sharding,
+                        verdict=step_verdict(timeline, per_rank, num_ops,
+                                             platform.device, doc))
     result.elapsed_s = time.perf_counter() - t0
     step(1.0, "done")
     return result
