@@ -223,6 +223,9 @@ class Training(Struct, forbid_unknown_fields=True):
     """How the model trains."""
 
     batch_size: Annotated[Size, Meta(description="the global batch size")] = 128
+    batch_per_gpu: Annotated[Size, Meta(
+        description="the batch of each rank; when given, batch_size is derived: this "
+                    "times the platform's ranks")] | UnsetType = UNSET
     optimizer: Literal[OPTIMIZERS] = "sgd"
     dtype: Literal[DTYPES] = "float32"
     lr: Annotated[PositiveNumber, Meta(description="the learning rate")] = 0.01

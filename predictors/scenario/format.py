@@ -264,10 +264,19 @@ def validate_scenario(doc, source: str = "") -> dict:
         "parallelism": msgspec.to_builtins(typed.parallelism),
         "layout": copy.deepcopy(doc.get("layout", {})),
     }
+    _per_gpu_batch(out)
     _check_sharding_ranks(out, issues)
     if issues:
         raise ScenarioError(issues, source)
     return out
+
+
+def _per_gpu_batch(out: dict) -> None:
+    """``training.batch_per_gpu`` sets the global batch from the platform's ranks, so the
+    batch stays per rank when the platform changes (``batch_size`` is then derived)."""
+    per_gpu = out["training"].get("batch_per_gpu")
+    if per_gpu is not None:
+        out["training"]["batch_size"] = per_gpu * resolve_platform(out["platform"]).ranks
 
 
 def _check_sharding_ranks(doc: dict, issues: list[Issue]) -> None:

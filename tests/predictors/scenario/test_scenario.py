@@ -217,11 +217,23 @@ def test_custom_gpu_model_may_be_the_name_the_gpu_reports():
     assert resolve_platform(sc.validate_platform(plat)).device == "NVIDIA H100 80GB HBM3"
 
 
-def test_optimizers_are_sgd_adam_and_adamw(doc):
-    for name in ("sgd", "adam", "adamw"):
+def test_optimizers_are_sgd_adam_adamw_and_adagrad(doc):
+    for name in ("sgd", "adam", "adamw", "adagrad"):
         doc["training"]["optimizer"] = name
         assert validate_scenario(doc)["training"]["optimizer"] == name
-    doc["training"]["optimizer"] = "adagrad"
+    doc["training"]["optimizer"] = "lamb"
     with pytest.raises(ScenarioError) as err:
         validate_scenario(doc)
-    assert "training.optimizer" in str(err.value) and "'adamw'" in str(err.value)
+    assert "training.optimizer" in str(err.value) and "'adagrad'" in str(err.value)
+
+
+def test_a_batch_per_gpu_sets_the_global_batch_on_any_platform():
+    from predictors.scenario.format import validate_scenario
+
+    doc = load_scenario(SCENARIOS / "small_dlrm.json")
+    doc["platform"] = {"preset": "dgx-a100"}
+    doc["training"]["batch_per_gpu"] = 256
+    out = validate_scenario(doc)
+    assert out["training"]["batch_size"] == 8 * 256
+    out["platform"] = {"preset": "pcie-4x-a100"}   # the batch stays per GPU
+    assert validate_scenario(out)["training"]["batch_size"] == 4 * 256
