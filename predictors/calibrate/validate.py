@@ -55,9 +55,14 @@ def validate_cpu(profile: DeviceProfile, n: int = 10, seed: int = 1000, iters: i
         times = [run["iteration_ms"] for run in runs[i]]
         measured = min(times)
         kept = times.index(measured)
-        predicted = predict(doc, profile=profile).iteration_ms
+        p = predict(doc, profile=profile)
+        predicted = p.iteration_ms
         rows.append({"kind": kind, "scenario": doc["name"], "measured_ms": measured,
                      "predicted_ms": predicted, "error": predicted / measured - 1.0,
+                     # the stated 80 % range, and whether the measured step is in it
+                     "low_ms": p.iteration_ms_low, "high_ms": p.iteration_ms_high,
+                     "inside": (None if p.iteration_ms_low is None else
+                                p.iteration_ms_low <= measured <= p.iteration_ms_high),
                      # one round measures no run-to-run noise: None, not 0
                      "runs_ms": times,
                      "noise": max(times) / min(times) - 1 if len(times) > 1 else None,
@@ -77,10 +82,17 @@ def validate_cpu(profile: DeviceProfile, n: int = 10, seed: int = 1000, iters: i
                          "mean_abs_error": sum(errs) / len(errs),
                          "worst_abs_error": max(errs),
                          "noise_geomean": geomean_abs(noises) if noises else None,
-                         "noise_worst": max(noises) if noises else None}
+                         "noise_worst": max(noises) if noises else None,
+                         "range_coverage": _coverage(sel)}
     return {"rows": rows, "summary": summary,
             "kernel_classes": profile.validation.get("classes", {}),
             "profile": profile.name, "threads": threads}
+
+
+def _coverage(rows: list[dict]) -> float | None:
+    """The share of measured steps inside their stated range (None: no range)."""
+    ranged = [r["inside"] for r in rows if r.get("inside") is not None]
+    return sum(ranged) / len(ranged) if ranged else None
 
 
 def end_to_end_record(result: dict, command: str) -> dict:
@@ -145,6 +157,9 @@ def format_report(result: dict) -> str:
                      (f"geomean {100 * s['noise_geomean']:.1f}%, worst "
                       f"{100 * s['noise_worst']:.1f}%" if s.get("noise_geomean") is not None
                       else "not measured (one round)"))
+        if s.get("range_coverage") is not None:
+            lines.append(f"  {'':<12} inside the stated 80 % range: "
+                         f"{100 * s['range_coverage']:.0f}% of the measured steps")
         if s.get("abs_speed_geomean") is not None:
             lines.append(f"  {'':<12} machine drift against the calibration: |speed| "
                          f"geomean {100 * s['abs_speed_geomean']:.1f}%")

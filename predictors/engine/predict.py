@@ -16,6 +16,7 @@ from ..profiles import ProfileError, default_profile, other_cpu_note, resolve_pr
 from ..scenario.format import Issue, ScenarioError, validate_scenario
 from ..utils.progress import check_cancelled
 from .timeline import Timeline
+from .uncertainty import stated_range
 from .verdict import step_verdict
 
 __all__ = ["Prediction", "predict"]
@@ -38,6 +39,9 @@ class Prediction:
     elapsed_s: float = 0.0
     sharding: dict | None = None  # the embedding plan of a multi-GPU step
     verdict: dict | None = None   # what bounds the step (engine/verdict.py)
+    # where 80 % of measured steps fall (engine/uncertainty.py); None: no validation says
+    iteration_ms_low: float | None = None
+    iteration_ms_high: float | None = None
 
     def to_json(self) -> dict:
         out = {"scenario": self.scenario_name, "platform": self.platform,
@@ -50,6 +54,8 @@ class Prediction:
             out["sharding"] = self.sharding
         if self.verdict is not None:
             out["verdict"] = self.verdict
+        out["iteration_ms_low"] = self.iteration_ms_low
+        out["iteration_ms_high"] = self.iteration_ms_high
         return out
 
 
@@ -254,6 +260,14 @@ def predict(scenario: dict, *, profile=None, overheads=None,
                         sharding=sharding,
                         verdict=step_verdict(timeline, per_rank, num_ops,
                                              platform.device, doc))
+    band = stated_range(iteration_ms, profile, platform.device, result.verdict["bound"])
+    if band is not None:
+        result.iteration_ms_low = band["iteration_ms_low"]
+        result.iteration_ms_high = band["iteration_ms_high"]
+        notes.append(f"80 % range {band['iteration_ms_low']:,.3f}–"
+                     f"{band['iteration_ms_high']:,.3f} ms, from {band['basis']}")
+    else:
+        notes.append("no range: no validation of this profile's steps")
     result.elapsed_s = time.perf_counter() - t0
     step(1.0, "done")
     return result

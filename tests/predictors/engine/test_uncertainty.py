@@ -1,0 +1,40 @@
+"""The stated 80 % range of a prediction, from held-out measured steps."""
+import numpy as np
+import pytest
+from paths import SCENARIOS
+
+from predictors.engine.predict import predict
+from predictors.engine.uncertainty import error_quantiles, stated_range
+from predictors.profiles import resolve_profile
+from predictors.scenario.format import load_scenario
+
+
+def test_the_quantiles_are_the_order_statistics_of_expected_coverage():
+    errors = np.arange(1, 10) / 100          # 9 errors: positions 1 and 9 of n + 1 = 10
+    assert error_quantiles(errors) == pytest.approx((0.01, 0.09))
+    grid = np.linspace(-0.2, 0.2, 99)            # positions 10 and 90 of n + 1 = 100
+    assert error_quantiles(grid) == pytest.approx((grid[9], grid[89]))
+
+
+def test_a_calibrated_profile_states_the_range_of_its_own_validation():
+    profile = resolve_profile("local-cpu-1t")
+    rows = profile.validation["end_to_end"]["rows"]
+    band = stated_range(10.0, profile, "cpu", "cpu")
+    assert band["iteration_ms_low"] < band["iteration_ms_high"]
+    assert "own validation" in band["basis"]
+    # most of the profile's own measured steps lie in the range of their prediction
+    inside = [stated_range(r["predicted_ms"], profile, "cpu", "cpu") for r in rows]
+    share = np.mean([b["iteration_ms_low"] <= r["measured_ms"] <= b["iteration_ms_high"]
+                     for b, r in zip(inside, rows)])
+    assert share >= 0.75
+    assert stated_range(10.0, None, "cpu", "cpu") is None   # the roofline: no validation
+
+
+def test_a_gpu_profile_from_public_data_states_the_range_of_an_unseen_gpu():
+    doc = load_scenario(SCENARIOS / "small_dlrm.json")
+    doc["platform"] = {"preset": "dgx-h100"}
+    p = predict(doc)
+    assert p.iteration_ms_low < p.iteration_ms_high
+    assert any("fitted on public data" in n for n in p.notes)
+    out = p.to_json()
+    assert out["iteration_ms_low"] == p.iteration_ms_low
