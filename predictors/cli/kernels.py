@@ -27,7 +27,9 @@ from .args import examples
 __all__ = ["predict_rows", "register"]
 
 GEMM_OPS = ("mm", "addmm", "bmm", "baddbmm")
+CONV_OPS = ("conv",)
 EMBEDDING_OPS = ("embedding_bag",)
+CONV_COLUMNS = "B,Cin,Cout,H[,W,kernel,stride,padding]"
 
 
 class _UsageError(Exception):
@@ -96,8 +98,42 @@ def _gemm_node(op: str, b, m, n, k, dtype: str) -> dict:
             "thread": "main", "lookup": None}
 
 
+def _conv_node(n, cin, cout, h, w, k, stride, pad, dtype: str) -> dict:
+    """A captured forward-convolution node of one CSV row (NCHW, square kernel)."""
+    ho, wo = (int((x + 2 * pad - k) // stride + 1) for x in (h, w))
+    if min(ho, wo) < 1:
+        raise _UsageError(f"a {int(k)}x{int(k)} kernel with padding {int(pad)} does not fit "
+                          f"a {int(h)}x{int(w)} image")
+    ins = [(int(n), int(cin), int(h), int(w)), (int(cout), int(cin), int(k), int(k))]
+    return {"name": "aten::convolution", "input_shapes": ins, "input_dtypes": [dtype] * 2,
+            "input_nnz": [None] * 2, "output_shapes": [(int(n), int(cout), ho, wo)],
+            "output_dtypes": [dtype], "output_nnz": [None], "phase": "forward",
+            "thread": "main", "lookup": None}
+
+
+def _predict_conv(profile, rows: list[dict], fields: list[str]) -> np.ndarray:
+    missing = [c for c in ("B", "Cin", "Cout", "H") if c not in fields]
+    if missing:
+        raise _UsageError(f"--in: missing column(s) {', '.join(missing)} (conv columns: "
+                          f"{CONV_COLUMNS})")
+    n, cin, cout, h = (_column(rows, c) for c in ("B", "Cin", "Cout", "H"))
+    w = np.array([float(r.get("W") or r["H"]) for r in rows]) if "W" in fields else h
+    k, stride = (_column(rows, c, default=d) for c, d in (("kernel", "3"), ("stride", "1")))
+    pad = np.array([float(r.get("padding") or "1") for r in rows])
+    if ((pad < 0) | (pad != np.floor(pad))).any():
+        raise _UsageError("column 'padding' must be a whole number from 0")
+    dtypes = _dtypes(rows)
+    nodes = [_conv_node(*v, dtypes[i]) for i, v in enumerate(zip(n, cin, cout, h, w, k,
+                                                                  stride, pad))]
+    from ..costs.op_costs import kernel_seconds  # deferred: imports torch
+
+    return np.array(kernel_seconds(nodes, profile.device, profile)[1]) * 1e3
+
+
 def predict_rows(profile, op: str, rows: list[dict], fields: list[str]) -> np.ndarray:
     """Predicted kernel ms for CSV rows of ``op`` on ``profile``'s GPU."""
+    if op in CONV_OPS:
+        return _predict_conv(profile, rows, fields)
     if op in GEMM_OPS:
         missing = [c for c in "MNK" if c not in fields] + (
             ["B"] if op in ("bmm", "baddbmm") and "B" not in fields else [])
@@ -285,10 +321,12 @@ def register(subparsers) -> None:
                    "%(prog)s --gpu nvidia-h200-measured --op addmm --in shapes.csv "
                    "--out pred.csv"))
     p.add_argument("--gpu", required=True, metavar="NAME", help=_GPU_HELP)
-    p.add_argument("--op", required=True, choices=GEMM_OPS + EMBEDDING_OPS)
+    p.add_argument("--op", required=True, choices=GEMM_OPS + CONV_OPS + EMBEDDING_OPS)
     p.add_argument("--in", dest="inp", required=True, metavar="SHAPES.csv",
                    help="GEMM: columns B,M,N,K (B optional for mm/addmm), optional dtype "
-                        "(float32 default, float16, bfloat16); embedding_bag: "
+                        "(float32 default, float16, bfloat16); conv (2-D forward, NCHW): "
+                        f"{CONV_COLUMNS} (W = H, 3x3, stride 1, padding 1 by default), "
+                        "optional dtype; embedding_bag: "
                         "rows,dim,batch,pooling[,distribution,alpha,backward]")
     p.add_argument("--out", required=True, metavar="PRED.csv",
                    help="the input rows with pred_ms (kernel milliseconds) added")

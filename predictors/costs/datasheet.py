@@ -10,7 +10,7 @@ from ..profiles import DeviceProfile, bundled_profiles, load_profile
 from .gemm_features import figures_from_spec
 from .gpu_embedding import EmbeddingLookupModel
 from .gpu_gemm import GemmKernelModel
-from .gpu_roofline import MeasuredRooflineModel
+from .gpu_roofline import MeasuredRooflineModel, public_op_efficiency
 
 __all__ = ["gpu_models", "datasheet_profile", "datasheet_default"]
 
@@ -21,7 +21,8 @@ def gpu_models(spec: DeviceSpec, regressor, gemm_info: dict) -> dict:
     override earlier ones where both apply, as :func:`~.op_costs.cost_op_graph` walks
     them)."""
     peaks = measured_peaks(spec)
-    return {"other": MeasuredRooflineModel(spec, peaks),
+    return {"other": MeasuredRooflineModel(spec, peaks,
+                                           op_efficiency=public_op_efficiency(peaks)),
             "gemm": GemmKernelModel(figures_from_spec(spec), regressor, info=gemm_info),
             "embedding": EmbeddingLookupModel(peaks, clock_mhz=spec.clock_mhz)}
 

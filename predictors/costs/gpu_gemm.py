@@ -2,7 +2,10 @@
 
 The regressor predicts ``log(kernel time / roofline time)`` from :mod:`.features`; the
 roofline uses the device's datasheet peak and bandwidth, so one regressor, trained on the
-public measurements of several GPUs, serves any GPU whose figures are known.
+public measurements of several GPUs, serves any GPU whose figures are known.  Batched
+products (``B > 1`` without a shared operand) and 3x3 stride-1 convolutions go to the
+bundled models trained on measured ``bmm`` and convolution kernels
+(:mod:`.batched_gemm`, :mod:`.conv_kernels`), bound to the same figures.
 """
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import numpy as np
 from ..profiles import KERNEL_MODEL_TYPES
 from .convolution import WINOGRAD_SPEEDUP, conv_gemms
 from .gemm_features import FEATURE_NAMES, GpuFigures, gemm_features, roofline_s
+from .kernel_artifacts import bundled_kernel_model
 from .regressors import regressor_from_arrays
 
 __all__ = ["GemmKernelModel", "gemm_dims", "GEMM_OPS"]
@@ -82,14 +86,33 @@ class GemmKernelModel:
         return GemmKernelModel(figures, self.regressor, min_kernel_ms=self.min_kernel_ms,
                                dtypes=self.dtypes, info=self.info)
 
-    def predict_shapes(self, B, M, N, K, *, shared_weight: bool = False) -> np.ndarray:
-        """Kernel milliseconds of ``B`` GEMMs (M,K)x(K,N) each (arrays broadcast)."""
+    def bundled(self, name: str):
+        """The bundled ``gpu-bmm`` or ``gpu-conv`` model on this GPU's figures (None when
+        the file is absent)."""
+        cache = self.__dict__.setdefault("_bundled", {})
+        if name not in cache:
+            model = bundled_kernel_model(name)
+            cache[name] = model.with_figures(self.figures) if model is not None else None
+        return cache[name]
+
+    def predict_shapes(self, B, M, N, K, *, shared_weight: bool = False,
+                       batched: bool = True) -> np.ndarray:
+        """Kernel milliseconds of ``B`` GEMMs (M,K)x(K,N) each (arrays broadcast);
+        ``batched=False`` keeps ``B > 1`` off the bmm model (a grouped convolution's
+        implicit GEMMs are no ``bmm`` kernel)."""
         B, M, N, K = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64)
                                            for x in (B, M, N, K)))
         out = np.full(B.shape, np.nan)
         ok = (B >= 1) & (M >= 1) & (N >= 1) & (K >= 1)
         if not ok.any():
             return out
+        bmm = self.bundled("gpu-bmm") if batched and not shared_weight else None
+        if bmm is not None:  # B separate products: the model measured on them
+            many = ok & (B > 1)
+            out[many] = bmm.predict_shapes(B[many], M[many], N[many], K[many])
+            ok &= ~many
+            if not ok.any():
+                return out
         args = [x[ok] for x in (B, M, N, K)]
         X = gemm_features(*args, self.figures, shared_weight=shared_weight)
         roof_ms = roofline_s(*args, self.figures, shared_weight=shared_weight) * 1e3
@@ -99,14 +122,20 @@ class GemmKernelModel:
         return out
 
     def predict_ms(self, nodes: list[dict]) -> np.ndarray:
-        """Per node: its GEMM's kernel time, or a convolution's as the implicit GEMMs of
-        its passes (a Winograd-eligible pass divided by the multiply savings); NaN for
-        anything else."""
+        """Per node: its GEMM's kernel time; a convolution's from the bundled convolution
+        model where it covers the pass, else as the implicit GEMMs of its passes (a
+        Winograd-eligible pass divided by the multiply savings); NaN for anything else."""
         dims = np.full((len(nodes), 4), np.nan)
         passes: list[tuple[int, float, tuple[int, int, int, int]]] = []
+        conv = self.bundled("gpu-conv") if "float32" in self.dtypes else None
+        convs: list[tuple[int, tuple]] = []
         for i, node in enumerate(nodes):
             dtypes = node.get("input_dtypes") or []
             if not dtypes or dtypes[-1] not in self.dtypes:
+                continue
+            geo = conv.covers(node) if conv is not None else None
+            if geo is not None:
+                convs.append((i, geo))
                 continue
             for g in conv_gemms(node):
                 passes.append((i, WINOGRAD_SPEEDUP if g.winograd else 1.0,
@@ -120,10 +149,14 @@ class GemmKernelModel:
             out[ok] = self.predict_shapes(*dims[ok].T)
         if passes:
             who = np.array([p[0] for p in passes])
-            ms = self.predict_shapes(*np.array([p[2] for p in passes], float).T) / np.array(
+            ms = self.predict_shapes(*np.array([p[2] for p in passes], float).T,
+                                     batched=False) / np.array(
                 [p[1] for p in passes])
             out[np.unique(who)] = 0.0
             np.add.at(out, who, ms)
+        if convs:
+            idx, geo = zip(*convs)
+            out[list(idx)] = conv.predict_conv(*np.array(geo, dtype=np.float64).T)
         return out
 
     def to_json(self) -> tuple[dict, dict[str, np.ndarray]]:

@@ -18,7 +18,13 @@ from ..hardware.specs import DeviceSpec
 from ..profiles import KERNEL_MODEL_TYPES
 from .roofline import attention_efficiency, kernel_cost
 
-__all__ = ["MeasuredRooflineModel", "fit_op_efficiency", "fit_op_floor"]
+__all__ = [
+    "PUBLIC_OP_EFFICIENCY",
+    "MeasuredRooflineModel",
+    "fit_op_efficiency",
+    "fit_op_floor",
+    "public_op_efficiency",
+]
 
 # Fraction of the measured FP32 peak that non-GEMM compute reaches (transcendentals,
 # reductions); GEMMs in other dtypes use the datasheet tensor peak x GEMM_EFFICIENCY.
@@ -42,6 +48,22 @@ _INDEX_PUT = ("_index_put_impl_", "index_put_", "index_put")
 SPARSE_KEY = "sparse update"
 ACCUMULATE_KEY = "accumulate bytes per value"
 ACCUMULATE_MIN_VALUES = 225_000  # below, the sort's fixed costs dominate
+# Share of the DRAM bandwidth that fp32 layer norm and softmax forwards stream their
+# roofline bytes at, for profiles without measurements of their own, by where the peaks
+# come from (hardware/peaks.py): medians over NeuSight's kernels of the GPUs with measured
+# peaks (A100, V100) and of those with estimated ones (P100, P4, T4), as
+# ``python benchmarks/gpu_kernels.py --memory-bound`` prints them.  The H200's traced
+# steps gave layer norm 0.64.
+PUBLIC_OP_EFFICIENCY = {
+    "measured": {"aten::native_layer_norm": 0.73, "aten::_softmax": 0.74},
+    "estimated": {"aten::native_layer_norm": 0.54, "aten::_softmax": 0.71},
+}
+
+
+def public_op_efficiency(peaks: MeasuredPeaks) -> dict[str, float]:
+    """:data:`PUBLIC_OP_EFFICIENCY` for peaks measured or estimated."""
+    return dict(PUBLIC_OP_EFFICIENCY["estimated" if peaks.source.startswith("estimated")
+                                     else "measured"])
 
 
 def _accumulated_values(node: dict) -> int:

@@ -56,6 +56,42 @@ def test_other_gemm_ops(tmp_path, op):
     assert many * 1e-3 >= 2 * 64 * 128 * 128 * 64 / peak
 
 
+KERNEL_GPUS = ("NVIDIA A100-PCIE-40GB", "NVIDIA A100-SXM4-40GB", "NVIDIA A100 80GB PCIe",
+               "NVIDIA H100 80GB HBM3", "NVIDIA L4", "Tesla P100-PCIE-16GB", "Tesla P4",
+               "Tesla T4", "Tesla V100-PCIE-32GB", "NVIDIA L40S", "NVIDIA B200",
+               "AMD Instinct MI300X")
+
+
+@pytest.mark.parametrize("gpu", KERNEL_GPUS)
+def test_bmm_and_conv_on_every_listed_gpu(tmp_path, gpu):
+    bmm = _write(tmp_path / "b.csv", ["B", "M", "N", "K"], [[512, 32, 32, 64], [8, 32, 32, 64]])
+    assert main(["kernels", "predict", "--gpu", gpu, "--op", "bmm", "--in", str(bmm),
+                 "--out", str(tmp_path / "pb.csv")]) == 0
+    many, few = (float(r["pred_ms"]) for r in _read(tmp_path / "pb.csv"))
+    assert many > few > 0
+    conv = _write(tmp_path / "c.csv", ["B", "Cin", "Cout", "H", "kernel", "stride", "padding"],
+                  [[32, 128, 128, 28, 3, 1, 1], [32, 128, 128, 28, "", "", ""],
+                   [32, 128, 128, 28, 1, 1, 0], [32, 3, 64, 224, 7, 2, 3]])
+    assert main(["kernels", "predict", "--gpu", gpu, "--op", "conv", "--in", str(conv),
+                 "--out", str(tmp_path / "pc.csv")]) == 0
+    k3, k3_default, k1, stem = (float(r["pred_ms"]) for r in _read(tmp_path / "pc.csv"))
+    assert k3 == k3_default  # 3x3, stride 1, padding 1 by default
+    assert k3 > k1 > 0 and stem > 0  # nine taps cost more than one
+
+
+def test_conv_errors_are_one_line(tmp_path, capsys):
+    bad = _write(tmp_path / "c.csv", ["B", "Cin", "H"], [[32, 128, 28]])
+    assert main(["kernels", "predict", "--gpu", "L4", "--op", "conv", "--in", str(bad),
+                 "--out", str(tmp_path / "o.csv")]) == 2
+    assert "missing column(s) Cout (conv columns: B,Cin,Cout,H" in capsys.readouterr().err
+    tiny = _write(tmp_path / "t.csv", ["B", "Cin", "Cout", "H", "kernel", "padding"],
+                  [[1, 8, 8, 2, 5, 0]])
+    assert main(["kernels", "predict", "--gpu", "L4", "--op", "conv", "--in", str(tiny),
+                 "--out", str(tmp_path / "o.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "does not fit a 2x2 image" in err and err.count("\n") == 1
+
+
 def test_embedding_bag_with_distribution(tmp_path):
     src = _write(tmp_path / "e.csv", ["rows", "dim", "batch", "pooling", "distribution",
                                       "alpha", "backward"],
@@ -89,7 +125,7 @@ def test_errors_are_one_line(tmp_path, capsys):
                  "--in", str(tmp_path / "nope.csv"), "--out", str(tmp_path / "o.csv")]) == 2
     assert "cannot read" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:
-        main(["kernels", "predict", "--gpu", "NVIDIA H200", "--op", "conv2d",
+        main(["kernels", "predict", "--gpu", "NVIDIA H200", "--op", "conv3d",
               "--in", str(good), "--out", str(tmp_path / "o.csv")])
     assert exc.value.code == 2
 

@@ -56,10 +56,14 @@ def test_convolutions_are_priced_as_their_gemms():
     direct = float(gemm.predict_shapes(1, 32 * 28 * 28, 128, 64 * 9))
     assert ms == pytest.approx(direct)
     same = [32, 64, 56, 56]
-    wino = conv("aten::conv2d", [same, [64, 64, 3, 3]], [same])
+    # a 3x3 stride-1 input gradient runs Winograd: the multiply savings off the GEMM
+    wino = conv("aten::cudnn_convolution_backward_input", [same, [64, 64, 3, 3]], [same])
     (ms,) = gemm.predict_ms([wino])
     direct = float(gemm.predict_shapes(1, 32 * 56 * 56, 64, 64 * 9))
     assert ms == pytest.approx(direct / 2.25)
+    # its forward pass is what the measured convolution model covers
+    (ms,) = gemm.predict_ms([conv("aten::conv2d", [same, [64, 64, 3, 3]], [same])])
+    assert ms == pytest.approx(float(gemm.bundled("gpu-conv").predict_conv(32, 64, 64, 56)[0]))
     bwd = conv("aten::convolution_backward", [Y, X, W])
     (ms,) = gemm.predict_ms([bwd])
     parts = [float(gemm.predict_shapes(1, 32 * 56 * 56, 64, 128 * 9)),
