@@ -122,6 +122,7 @@ def _other_profile(path: str):
 def cmd_report(args) -> int:
     from predictors.calibrate.cuda_profile import load_measurements, scenario_errors
     from predictors.calibrate.gpu_profiles import profile_for_device
+    from predictors.costs.host_overheads import load_host, profile_on_host
     from predictors.utils.metrics import format_summary, summarize
 
     def errors(rows):
@@ -167,16 +168,21 @@ def cmd_report(args) -> int:
                     print(f"  {op:6s} {len(sel):4d} shapes  GMAE {100 * gmae(pred, meas):5.1f}%")
     if doc.get("scenarios"):
         print("\ntraining iterations: measured (median of 30) against predicted")
-        print(f"  {'scenario':56s} {'measured':>9s} {'fitted':>8s} {'this host':>9s}")
+        print(f"  {'scenario':56s} {'measured':>9s} {'fitted':>8s} {'this host':>9s} "
+              f"{'fitted, default host':>21s}")
         loo = scenario_errors(args.folder)
         base = scenario_errors(args.folder, profile=bundled)
-        for a, b in zip(loo, base):
+        on_host = scenario_errors(args.folder, profile=profile_on_host(bundled, load_host()))
+        for a, b, c in zip(loo, base, on_host):
             print(f"  {a['scenario'][:56]:56s} {a['measured_ms']:7.2f}ms "
-                  f"{b['error_pct']:+7.1f}% {a['error_pct']:+8.1f}%")
+                  f"{b['error_pct']:+7.1f}% {a['error_pct']:+8.1f}% {c['error_pct']:+20.1f}%")
         if other_profile is not None:
             other = scenario_errors(args.folder, profile=other_profile)
             print(f"  with the profile {args.profile_from}: {errors(other)}")
-        print(f"  the profile fitted on public data: {errors(base)}")
+        print(f"  the profile fitted on public data, with its pooled overheads: "
+              f"{errors(base)}")
+        print(f"  the same on the default host ({load_host().name}, what a GPU without "
+              f"measurements gets): {errors(on_host)}")
         print(f"  with this host's overheads and peaks (leave one out): {errors(loo)}")
     return 0
 

@@ -1,6 +1,7 @@
 """Multi-GPU predictions against measured throughput: the TorchRec DLRM on A100-40GB.
 
-    .venv/bin/python benchmarks/multi_gpu_dlrm.py [--kernel per_table|fused|both] [--json OUT.json]
+    .venv/bin/python benchmarks/multi_gpu_dlrm.py [--kernel per_table|fused|both] [--host NAME]
+        [--json OUT.json]
 
 The MLPerf/TorchRec reference README (../shared/data/configs/mlperf-dlrm-dcnv2) reports
 train records/s of its DLRM on Criteo 1TB (26 one-hot tables of dim 128, 91 GB; bottom
@@ -46,6 +47,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kernel", choices=("per_table", "fused", "both"), default="both",
                     help="the embedding tables' lookup kernels (default: both)")
+    ap.add_argument("--host", help="the host of the catalogue (default: the default host)")
     ap.add_argument("--json", metavar="OUT.json", help="also write the rows as JSON")
     args = ap.parse_args()
     base = load_scenario(SCENARIO)
@@ -58,7 +60,7 @@ def main() -> int:
         doc["training"]["batch_size"] = batch
         doc["platform"] = {"preset": "dgx-a100"} if gpus == 8 else four_a100()
         t0 = time.perf_counter()
-        result = predict(doc)
+        result = predict(doc, host=args.host)
         elapsed = time.perf_counter() - t0
         measured_ms = batch / rps * 1e3
         slowest = max(result.per_rank, key=lambda r: r["iteration_ms"])

@@ -81,7 +81,7 @@ def _cmd_predict(args) -> int:
         overheads = _trace_overheads(args.overheads_from, doc, args.prog)
         if isinstance(overheads, int):
             return overheads
-    result = predict(doc, profile=profile_arg(args), overheads=overheads)
+    result = predict(doc, profile=profile_arg(args), overheads=overheads, host=args.host)
     if args.chrome_trace:
         result.timeline.save_chrome_trace(args.chrome_trace)
     if args.json:
@@ -461,7 +461,11 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
                    help=f"predict on this platform instead of the scenario's: {PLATFORM_HELP}")
     p.add_argument("--overheads-from", nargs="+", metavar="TRACE",
                    help="CPU overheads (T1-T5) measured from your own recorded GPU trace(s) "
-                        "instead of the profile's pooled ones")
+                        "instead of the host's")
+    p.add_argument("--host", metavar="NAME_OR_FILE",
+                   help="the host whose CPU dispatches a GPU step: a name of the host "
+                        "catalogue (resources/hosts) or a host file (default: the "
+                        "scenario's platform.host, else public-pool)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--chrome-trace", metavar="OUT.json",
                    help="also write the predicted timeline as a Chrome trace (Perfetto)")

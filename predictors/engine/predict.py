@@ -12,7 +12,13 @@ from ..hardware.specs import device_spec
 from ..model.footprint import footprint_note, step_footprint
 from ..model.op_classes import ITEMSIZE
 from ..model.sharding import PlanError
-from ..profiles import ProfileError, default_profile, other_cpu_note, resolve_profile
+from ..profiles import (
+    DeviceProfile,
+    ProfileError,
+    default_profile,
+    other_cpu_note,
+    resolve_profile,
+)
 from ..scenario.format import Issue, ScenarioError, validate_scenario
 from ..utils.progress import check_cancelled
 from .timeline import Timeline
@@ -166,13 +172,21 @@ def progress_stepper(progress, cancelled):
     return step
 
 
-def prepare(scenario: dict, profile=None):
+def prepare(scenario: dict, profile=None, host: str | None = None):
     """Validate ``scenario`` and pick its profile (as :func:`predict` documents):
     ``(doc, platform, profile or None)``.  A profile of the other device kind is a
-    :class:`~predictors.profiles.ProfileError`."""
+    :class:`~predictors.profiles.ProfileError`.
+
+    On a GPU platform the bundled profile's CPU overheads are the host's
+    (:mod:`predictors.costs.host_overheads`): ``host``, else the scenario's
+    ``platform.host``, else the default host, with the launch cost of the GPU's
+    generation.  A profile given by the caller keeps its own overheads unless a host is
+    named."""
 
     doc = validate_scenario(scenario)
     platform = resolve_platform(doc["platform"])
+    named_host = host or doc["platform"].get("host")
+    by_default = profile is None
     if profile is None:
         profile = default_profile(platform.device, "cpu" if platform.device == "cpu"
                                   else "gpu", platform.threads)
@@ -187,11 +201,26 @@ def prepare(scenario: dict, profile=None):
         raise ProfileError(f"profile {profile.name!r} describes a {profile.device.kind.upper()} "
                            f"({profile.device.name}); platform {platform.name} runs on "
                            f"{'the CPU' if wanted == 'cpu' else platform.device}")
+    if (by_default or named_host) and isinstance(profile, DeviceProfile) \
+            and profile.device.kind == "gpu" and platform.device != "cpu":
+        profile = _on_host(profile, named_host)
     check_fits(doc, platform)
     return doc, platform, profile
 
 
-def predict(scenario: dict, *, profile=None, overheads=None,
+def _on_host(profile: DeviceProfile, name: str | None) -> DeviceProfile:
+    """``profile`` with host ``name``'s overheads (the default host without a name); an
+    unknown host is a :class:`~predictors.scenario.format.ScenarioError` on
+    ``platform.host``."""
+    from ..costs.host_overheads import load_host, profile_on_host
+
+    try:
+        return profile_on_host(profile, load_host(name))
+    except ProfileError as exc:
+        raise ScenarioError([Issue("platform.host", str(exc))]) from None
+
+
+def predict(scenario: dict, *, profile=None, overheads=None, host: str | None = None,
             progress: Callable[[float, str], None] | None = None,
             cancelled: Callable[[], bool] | None = None) -> Prediction:
     """Predict one training iteration of ``scenario`` (a scenario document).
@@ -200,7 +229,10 @@ def predict(scenario: dict, *, profile=None, overheads=None,
     ``"roofline"`` (datasheet figures only) or None: the bundled profile of the platform's
     device when there is one.  ``overheads`` (an
     :class:`~predictors.profiles.OverheadTable`, e.g. measured from the user's own trace
-    by :func:`predictors.traces.overhead_tables.trace_overheads`) replaces the profile's.  ``progress(fraction, stage)`` is called between stages;
+    by :func:`predictors.traces.overhead_tables.trace_overheads`) replaces the profile's.
+    ``host`` names the host of the catalogue whose CPU overheads a GPU step pays
+    (:mod:`predictors.costs.host_overheads`; default: the scenario's ``platform.host``,
+    else the default host).  ``progress(fraction, stage)`` is called between stages;
     ``cancelled()`` is polled and, when it returns True, :class:`Cancelled` is raised.
     Invalid scenarios raise :class:`predictors.scenario.format.ScenarioError`.
     """
@@ -212,10 +244,12 @@ def predict(scenario: dict, *, profile=None, overheads=None,
     t0 = time.perf_counter()
     step = progress_stepper(progress, cancelled)
     step(0.0, "validating")
-    doc, platform, profile = prepare(scenario, profile)
+    doc, platform, profile = prepare(scenario, profile, host)
     title = doc["name"] or "prediction"
     notes = [f"profile: {profile.name} ({profile.kind})" if profile is not None
              else "profile: datasheet roofline (no calibrated profile for this device)"]
+    if profile is not None and overheads is None and profile.provenance.get("host_overheads"):
+        notes.append(f"host: {profile.provenance['host_overheads']}")
     if platform.device == "cpu":
 
         notes.extend(filter(None, [other_cpu_note(profile)]))

@@ -380,9 +380,11 @@ class Workload:
 
     def optimizer(self, foreach: bool | None = None):
         """The scenario's optimizer: ``sgd``, plain SGD over all parameters (sparse rows
-        for the embedding bags); ``adam``/``adamw``, torch's Adam/AdamW over the dense
-        parameters while the embedding bags keep their sparse SGD update (torch's sparse
-        Adam coalesces, which needs the data).  ``foreach``: torch's choice by default
+        for the embedding bags); ``adam``/``adamw``/``adagrad``, torch's Adam/AdamW/Adagrad
+        over the dense parameters while the embedding bags keep one sparse row update
+        each (torch's sparse Adam and Adagrad coalesce, which needs the data; FBGEMM's
+        fused lookups apply Adagrad inside their backward, one kernel over the rows the
+        step touched).  ``foreach``: torch's choice by default
         (the multi-tensor update where every parameter is on a CUDA device, one op per
         parameter elsewhere or when a gradient is sparse); True makes a meta capture
         record what a GPU runs."""
@@ -393,8 +395,9 @@ class Workload:
         sparse_ids = {id(p) for p in sparse_parameters(self.module)}
         dense = [p for p in params if id(p) not in sparse_ids]
         sparse = [p for p in params if id(p) in sparse_ids]
-        adam = torch.optim.Adam if kind == "adam" else torch.optim.AdamW
-        parts = [adam(dense, lr=self.lr, foreach=foreach)] if dense else []
+        dense_kind = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW,
+                      "adagrad": torch.optim.Adagrad}[kind]
+        parts = [dense_kind(dense, lr=self.lr, foreach=foreach)] if dense else []
         if sparse:
             parts.append(torch.optim.SGD(sparse, lr=self.lr, foreach=foreach))
         return parts[0] if len(parts) == 1 else OptimizerGroup(parts)

@@ -35,7 +35,7 @@ __all__ = ["FORMAT", "VERSION", "DTYPES", "OPTIMIZERS", "ROW_WISE", "REPLICATED"
 FORMAT = "ml-dse/scenario"
 VERSION = 1
 DTYPES = ("float32", "bfloat16", "float16")
-OPTIMIZERS = ("sgd", "adam", "adamw")
+OPTIMIZERS = ("sgd", "adam", "adamw", "adagrad")
 ROW_WISE = "rw"   # an embedding_sharding value: the table's rows split over every rank
 REPLICATED = "dp"  # an embedding_sharding value: the table on every rank (data parallel)
 PLATFORM_NODE_KINDS = ("cpu", "gpu", "node", "nvswitch", "nic", "pcie_switch")
@@ -208,6 +208,9 @@ class Platform(Struct):
     nodes: Annotated[list[Device], _meta(min_length=1, expected="a non-empty list of devices")
                      ] | UnsetType = UNSET
     edges: Annotated[list[Link], _meta(expected="a list of links")] | UnsetType = UNSET
+    host: Annotated[NonEmptyString, Meta(
+        description="the host whose CPU dispatches a GPU step: a name of the host catalogue "
+                    "(resources/hosts) or a host file; default public-pool")] | UnsetType = UNSET
 
     def __post_init__(self):
         if self.preset is UNSET and self.nodes is UNSET:
@@ -226,7 +229,10 @@ class Training(Struct, forbid_unknown_fields=True):
     batch_per_gpu: Annotated[Size, Meta(
         description="the batch of each rank; when given, batch_size is derived: this "
                     "times the platform's ranks")] | UnsetType = UNSET
-    optimizer: Literal[OPTIMIZERS] = "sgd"
+    optimizer: Annotated[Literal[OPTIMIZERS], Meta(
+        description="sgd over every parameter; adam, adamw or adagrad over the dense "
+                    "parameters, the embedding tables keeping one sparse row update (as "
+                    "FBGEMM's fused lookups apply Adagrad inside their backward)")] = "sgd"
     dtype: Literal[DTYPES] = "float32"
     lr: Annotated[PositiveNumber, Meta(description="the learning rate")] = 0.01
 

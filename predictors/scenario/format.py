@@ -209,6 +209,8 @@ def _platform_dict(platform: Platform) -> dict:
             out["threads"] = platform.threads
         if platform.ranks is not UNSET:
             out["ranks"] = platform.ranks
+        if platform.host is not UNSET:
+            out["host"] = platform.host
         return out
     return msgspec.to_builtins(platform)
 

@@ -35,11 +35,12 @@ def _diff(a, b):
     return "\n".join(list(difflib.unified_diff(a, b, "captured", "profiled", lineterm="", n=1))[:40])
 
 
-@pytest.mark.parametrize("optimizer", ["sgd", "adamw"])
+@pytest.mark.parametrize("optimizer", ["sgd", "adamw", "adagrad"])
 @pytest.mark.parametrize("make", [small_dlrm, small_transformer])
 def test_capture_matches_profiled_cpu_run(make, optimizer):
     doc = make()
-    doc["training"]["optimizer"] = optimizer   # adamw: dense Adam, the tables' sparse SGD
+    # adamw, adagrad: torch's optimizer over the dense weights, the tables' sparse update
+    doc["training"]["optimizer"] = optimizer
     seq = op_sequence(capture_training_step(build_workload(doc)))
     captured, profiled = compute_ops(seq), profiled_compute_ops(doc, set(seq))
     assert captured == profiled, _diff(captured, profiled)

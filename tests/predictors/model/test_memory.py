@@ -150,6 +150,25 @@ def test_adamw_keeps_two_moments_per_dense_weight_and_records_a_steady_step():
     assert resident["optimizer state"] == 2 * resident["parameters"]
 
 
+def test_adagrad_keeps_one_sum_per_dense_weight_and_updates_the_fused_tables_once():
+    doc = small(load_scenario(SCENARIOS / "small_dlrm.json"))
+    doc["training"]["optimizer"] = "adagrad"
+    tables = next(n for n in doc["model"]["nodes"] if n["kind"] == "embedding_tables")
+    tables["params"]["kernel"] = "fused"    # FBGEMM's table-batched lookups
+    workload = build_workload(doc)
+    graph = capture_training_step(workload, gpu=True)
+    table_bytes = sum(t["rows"] * t["dim"] * 4 for t in tables["params"]["tables"])
+    dense = sum(p.numel() * 4 for p in workload.module.parameters()) - table_bytes
+    params = len(list(workload.module.parameters())) - 1
+    state = graph.graph["memory"].resident["optimizer state"]
+    assert dense <= state < dense + GPU_BLOCK * params   # one sum each, in allocator blocks
+    nodes = [graph.nodes[i] for i in graph.nodes if graph.nodes[i]["phase"] == "optimizer"]
+    names = [n["name"] for n in nodes]
+    assert "aten::_foreach_addcdiv_" in names   # torch's multi-tensor Adagrad on a GPU
+    sparse = [n for n in nodes if any(x is not None for x in n["input_nnz"])]
+    assert len(sparse) == 1   # one row update for the fused group of tables
+
+
 def test_adam_on_a_dlrm_updates_the_tables_with_sparse_sgd():
     doc = small(load_scenario(SCENARIOS / "small_dlrm.json"))
     doc["training"]["optimizer"] = "adam"
