@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 SCENARIOS = ROOT / "resources" / "scenarios"
 SAMPLE_CPU_TRACE = ROOT / "sample_traces" / "small_dlrm_cpu1.pt.trace.json.gz"
+DGX1_TRACES = ROOT.parent / "shared" / "data" / "traces" / "param-dlrm-v100-8rank"
 OUT = Path(__file__).resolve().parent / "images"
 TIMEOUT_S = 300
 
@@ -244,10 +245,76 @@ def shot_profiles(d: Driver) -> None:
     save(w.centralWidget(), "profiles-tab.png")
 
 
+def shot_dgx1(d: Driver) -> None:
+    """The Platform tab on the DGX-1 preset: the hybrid cube-mesh as two quads."""
+    doc = json.loads((SCENARIOS / "small_dlrm.json").read_text())
+    doc["platform"] = {"preset": "dgx1-v100"}
+    path = d.tmp / "small_dlrm_dgx1.json"
+    path.write_text(json.dumps(doc))
+    w = d.window(path, size=(1500, 950))
+    w.palette_dock.hide()
+    w.inspector_dock.hide()
+    w.tabs.setCurrentWidget(w.platform_page)
+    d.settle()
+    w.platform_page.view.fit_all()
+    d.settle()
+    save(w.centralWidget(), "platform-dgx1.png")
+
+
+def shot_compare_ranks(d: Driver) -> None:
+    """The 64-table DLRM predicted on a DGX-1 above the eight ranks PARAM recorded on one
+    (public traces in ../shared/data; skipped when they are absent), in a window 1280 px
+    wide: the Compare dock."""
+    from PySide6.QtCore import Qt
+
+    files = sorted(DGX1_TRACES.glob("worker*_step_12.*.pt.trace.json.gz"))
+    if not files:
+        print(f"compare-ranks: skipped, no traces in {DGX1_TRACES}")
+        return
+    doc = json.loads((SCENARIOS / "dlrm_64tables_8gpu.json").read_text())
+    doc["platform"] = {"preset": "dgx1-v100"}
+    path = d.tmp / "dlrm_64tables_dgx1.json"
+    path.write_text(json.dumps(doc))
+    w = d.window(path, size=(1280, 1100))
+    c = w.compare
+    d.run_until(c.loader.sigFinished, lambda: c.load([str(f) for f in files]),
+                "the recorded traces")
+    w.summary_dock.hide()
+    w.resizeDocks([c.dock], [820], Qt.Vertical)
+    d.settle()
+    c.view.recorded.set_collapsed({r for r in range(8)} - {0})
+    c.view.predicted.set_collapsed({r for r in range(8)} - {0})
+    d.settle()
+    save(c.dock, "compare-ranks.png")
+
+
+def shot_timeline_range(d: Driver) -> None:
+    """The small DLRM's timeline: a GEMM kernel clicked (the arrow from its launch) and a
+    range selected (its per-op totals under the plot)."""
+    import numpy as np
+    from PySide6.QtCore import Qt
+
+    w = d.window(SCENARIOS / "small_dlrm.json", size=(1300, 900))
+    g, tl = w.gantt, w.prediction.timeline
+    kernel = next(int(i) for i in np.argsort(tl.start_us, kind="stable")
+                  if tl.lanes[tl.lane[i]].kind == "stream"
+                  and tl.names[tl.name_id[i]] == "aten::addmm")
+    t = float(tl.start_us[kernel]) / 1e3
+    w.resizeDocks([w.timeline_dock], [520], Qt.Vertical)
+    d.settle()
+    g.vb.setXRange(0.0, t + 0.9, padding=0)
+    g.select_event(kernel)
+    g.sigEventClicked.emit(kernel)
+    g.select_time_range(t - 0.05, t + 0.6)
+    d.settle()
+    save(w.timeline_dock, "timeline-range.png")
+
+
 SHOTS = {"main": shot_main, "inspector": shot_inspector,
          "multi-gpu": shot_platform_and_multi_gpu, "sharding": shot_sharding,
          "sweep": shot_sweep,
-         "compare": shot_compare, "profiles": shot_profiles}
+         "compare": shot_compare, "profiles": shot_profiles, "dgx1": shot_dgx1,
+         "compare-ranks": shot_compare_ranks, "timeline-range": shot_timeline_range}
 
 
 def main(argv: list[str] | None = None) -> int:

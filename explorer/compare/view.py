@@ -25,7 +25,7 @@ from predictors.utils.formatting import format_bytes
 
 from ..timeline.colors import CATEGORY_COLORS, CATEGORY_LABELS
 from ..timeline.gantt import GanttWidget
-from ..widgets import EXPORT_ROLE, ErrorBar, TableExport, read_only_table, stacked
+from ..widgets import EXPORT_ROLE, ElidedLabel, ErrorBar, TableExport, read_only_table, stacked
 
 __all__ = ["CompareView"]
 
@@ -64,6 +64,7 @@ class CompareView(QWidget):
         self.figures = QLabel(self)
         self.figures.setObjectName("compareFigures")
         self.figures.setTextFormat(Qt.RichText)
+        self.figures.setWordWrap(True)  # long notes wrap rather than widen the window
         self.import_button = QPushButton("Import Trace…", self)
         self.import_button.setToolTip("Load Kineto traces (several files: the ranks of one "
                                       "job); or drop them on the window")
@@ -71,7 +72,7 @@ class CompareView(QWidget):
         self.progress = QProgressBar(self)
         self.progress.setRange(0, 1000)
         self.progress.setMaximumWidth(200)
-        self.progress_label = QLabel("", self)
+        self.progress_label = ElidedLabel("", self, Qt.ElideRight)
         self.progress_label.setStyleSheet("color: #445;")
         self.cancel_button = QPushButton("Cancel", self)
         self.cancel_button.clicked.connect(self.sigCancelRequested)
@@ -134,8 +135,9 @@ class CompareView(QWidget):
         self.set_loading(False)
         self._update_figures()
 
-    def _caption(self, text: str, color: str) -> QLabel:
-        label = QLabel(text, self)
+    def _caption(self, text: str, color: str) -> ElidedLabel:
+        # elided, never wider than the dock: the whole text is in the tooltip
+        label = ElidedLabel(text, self)
         label.setObjectName("compareCaption")
         label.setStyleSheet(_CAPTION % color)
         return label

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import re
 
-from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QLineF, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import (
     QBrush,
     QColor,
@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QGraphicsItem,
     QGraphicsLineItem,
     QGraphicsObject,
+    QGraphicsPathItem,
     QGraphicsScene,
 )
 
@@ -37,6 +38,8 @@ from predictors.hardware.platforms import (
     preset_graph,
 )
 from predictors.hardware.specs import find_gpu_spec
+
+from .routing import LABEL_H, LABEL_W, curve_point, label_box, link_path, place_labels, route_bend
 
 __all__ = ["PlatformScene", "DeviceItem", "LinkItem", "DEVICE_KINDS", "default_link",
            "effective_graph", "auto_positions", "DEVICE_MIME"]
@@ -125,9 +128,23 @@ def link_text(kind: str) -> str:
     return f"{LINK_LABELS.get(kind, kind)}, {LINK_KINDS.get(kind, 0) / 1e9:,.0f} GB/s"
 
 
+def _meshed_gpus(graph: dict) -> set[str]:
+    """GPUs linked straight to other GPUs (a mesh such as the DGX-1's hybrid cube-mesh,
+    rather than through a switch)."""
+    kinds = {n.get("id"): n.get("kind") for n in graph["nodes"]}
+    out = set()
+    for e in graph["edges"]:
+        a, b = e.get("source"), e.get("target")
+        if kinds.get(a) == "gpu" and kinds.get(b) == "gpu":
+            out.update((a, b))
+    return out
+
+
 def auto_positions(graph: dict, known: dict) -> dict:
     """Positions for devices without one: a column of rows per host (ids ``n<h>_…``):
-    hosts and CPUs, GPUs, switches, NICs, each row centred under the widest."""
+    hosts and CPUs, GPUs, switches, NICs, each row centred under the widest.  More than
+    four GPUs linked to one another (a mesh) take two rows: the DGX-1's cube-mesh is
+    drawn as its two quads, one above the other, each GPU over its peer in the other."""
     rows: dict[int, dict[int, list[str]]] = {}
     for n in graph["nodes"]:
         nid = n.get("id")
@@ -136,14 +153,23 @@ def auto_positions(graph: dict, known: dict) -> dict:
         m = re.match(r"n(\d+)_", nid)
         host = int(m.group(1)) if m else 0
         rows.setdefault(host, {}).setdefault(_ROWS.get(n.get("kind"), 3), []).append(nid)
+    meshed = _meshed_gpus(graph)
     out, step = {}, DEV_W + 24
     x0 = 0.0
     for host in sorted(rows):
-        width = max(len(ids) for ids in rows[host].values()) * step
-        for row, ids in rows[host].items():
+        lines: list[list[str]] = []
+        for row in sorted(rows[host]):
+            ids = rows[host][row]
+            if row == _ROWS["gpu"] and len(ids) > 4 and sum(i in meshed for i in ids) > 4:
+                half = (len(ids) + 1) // 2
+                lines += [ids[:half], ids[half:]]
+            else:
+                lines.append(ids)
+        width = max(len(ids) for ids in lines) * step
+        for line, ids in enumerate(lines):
             left = x0 + (width - len(ids) * step) / 2
             for col, nid in enumerate(ids):
-                out[nid] = [left + col * step + step / 2, row * 140.0]
+                out[nid] = [left + col * step + step / 2, line * 140.0]
         x0 += width + 120.0
     return out
 
@@ -201,14 +227,19 @@ class DeviceItem(QGraphicsObject):
         return super().itemChange(change, value)
 
 
-class LinkItem(QGraphicsLineItem):
-    """A link, labelled with its kind and bandwidth; selectable."""
+class LinkItem(QGraphicsPathItem):
+    """A link, labelled with its kind and bandwidth; selectable.  It runs straight between
+    its devices, or bows around the devices in its way (``bend``, see
+    :mod:`~explorer.platform.routing`); its label sits at ``label_t`` along it, or nowhere
+    (None) where every spot is covered."""
 
     def __init__(self, index: int, a: DeviceItem, b: DeviceItem, kind: str,
                  labelled: bool = True):
         super().__init__()
         self.index, self.a, self.b, self.kind = index, a, b, kind
         self.labelled = labelled  # one label per kind: many links would bury each other
+        self.bend = 0.0
+        self.label_t: float | None = 0.5 if labelled else None
         a.links.append(self)
         b.links.append(self)
         self.setFlag(QGraphicsItem.ItemIsSelectable)
@@ -216,17 +247,30 @@ class LinkItem(QGraphicsLineItem):
         self.setToolTip(f"{a.node_id} – {b.node_id}: {link_text(kind)}")
         self.adjust()
 
+    def ends(self) -> tuple[QPointF, QPointF]:
+        return QPointF(self.a.pos()), QPointF(self.b.pos())
+
+    def line(self) -> QLineF:
+        """The straight line between the two devices' centres."""
+        return QLineF(*self.ends())
+
+    def set_route(self, bend: float, label_t: float | None) -> None:
+        self.bend, self.label_t = bend, label_t
+        self.adjust()
+
     def adjust(self) -> None:
-        self.setLine(self.a.pos().x(), self.a.pos().y(), self.b.pos().x(), self.b.pos().y())
+        self.prepareGeometryChange()
+        self.setPath(link_path(*self.ends(), self.bend))
+
+    def label_point(self) -> QPointF | None:
+        """The centre of the label, or None when the link shows none."""
+        t = self.label_t if self.label_t is not None else (0.5 if self.isSelected() else None)
+        return None if t is None else curve_point(*self.ends(), self.bend, t)
 
     def shape(self) -> QPainterPath:
-        path = QPainterPath()
-        line = self.line()
-        path.moveTo(line.p1())
-        path.lineTo(line.p2())
         stroker = QPainterPathStroker()
         stroker.setWidth(10)
-        return stroker.createStroke(path)
+        return stroker.createStroke(self.path())
 
     def paint(self, painter: QPainter, option, widget=None) -> None:
         color = QColor("#1a73e8") if self.isSelected() else QColor(
@@ -234,23 +278,22 @@ class LinkItem(QGraphicsLineItem):
             "#d9822b" if self.kind.startswith("nic") else "#8a6d3b")
         painter.setRenderHint(QPainter.Antialiasing)
         painter.setPen(QPen(color, 3 if self.isSelected() else 2))
-        painter.drawLine(self.line())
-        if not (self.labelled or self.isSelected()):
+        painter.setBrush(Qt.NoBrush)
+        painter.drawPath(self.path())
+        spot = self.label_point()
+        if spot is None:
             return
-        # a quarter of the way from the source: links into one switch fan out there,
-        # so their labels sit apart
-        mid = self.line().p1() + (self.line().p2() - self.line().p1()) * 0.25
         font = QFont(painter.font())
         font.setPointSizeF(7.5)
         painter.setFont(font)
-        text = link_text(self.kind)
-        box = QRectF(mid.x() - 62, mid.y() - 8, 124, 16)
+        box = label_box(spot)
         painter.fillRect(box, QColor(255, 255, 255, 220))
         painter.setPen(color.darker(120))
-        painter.drawText(box, Qt.AlignCenter, text)
+        painter.drawText(box, Qt.AlignCenter, link_text(self.kind))
 
     def boundingRect(self) -> QRectF:
-        return super().boundingRect().adjusted(-64, -10, 64, 10)
+        return self.path().boundingRect().adjusted(-LABEL_W / 2 - 2, -LABEL_H, LABEL_W / 2 + 2,
+                                                   LABEL_H)
 
 
 class PlatformScene(QGraphicsScene):
@@ -320,8 +363,31 @@ class PlatformScene(QGraphicsScene):
                 self.addItem(link)
                 self.links.append(link)
                 link.setSelected((a.node_id, b.node_id) in links)
+        self.route_links()
         self.blockSignals(False)
         self._emit_selection()
+
+    def route_links(self) -> None:
+        """Bow each link around the devices in its way, and put the labels where no
+        device and no other label covers them."""
+        boxes = {k: d.sceneBoundingRect() for k, d in self.devices.items()}
+        if not boxes:
+            return
+        middle = sum((b.center() for b in boxes.values()), QPointF()) / len(boxes)
+        routes = []
+        for link in self.links:
+            ends = (link.a.node_id, link.b.node_id)
+            others = [b for k, b in boxes.items() if k not in ends]
+            # a detour bows away from the devices its ends link to (a mesh's row bows
+            # away from the other row), else away from the middle of the drawing
+            near = {d for end in (link.a, link.b) for other in end.links
+                    for d in (other.a.node_id, other.b.node_id)} - set(ends)
+            centre = (sum((boxes[k].center() for k in near), QPointF()) / len(near)
+                      if near else middle)
+            routes.append((*link.ends(), route_bend(*link.ends(), others, centre)))
+        spots = place_labels(routes, list(boxes.values()), [x.labelled for x in self.links])
+        for link, (_, _, bend), t in zip(self.links, routes, spots):
+            link.set_route(bend, t)
 
     def _emit_selection(self) -> None:
         items = self.selectedItems()

@@ -35,7 +35,7 @@ from predictors.profiles import ProfileError
 from predictors.scenario.format import ScenarioError
 from predictors.utils.formatting import format_bytes
 
-from ..widgets import ErrorBar, TableExport
+from ..widgets import ElidedLabel, ErrorBar, TableExport
 from ..workers import BackgroundRunner
 
 __all__ = ["ResultsController", "ResultsView", "memory_text"]
@@ -113,7 +113,7 @@ class ResultsView(QWidget):
         self.progress.setRange(0, 1000)
         self.progress.setMaximumWidth(220)
         self.progress.setTextVisible(False)
-        self.stage = QLabel("")
+        self.stage = ElidedLabel("", mode=Qt.ElideRight)  # never widens the window
         self.stage.setStyleSheet("color: #445;")
         self.cancel_button = QPushButton("Cancel")
         self.error = ErrorBar()

@@ -10,6 +10,7 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
+    QScrollArea,
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
@@ -18,7 +19,7 @@ from PySide6.QtWidgets import (
 from predictors.utils.formatting import format_bytes
 
 from ..timeline.colors import CATEGORY_COLORS, CATEGORY_LABELS
-from ..widgets import ErrorBar, TableExport, read_only_table
+from ..widgets import ErrorBar, FlowLayout, TableExport, WrappingLabel, read_only_table
 
 __all__ = ["SummaryPanel", "device_active_fraction"]
 
@@ -54,8 +55,7 @@ class _Figure(QFrame):
                            " border-radius: 4px; }")
         self.value = QLabel("–", self)
         self.caption = QLabel(caption, self)
-        # Captions wrap, so four figures side by side never widen the dock (or the window).
-        self.caption.setWordWrap(True)
+        # One line each: in a narrow dock the figures wrap onto more rows (FlowLayout)
         box = QVBoxLayout(self)
         box.setContentsMargins(10, 6, 10, 6)
         box.setSpacing(0)
@@ -105,14 +105,11 @@ class SummaryPanel(QWidget):
         self.memory = _Figure("peak memory")
         self.ops = _Figure("ops")
         self.where = _Figure("platform")
-        figures = QHBoxLayout()
-        figures.setSpacing(8)
+        figures = FlowLayout(spacing=8)  # wraps onto a second row in a narrow dock
         for f in self.figures():
             figures.addWidget(f)
-        figures.addStretch(1)
-        self.notes = QLabel(self)
+        self.notes = WrappingLabel("", self)
         self.notes.setObjectName("summaryNotes")
-        self.notes.setWordWrap(True)
         self.notes.setTextFormat(Qt.RichText)
         self.table = read_only_table(list(self.COLUMNS), self)
         self.error = ErrorBar(self)
@@ -123,12 +120,22 @@ class SummaryPanel(QWidget):
         under.addWidget(self.notes, 1)
         for b in self.export.buttons():
             under.addWidget(b, 0, Qt.AlignBottom)
-        box = QVBoxLayout(self)
+        inner = QWidget(self)
+        box = QVBoxLayout(inner)
         box.setContentsMargins(6, 6, 6, 6)
         box.addLayout(figures)
         box.addLayout(under)
         box.addWidget(self.error)
         box.addWidget(self.table, 1)
+        # A dock too short for the wrapped figures and the notes scrolls; it never draws
+        # one over the other, nor makes the window taller than the screen.
+        scroll = QScrollArea(self)
+        scroll.setFrameShape(QFrame.NoFrame)
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(inner)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(scroll)
         self.clear()
 
     def clear(self) -> None:

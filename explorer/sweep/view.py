@@ -3,8 +3,9 @@
 The table gives each value's predicted iteration, throughput (samples/s, the batch over
 the iteration), the gap to the best, device-active share and exposed communication; a
 value that cannot run says why.  Beside it, throughput against the value: a line over
-batch sizes (log scale), bars named by their values over platforms, dtypes and optimizers,
-the selected value marked.  "Export CSV…" and "Copy" take the table out of the app.
+batch sizes (log scale), or over platforms, dtypes and optimizers a horizontal bar per
+value named on the left axis; the selected value marked.  "Export CSV…" and "Copy" take
+the table out of the app.
 """
 from __future__ import annotations
 
@@ -71,7 +72,7 @@ class SweepView(ResultsView):
             self.param_box.addItem(LABELS.get(name, name), name)
         self.param_box.setToolTip("The setting to sweep")
         self.values_edit = QLineEdit()
-        self.values_edit.setMinimumWidth(260)
+        self.values_edit.setMinimumWidth(150)
         self.values_edit.setToolTip("Values, separated by commas")
         self.fit_button = QPushButton("Up to What Fits")
         self.fit_button.setToolTip("Find the largest batch whose step fits every GPU's "
@@ -156,34 +157,47 @@ class SweepView(ResultsView):
             self.mark_applied(self._applied)
 
     def draw(self, selected) -> None:
-        """Throughput per value; the selected one highlighted."""
+        """Throughput per value; the selected one highlighted.  Batch sizes are a line
+        over a log axis; other values (platforms, dtypes, optimizers) are horizontal bars,
+        each named on the left axis, so long names never run into each other."""
         self.clear_plot()
         result = self.shown
         ok = [(i, r) for i, r in enumerate(result.rows) if not r.error] if result else []
+        left, bottom = self.plot.getAxis("left"), self.plot.getAxis("bottom")
         if not ok:
             self.plot.setTitle("")
             return
         ys = np.array([r.records_per_s for _, r in ok])
         numeric = result.param == "batch_size"
-        xs = (np.array([math.log2(r.value) for _, r in ok]) if numeric
-              else np.array([float(i) for i, _ in ok]))
+        label = LABELS.get(result.param, result.param)
+        k = (next(j for j, (_, r) in enumerate(ok) if r is selected)
+             if selected is not None and not selected.error else None)
+        mark = dict(symbol="o", size=13, pen=pg.mkPen("#d32f2f", width=2), brush=None)
         if numeric:
+            xs = np.array([math.log2(r.value) for _, r in ok])
+            self.plot.getPlotItem().invertY(False)
             self.add_plot_item(pg.PlotDataItem(xs, ys, pen=pg.mkPen(ACCENT, width=2),
                                                symbol="o", symbolBrush=ACCENT, symbolSize=7))
-            ticks = [(x, str(r.value)) for x, (_, r) in zip(xs, ok)]
+            if k is not None:
+                self.add_plot_item(pg.ScatterPlotItem(x=[xs[k]], y=[ys[k]], **mark))
+            left.setTicks(None)
+            bottom.setTicks([[(x, str(r.value)) for x, (_, r) in zip(xs, ok)]])
+            self.plot.setLabel("left", "samples/s")
+            self.plot.setLabel("bottom", label)
+            pad = 0.5 if len(xs) > 1 else 1.0
+            self.plot.setXRange(float(xs.min()) - pad, float(xs.max()) + pad, padding=0)
+            self.plot.setYRange(0, float(ys.max()) * 1.15, padding=0)
         else:
-            self.add_plot_item(pg.BarGraphItem(x=xs, height=ys, width=0.6, brush=ACCENT))
-            # each bar named by its value (platform, dtype, optimizer)
-            ticks = [(float(i), tick_text(r.value)) for i, r in ok]
-        if selected is not None and not selected.error:
-            k = next(j for j, (_, r) in enumerate(ok) if r is selected)
-            self.add_plot_item(pg.ScatterPlotItem(x=[xs[k]], y=[ys[k]], symbol="o", size=13,
-                                                  pen=pg.mkPen("#d32f2f", width=2),
-                                                  brush=None))
-        self.plot.getAxis("bottom").setTicks([ticks])
-        self.plot.setLabel("bottom", LABELS.get(result.param, result.param))
-        pad = 0.5 if len(xs) > 1 or not numeric else 1.0
-        self.plot.setXRange(float(xs.min()) - pad, float(xs.max()) + pad, padding=0)
-        self.plot.setYRange(0, float(ys.max()) * 1.15, padding=0)
-        self.plot.setTitle("throughput by " + LABELS.get(result.param, result.param),
-                           size="9pt", color="#333")
+            rows = np.arange(len(ok), dtype=float)   # the first value on top
+            self.plot.getPlotItem().invertY(True)
+            self.add_plot_item(pg.BarGraphItem(x0=0, y=rows, height=0.6, width=ys,
+                                               brush=ACCENT))
+            if k is not None:
+                self.add_plot_item(pg.ScatterPlotItem(x=[ys[k]], y=[rows[k]], **mark))
+            left.setTicks([[(float(j), tick_text(r.value)) for j, (_, r) in enumerate(ok)]])
+            bottom.setTicks(None)
+            self.plot.setLabel("left", label)
+            self.plot.setLabel("bottom", "samples/s")
+            self.plot.setYRange(-0.6, len(ok) - 0.4, padding=0)
+            self.plot.setXRange(0, float(ys.max()) * 1.15, padding=0)
+        self.plot.setTitle("throughput by " + label, size="9pt", color="#333")

@@ -28,6 +28,7 @@ from predictors.engine.timeline import CATEGORIES, Timeline
 
 from .colors import CATEGORY_COLORS, CATEGORY_LABELS, COUNTER_COLOR
 from .events import EventIndex, critical_events, format_us, path_predecessor
+from .flows import FlowArrows
 from .lane_axis import AxisRows, LaneAxis
 from .layout import LaneLayout, counter_curves, lane_title
 from .range_selection import TimeRangeSelection, TimeRangeViewBox, format_duration
@@ -198,6 +199,7 @@ class GanttWidget(QWidget):
         self.plot.scene().sigMouseMoved.connect(self._on_mouse_moved)
         self.plot.scene().sigMouseClicked.connect(self._on_mouse_clicked)
         self.plot.installEventFilter(self)
+        self.flows = FlowArrows(self)   # launch -> kernel arrows of the clicked bar
         self._show_empty()
 
     def _show_empty(self) -> None:

@@ -44,6 +44,7 @@ from ..sharding import install_sharding
 from ..sweep import install_sweep
 from ..timeline.export import EXPORT_FORMATS, export_timeline_image
 from ..timeline.gantt import GanttWidget
+from ..timeline.range_totals import with_range_totals
 from ..widgets import ErrorBar, PredictionProgress, stacked
 from .autosave import Autosave
 from .help import USER_GUIDE, ShortcutsDialog, UserGuideDialog, action_shortcuts
@@ -134,7 +135,9 @@ class MainWindow(QMainWindow):
         self.inspector = Inspector(self.editor)
         self.gantt = GanttWidget()
         self.timeline_error = ErrorBar()
-        timeline_box = stacked(self.timeline_error, self.gantt)
+        # a range dragged on the timeline lists its per-op totals under it
+        gantt_box, self.range_totals = with_range_totals(self.gantt)
+        timeline_box = stacked(self.timeline_error, gantt_box)
         self.summary = SummaryPanel()
         self.palette_dock = self._dock("Palette", "paletteDock", self.palette,
                                        Qt.LeftDockWidgetArea)

@@ -40,7 +40,8 @@ def settings_in(tmp_path):
 def make_window(qtbot, tmp_path):
     """Builds main windows (on ``path``, default: the bundled scenario) with their own
     settings; on teardown, checks that closing one left no prediction, calibration or
-    trace-loading thread running."""
+    trace-loading thread running, then deletes the windows there and then (the garbage
+    collector deleting one during a later test once deadlocked or aborted the run)."""
     from explorer.window import MainWindow
 
     windows = []
@@ -49,18 +50,37 @@ def make_window(qtbot, tmp_path):
         kwargs.setdefault("debounce_ms", 20)
         w = MainWindow(path, settings=settings_in(tmp_path), **kwargs)
         w.confirm_discard = lambda: True  # never a modal "save changes?" in a test
-        qtbot.addWidget(w)
         w.resize(1280, 800)
         w.show()
         windows.append(w)
         return w
 
-    yield make
-    for w in windows:
-        w.close()
-        assert not any(t.isRunning() for t in list(w.controller.runner._threads))
-        assert not w.profiles.runner.is_running()
-        assert not w.profiles.panel.loader.is_running()
-        assert not any(t.isRunning() for t in list(w.sharding.runner._threads))
-        assert not any(t.isRunning() for t in list(w.sweep.runner._threads))
-        assert not any(t.isRunning() for t in list(w.sweep.fit_runner._threads))
+    try:
+        yield make
+        for w in windows:
+            w.close()
+            assert not any(t.isRunning() for t in list(w.controller.runner._threads))
+            assert not w.profiles.runner.is_running()
+            assert not w.profiles.panel.loader.is_running()
+            assert not any(t.isRunning() for t in list(w.sharding.runner._threads))
+            assert not any(t.isRunning() for t in list(w.sweep.runner._threads))
+            assert not any(t.isRunning() for t in list(w.sweep.fit_runner._threads))
+    finally:
+        for w in windows:
+            if w.isVisible():   # a test that failed before the checks above
+                w.close()
+        destroy(*windows)
+        windows.clear()
+
+
+def destroy(*widgets) -> None:
+    """Delete closed windows now, their C++ side first, then their Python wrappers: not
+    when the garbage collector happens to run during a later test."""
+    import gc
+
+    from PySide6.QtCore import QCoreApplication, QEvent
+
+    for w in widgets:
+        w.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)
+    gc.collect()

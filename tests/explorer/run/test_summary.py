@@ -103,3 +103,22 @@ def test_a_step_that_does_not_fit_is_red_even_after_a_stale_spell(panel, predict
 def test_no_memory_figures_show_a_dash(panel, prediction):
     panel.set_prediction(prediction)
     assert panel.memory.value.text() == "–"
+
+
+def test_a_narrow_dock_wraps_the_figures_above_the_notes(qtbot, prediction):
+    """Six figures side by side would set a minimum width of some 650 px (the window grew
+    to hold them); in a narrow panel they wrap onto rows, and the notes sit below the last
+    row, never under it."""
+    panel = SummaryPanel()
+    qtbot.addWidget(panel)
+    panel.set_prediction(prediction)
+    panel.resize(300, 260)   # short too: the panel scrolls rather than overlap
+    panel.show()
+    qtbot.waitExposed(panel)
+    assert panel.minimumSizeHint().width() < 300
+    inner = panel.notes.parentWidget()
+    tops = {f.mapTo(inner, f.rect().topLeft()).y() for f in panel.figures()}
+    assert len(tops) >= 3    # at least three rows
+    qtbot.waitUntil(lambda: max(f.mapTo(inner, f.rect().bottomLeft()).y()
+                                for f in panel.figures())
+                    < panel.notes.mapTo(inner, panel.notes.rect().topLeft()).y())
