@@ -1,7 +1,8 @@
-"""``python -m explorer [SCENARIO.json] [--screenshot OUT.png] [--export-timeline OUT]``.
+"""``python -m explorer [SCENARIO.json] [--screenshot OUT.png] [--export-timeline OUT]
+[--export-report OUT.html|.pdf]``.
 
 Without flags the main window opens on the scenario (the bundled default if none), as
-File ▸ Open does: an unfinished design opens with its problems in the red bar.  With either
+File ▸ Open does: an unfinished design opens with its problems in the red bar.  With any
 flag it predicts, waits for the timeline, writes the file(s) and exits; it then works
 without a display (offscreen), and refuses a scenario that is not valid (exit 2, one line).
 The decisions and the batch run live in :mod:`explorer.window.launch`.
@@ -25,6 +26,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="predict, save a picture of the main window and exit")
     p.add_argument("--export-timeline", metavar="OUT.png|.svg|.pdf",
                    help="predict, export the timeline picture and exit")
+    p.add_argument("--export-report", metavar="OUT.html|.pdf",
+                   help="predict, write the design-review report and exit")
     p.add_argument("--timeout", type=float, default=300.0, metavar="S",
                    help="longest wait for the prediction in batch mode (default 300)")
     return p
@@ -32,7 +35,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None, predict_fn=None) -> int:
     args = _parser().parse_args(argv)
-    batch = bool(args.screenshot or args.export_timeline)
+    batch = bool(args.screenshot or args.export_timeline or args.export_report)
     if batch and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY") \
             and sys.platform.startswith("linux"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -48,7 +51,8 @@ def main(argv: list[str] | None = None, predict_fn=None) -> int:
         print(f"explorer: error: {refusal}", file=sys.stderr)
         return EXIT_USAGE
     for flag, out in (("--screenshot", args.screenshot),
-                      ("--export-timeline", args.export_timeline)):
+                      ("--export-timeline", args.export_timeline),
+                      ("--export-report", args.export_report)):
         try:
             if out:
                 writable_target(out)
@@ -62,6 +66,11 @@ def main(argv: list[str] | None = None, predict_fn=None) -> int:
             print(f"explorer: error: --export-timeline: unsupported format {suffix!r} "
                   "(use .png, .svg or .pdf)", file=sys.stderr)
             return EXIT_USAGE
+    if args.export_report and Path(args.export_report).suffix.lower() not in (".html", ".pdf"):
+        print(f"explorer: error: --export-report: unsupported format "
+              f"{Path(args.export_report).suffix.lower()!r} (use .html or .pdf)",
+              file=sys.stderr)
+        return EXIT_USAGE
     from PySide6.QtWidgets import QApplication
 
     from explorer.window import APP_NAME, MainWindow

@@ -108,6 +108,9 @@ class SummaryPanel(QWidget):
         figures = FlowLayout(spacing=8)  # wraps onto a second row in a narrow dock
         for f in self.figures():
             figures.addWidget(f)
+        self.verdict = WrappingLabel("", self)   # what bounds the step; what-ifs on hover
+        self.verdict.setObjectName("summaryVerdict")
+        self.verdict.setStyleSheet("font-weight: bold;")
         self.notes = WrappingLabel("", self)
         self.notes.setObjectName("summaryNotes")
         self.notes.setTextFormat(Qt.RichText)
@@ -124,6 +127,7 @@ class SummaryPanel(QWidget):
         box = QVBoxLayout(inner)
         box.setContentsMargins(6, 6, 6, 6)
         box.addLayout(figures)
+        box.addWidget(self.verdict)
         box.addLayout(under)
         box.addWidget(self.error)
         box.addWidget(self.table, 1)
@@ -148,6 +152,9 @@ class SummaryPanel(QWidget):
         self.memory.caption.setText("peak memory")
         self.ops.caption.setText("ops")
         self.where.caption.setText("platform")
+        self.iteration.caption.setText("iteration (slowest rank)")
+        self.verdict.setText("")
+        self.verdict.setToolTip("")
         self.notes.setText("No prediction yet.")
         self.table.setRowCount(0)
         self.set_stale(False)
@@ -164,6 +171,7 @@ class SummaryPanel(QWidget):
             f.set_stale(stale)
             f.setEnabled(not stale)
         self.notes.setStyleSheet(f"color: {'#b0b6be' if stale else '#555'};")
+        self.verdict.setStyleSheet(f"font-weight: bold; color: {'#b0b6be' if stale else '#222'};")
         self.table.setEnabled(not stale)
 
     def is_stale(self) -> bool:
@@ -178,6 +186,18 @@ class SummaryPanel(QWidget):
         """Show ``prediction`` (a :class:`predictors.engine.predict.Prediction`)."""
         self.prediction = prediction
         self.iteration.value.setText(f"{prediction.iteration_ms:.3f} ms")
+        low = getattr(prediction, "iteration_ms_low", None)
+        high = getattr(prediction, "iteration_ms_high", None)
+        self.iteration.caption.setText(
+            "iteration (slowest rank)" if low is None else
+            f"iteration · 80 % range {low:.3g}–{high:.3g} ms")
+        self.iteration.set_tip("" if low is None else
+                               "80 % of measured steps of this kind of prediction fell in "
+                               "this range (see the notes for the validation it comes from)")
+        verdict = getattr(prediction, "verdict", None) or {}
+        self.verdict.setText(html.escape(verdict.get("text", "")))
+        self.verdict.setToolTip("What would move it:\n" + "\n".join(
+            f"• {w}" for w in verdict.get("what_if", [])) if verdict.get("what_if") else "")
         frac = device_active_fraction(prediction)
         self.active.value.setText("–" if frac is None else f"{100 * frac:.0f} %")
         ranks = len(prediction.per_rank or [])

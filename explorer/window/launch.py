@@ -2,7 +2,8 @@
 
 The window opens what File ▸ Open opens, so an unfinished design saved with File ▸ Save
 (a scenario that does not validate yet) opens with its problems in the red bar.  A batch
-run (``--screenshot``, ``--export-timeline``) needs a scenario it can predict.
+run (``--screenshot``, ``--export-timeline``, ``--export-report``) needs a scenario it can
+predict.
 """
 from __future__ import annotations
 
@@ -53,7 +54,8 @@ def launch_refusal(path: str | os.PathLike, batch: bool) -> str | None:
 def run_batch(app, args, path: Path, predict_fn, settings_path: Path) -> int:
     """Predict, write the requested files, close the window; the exit code.
 
-    ``args`` carries ``screenshot``, ``export_timeline`` and ``timeout`` (seconds); the
+    ``args`` carries ``screenshot``, ``export_timeline``, ``export_report`` and
+    ``timeout`` (seconds); the
     window keeps its settings in ``settings_path`` (never the user's)."""
     settings = QSettings(str(settings_path), QSettings.IniFormat)
     window = MainWindow(path, predict_fn=predict_fn, settings=settings)
@@ -86,6 +88,13 @@ def run_batch(app, args, path: Path, predict_fn, settings_path: Path) -> int:
                 window.export_timeline(args.export_timeline)
             except OSError as exc:
                 print(f"explorer: error: --export-timeline: {exc}", file=sys.stderr)
+                code = EXIT_FAILED
+        if getattr(args, "export_report", None):
+            from ..report import export_report
+            try:
+                export_report(window, args.export_report)
+            except (OSError, ValueError, RuntimeError) as exc:
+                print(f"explorer: error: --export-report: {exc}", file=sys.stderr)
                 code = EXIT_FAILED
     if args.screenshot:
         window.gantt.fit()

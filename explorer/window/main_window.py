@@ -42,6 +42,7 @@ from ..run.prediction import PredictionController
 from ..run.summary import SummaryPanel
 from ..sharding import install_sharding
 from ..sweep import install_sweep
+from ..report.dialog import export_report_dialog
 from ..timeline.export import EXPORT_FORMATS, export_timeline_image
 from ..timeline.gantt import GanttWidget
 from ..timeline.range_totals import with_range_totals
@@ -219,6 +220,9 @@ class MainWindow(QMainWindow):
         self.export_trace_action = self._action(
             m, "Export &Chrome Trace…", self.export_trace_dialog, "Ctrl+Shift+E",
             "Write the predicted timeline as a Chrome trace (opens in Perfetto)")
+        self.export_report_action = self._action(
+            m, "Export &Report…", lambda: export_report_dialog(self), "Ctrl+Alt+R",
+            "Write a design-review report (HTML or PDF) of what the window shows")
         m.addSeparator()
         self.quit_action = self._action(m, "&Quit", self.close, QKeySequence.Quit)
 

@@ -41,3 +41,21 @@ def test_a_pdf_report_and_bad_requests(predicted, make_window, tmp_path):
     fresh.prediction = None
     with pytest.raises(RuntimeError, match="predict first"):
         export_report(fresh, tmp_path / "none.html")
+
+
+def test_the_command_line_writes_a_report(tmp_path):
+    import subprocess
+    import sys
+
+    from paths import ROOT
+
+    out = tmp_path / "review.html"
+    run = subprocess.run([sys.executable, "-m", "explorer", "--export-report", str(out)],
+                         capture_output=True, text=True, cwd=ROOT, timeout=300,
+                         env={**__import__("os").environ, "QT_QPA_PLATFORM": "offscreen"})
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "<h2>Summary</h2>" in out.read_text(encoding="utf-8")
+    bad = subprocess.run([sys.executable, "-m", "explorer", "--export-report",
+                          str(tmp_path / "r.docx")], capture_output=True, text=True, cwd=ROOT,
+                         timeout=120)
+    assert bad.returncode == 2 and "use .html or .pdf" in bad.stderr

@@ -122,3 +122,15 @@ def test_a_narrow_dock_wraps_the_figures_above_the_notes(qtbot, prediction):
     qtbot.waitUntil(lambda: max(f.mapTo(inner, f.rect().bottomLeft()).y()
                                 for f in panel.figures())
                     < panel.notes.mapTo(inner, panel.notes.rect().topLeft()).y())
+
+
+def test_the_verdict_and_the_stated_range_are_shown(panel, prediction):
+    prediction.verdict = {"bound": "host", "text": "host-bound: the GPU is active 11 % of "
+                          "the step", "what_if": ["a larger per-GPU batch", "CUDA graphs"]}
+    prediction.iteration_ms_low, prediction.iteration_ms_high = 2.0, 3.1
+    panel.set_prediction(prediction)
+    assert panel.verdict.text().startswith("host-bound")
+    assert "CUDA graphs" in panel.verdict.toolTip()
+    assert "80 % range 2–3.1 ms" in panel.iteration.caption.text()
+    panel.clear()
+    assert panel.verdict.text() == "" and "range" not in panel.iteration.caption.text()

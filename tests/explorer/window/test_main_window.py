@@ -41,7 +41,8 @@ def test_menus_and_shortcuts(make_window):
     assert texts(menus["File"]) == ["New", "New from Template", "Open…", "Open Recent", "Save",
                                     "Save As…",
                                     "Import Trace…", "Export Timeline Image…",
-                                    "Export Visible Range Image…", "Export Chrome Trace…", "Export Recorded Chrome Trace…",
+                                    "Export Visible Range Image…", "Export Chrome Trace…", "Export Report…",
+                                    "Export Recorded Chrome Trace…",
                                     "Quit"]
     assert {"Undo", "Redo", "Delete", "Select All"} <= {t.split(" ")[0] if t.startswith(
         ("Undo", "Redo")) else t for t in texts(menus["Edit"])}
