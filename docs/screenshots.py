@@ -310,11 +310,37 @@ def shot_timeline_range(d: Driver) -> None:
     save(w.timeline_dock, "timeline-range.png")
 
 
+def shot_report(d: Driver) -> None:
+    """The top of the design-review report of the MLPerf DLRM-DCNv2 on a DGX A100, laid
+    out as File > Export Report writes it."""
+    from PySide6.QtCore import Qt, QUrl
+    from PySide6.QtGui import QColor, QImage, QPainter, QTextDocument
+
+    from explorer.report import report_html
+
+    w = d.window(SCENARIOS / "mlperf_dlrm_dcnv2.json")
+    text, images = report_html(w)
+    doc = QTextDocument()
+    for name, image in images.items():
+        doc.addResource(QTextDocument.ImageResource, QUrl(name),
+                        image.scaledToWidth(880, Qt.SmoothTransformation)
+                        if image.width() > 880 else image)
+    doc.setHtml(text)
+    doc.setTextWidth(900)
+    image = QImage(900, 1250, QImage.Format_ARGB32)
+    image.fill(QColor("white"))
+    painter = QPainter(image)
+    doc.drawContents(painter)
+    painter.end()
+    image.save(str(OUT / "report.png"))
+
+
 SHOTS = {"main": shot_main, "inspector": shot_inspector,
          "multi-gpu": shot_platform_and_multi_gpu, "sharding": shot_sharding,
          "sweep": shot_sweep,
          "compare": shot_compare, "profiles": shot_profiles, "dgx1": shot_dgx1,
-         "compare-ranks": shot_compare_ranks, "timeline-range": shot_timeline_range}
+         "compare-ranks": shot_compare_ranks, "timeline-range": shot_timeline_range,
+         "report": shot_report}
 
 
 def main(argv: list[str] | None = None) -> int:
