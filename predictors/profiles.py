@@ -49,17 +49,30 @@ class OpOverheads:
     # T1 grows with the data the op and the compute op before it touch (frees, page
     # faults): seconds per byte of their roofline bytes, added to ``t1`` by the costing.
     t1_per_byte: float = 0.0
+    # ... up to this many bytes (0: no limit): the gap grows while the ops around it
+    # evict more of the caches that Python and the dispatcher run from, and stops
+    # growing once they have evicted them all
+    t1_bytes_cap: float = 0.0
+
+    def t1_at(self, nbytes: float) -> float:
+        """T1 beside ``nbytes`` of data (the op's and the op's before it)."""
+        if self.t1_bytes_cap:
+            nbytes = min(nbytes, self.t1_bytes_cap)
+        return self.t1 + self.t1_per_byte * nbytes
 
     def to_json(self) -> dict:
         out = {k: getattr(self, k) for k in ("t1", "t2", "t3", "t4", "t5", "n")}
         if self.t1_per_byte:
             out["t1_per_byte"] = self.t1_per_byte
+        if self.t1_bytes_cap:
+            out["t1_bytes_cap"] = self.t1_bytes_cap
         return out
 
     @classmethod
     def from_json(cls, d: dict) -> "OpOverheads":
         return cls(float(d["t1"]), float(d["t2"]), float(d["t3"]), float(d["t4"]),
-                   float(d["t5"]), int(d.get("n", 0)), float(d.get("t1_per_byte", 0.0)))
+                   float(d["t5"]), int(d.get("n", 0)), float(d.get("t1_per_byte", 0.0)),
+                   float(d.get("t1_bytes_cap", 0.0)))
 
 
 @dataclass
@@ -72,6 +85,17 @@ class OverheadTable:
     autograd_t1: float = 0.0
     source: str = ""
     step_s: float = 0.0  # per-iteration CPU time outside any op (Python loop, zero_grad)
+    # the bytes a gap's ``t1_per_byte`` counts: "op" (the op's and the op's before it),
+    # or "op+step" (those plus the bytes the whole step writes: the step's data evict the
+    # caches Python and the dispatcher run from, whatever the op beside the gap touches)
+    gap_bytes: str = "op"
+    # the training loop's time grows with the parameters it walks (``zero_grad``, the
+    # optimizer's loop): seconds per optimizer update op of the step, added to ``step_s``
+    step_s_per_update: float = 0.0
+
+    def step_tail_s(self, updates: int) -> float:
+        """The training loop's own time in a step with ``updates`` optimizer ops."""
+        return self.step_s + self.step_s_per_update * updates
 
     def for_op(self, name: str, phase: str | None = None,
                previous: str | None = None) -> OpOverheads:
@@ -87,16 +111,22 @@ class OverheadTable:
         return self.per_op.get(name, self.default)
 
     def to_json(self) -> dict:
-        return {"default": self.default.to_json(), "autograd_t1": self.autograd_t1,
-                "source": self.source, "step_s": self.step_s,
-                "per_op": {k: v.to_json() for k, v in sorted(self.per_op.items())}}
+        out = {"default": self.default.to_json(), "autograd_t1": self.autograd_t1,
+               "source": self.source, "step_s": self.step_s,
+               "per_op": {k: v.to_json() for k, v in sorted(self.per_op.items())}}
+        if self.gap_bytes != "op":
+            out["gap_bytes"] = self.gap_bytes
+        if self.step_s_per_update:
+            out["step_s_per_update"] = self.step_s_per_update
+        return out
 
     @classmethod
     def from_json(cls, d: dict) -> "OverheadTable":
         return cls(OpOverheads.from_json(d["default"]),
                    {k: OpOverheads.from_json(v) for k, v in d.get("per_op", {}).items()},
                    float(d.get("autograd_t1", 0.0)), d.get("source", ""),
-                   float(d.get("step_s", 0.0)))
+                   float(d.get("step_s", 0.0)), str(d.get("gap_bytes", "op")),
+                   float(d.get("step_s_per_update", 0.0)))
 
 
 class KernelModel(Protocol):

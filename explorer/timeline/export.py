@@ -97,11 +97,6 @@ def render_timeline(painter: QPainter, size: QSize, timeline: Timeline, *,
         t1 = t0 + 1e-3
 
     # Header: title, then a legend of the categories present.
-    painter.setPen(QColor("#222"))
-    painter.setFont(_font(15, True))
-    text = title if title is not None else (timeline.title or "Timeline")
-    painter.drawText(QRectF(MARGIN, MARGIN - 4, w - 2 * MARGIN, 28),
-                     Qt.AlignLeft | Qt.AlignVCenter, text)
     painter.setFont(_font(9.5))
     painter.setPen(QColor("#555"))
     sub = f"{t1 - t0:.3f} ms shown"
@@ -109,6 +104,14 @@ def render_timeline(painter: QPainter, size: QSize, timeline: Timeline, *,
         sub = f"iteration span {timeline.span_ms():.3f} ms · {len(timeline):,} events"
     painter.drawText(QRectF(MARGIN, MARGIN - 4, w - 2 * MARGIN, 28),
                      Qt.AlignRight | Qt.AlignVCenter, sub)
+    room = w - 2 * MARGIN - QFontMetricsF(painter.font()).horizontalAdvance(sub) - 24
+    painter.setPen(QColor("#222"))
+    painter.setFont(_font(15, True))
+    text = title if title is not None else (timeline.title or "Timeline")
+    # a long title is cut short of the span figure on its right, never drawn over it
+    text = QFontMetricsF(painter.font()).elidedText(text, Qt.ElideRight, max(room, 80.0))
+    painter.drawText(QRectF(MARGIN, MARGIN - 4, w - 2 * MARGIN, 28),
+                     Qt.AlignLeft | Qt.AlignVCenter, text)
     present = [c for k, c in enumerate(CATEGORIES) if np.any(timeline.category == k)]
     fm = QFontMetricsF(painter.font())
     x, y = MARGIN, MARGIN + 34

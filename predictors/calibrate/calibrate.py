@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import os
 import platform as _platform
 import socket
 import statistics
-import os
 import time
 from collections import defaultdict, deque
 from typing import Callable
@@ -26,6 +26,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from ..costs.large_ops import first_touch_s
 from ..costs.learned_models import fit_class_model
 from ..costs.op_costs import cost_op_graph
 from ..costs.op_features import MODEL_CLASSES, model_class
@@ -38,10 +39,18 @@ from ..profiles import DeviceProfile, OpOverheads, OverheadTable
 from ..utils.metrics import gmae
 from ..utils.progress import check_cancelled
 from .hostload import OtherProcesses
-from .microbench import embedding_cases, gemm_cases, profiler_overhead_us, run_case, sort_ns
+from .microbench import (
+    embedding_cases,
+    gemm_cases,
+    page_fault_ns,
+    profiler_overhead_us,
+    run_case,
+    sort_ns,
+    stream_bw,
+)
 from .noise import class_floor, pair_floor, steps_floor
 from .profiling import profile_step
-from .samples import random_dlrm, random_transformer
+from .samples import MAX_GFLOP, random_dlrm, random_transformer
 from .speed import combine, probe
 
 __all__ = ["calibrate_cpu", "gap_overheads", "pooled_profiler_cost"]
@@ -66,32 +75,60 @@ def _robust_line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return float(coef[0]), float(coef[1])
 
 
-def gap_samples(steps) -> list[tuple[str, str, str, float, float]]:
+def saturating_line(x: np.ndarray, y: np.ndarray, knots: int = 8
+                    ) -> tuple[float, float, float]:
+    """``y ~ a + b min(x, cap)`` (``cap`` 0: a plain line), the cap among log-spaced
+    candidates over ``x``'s range that leaves the smallest mean absolute residual.
+
+    The gap before an op grows with the data around it only until that data has evicted
+    the caches Python and the dispatcher run from (the project's Xeon VM: 29 us before a
+    dropout beside 0.2 MB, 83 us beside 1 MB, 190-220 us from 7 MB on).  A straight line
+    through such samples lifts its intercept, and every small step's gaps with it."""
+    best = (*_robust_line(x, y), 0.0)
+    err = float(np.mean(np.abs(y - best[0] - best[1] * x)))
+    lo, hi = max(float(x.min()), 1e-6), float(x.max())
+    for cap in np.geomspace(lo, hi, knots + 2)[1:-1] if hi > 4 * lo else ():
+        xc = np.minimum(x, cap)
+        a, b = _robust_line(xc, y)
+        e = float(np.mean(np.abs(y - a - b * xc)))
+        if e < 0.97 * err:   # a knee must earn its parameter
+            best, err = (a, b, float(cap)), e
+    return best
+
+
+def gap_samples(steps, with_step: bool = False) -> list[tuple[str, str, str, float, float]]:
     """``(phase:name<previous, phase:name, name, gap us, bytes)`` for every aligned op
-    after the first of each step; bytes = roofline bytes of the op and the op before."""
+    after the first of each step; bytes = roofline bytes of the op and the op before
+    (``with_step``: plus the bytes the step writes, its footprint)."""
     spec = local_cpu_spec(1)
     out = []
     for step in steps:
+        extra = (step_footprint(step.graph) or 0.0) if with_step and step.graph is not None \
+            else 0.0
         sizes = [r["bytes"] if "bytes" in r else kernel_cost(r["node"], spec).bytes
                  for r in step.records]
         for k in range(1, len(step.records)):
             node, prev = step.records[k]["node"], step.records[k - 1]["node"]
             key = f"{node['phase']}:{node['name']}"
             out.append((f"{key}<{prev['name']}", key, node["name"],
-                        step.records[k]["gap_us"], sizes[k] + sizes[k - 1]))
+                        step.records[k]["gap_us"], sizes[k] + sizes[k - 1] + extra))
     return out
 
 
-def gap_overheads(steps) -> OverheadTable:
+def gap_overheads(steps, with_step: bool = True) -> OverheadTable:
     """The CPU gap before each op, per ``phase:name<previous``, ``phase:name`` and name
     (each level needs 3 samples), the pooled default, and the training loop's own time.
 
     The views and the Python between compute ops are inside these gaps, so views cost
     nothing of their own.  A gap grows with the data around it (freeing the previous
-    op's temporaries, autograd releasing saved tensors): where a key has samples from
-    models of different sizes, T1 is a line in the bytes of the op and the op before it
-    (``t1 + t1_per_byte * bytes``); elsewhere the median."""
-    rows = gap_samples(steps)
+    op's temporaries, autograd releasing saved tensors) and with the step's own
+    footprint (``with_step``: a small step's data leave Python and the dispatcher in the
+    caches; 11 us a gap in a 1-layer LM writing 11 MB a step, 15-36 us in LMs writing
+    30-300 MB, here): where a key has samples from models of different sizes, T1 is a
+    line in the bytes of the op, the op before it and (``with_step``) the step's writes,
+    that stops growing at a knee when that fits better (:func:`saturating_line`,
+    ``t1 + t1_per_byte * min(bytes, t1_bytes_cap)``); elsewhere the median."""
+    rows = gap_samples(steps, with_step)
     tables: list[dict] = [defaultdict(list), defaultdict(list), defaultdict(list)]
     for ctx, key, name, gap, nbytes in rows:
         for table, k in zip(tables, (ctx, key, name)):
@@ -101,8 +138,9 @@ def gap_overheads(steps) -> OverheadTable:
         gaps = np.array([g for g, _ in samples])
         sizes = np.array([b for _, b in samples])
         if len(samples) >= 8 and sizes.max() >= 4 * max(sizes.min(), 1.0):
-            a, b = _robust_line(sizes / 1e6, gaps)  # per MB: well-conditioned
-            return OpOverheads(a * 1e-6, 0.0, 0.0, 0.0, 0.0, len(samples), b * 1e-12)
+            a, b, cap = saturating_line(sizes / 1e6, gaps)  # per MB: well-conditioned
+            return OpOverheads(a * 1e-6, 0.0, 0.0, 0.0, 0.0, len(samples), b * 1e-12,
+                               cap * 1e6)
         return OpOverheads(float(np.median(gaps)) * 1e-6, 0.0, 0.0, 0.0, 0.0, len(samples))
 
     # Views and metadata ops run inside the gaps measured before compute ops.
@@ -112,10 +150,23 @@ def gap_overheads(steps) -> OverheadTable:
     default = (OpOverheads(float(np.median([r[3] for r in rows])) * 1e-6, 0, 0, 0, 0,
                            len(rows)) if rows else OpOverheads(2e-6, 0, 0, 0, 0))
     tails = [s.tail_us for s in steps]
+    # the tail walks the parameters (zero_grad, the optimizer's loop): a line in the
+    # step's optimizer ops where they vary (150 us at 15 updates, 350-600 at 51, here)
+    updates = np.array([_updates(s) for s in steps], dtype=float)
+    tail_s, per_update = (statistics.median(tails) * 1e-6 if tails else 0.0), 0.0
+    if len(steps) >= 4 and updates.min() > 0 and updates.max() >= 2 * updates.min():
+        a, b = _robust_line(updates, np.array(tails, dtype=float))
+        tail_s, per_update = a * 1e-6, b * 1e-6
     return OverheadTable(default, per_op, 0.0, "measured: gaps between ops in profiled "
                          "training steps (medians of several steady-state steps; "
-                         "linear in the bytes around the op where sizes vary)",
-                         statistics.median(tails) * 1e-6 if tails else 0.0)
+                         "linear in the bytes around the op"
+                         f"{' and the step' if with_step else ''} where sizes vary)",
+                         tail_s, "op+step" if with_step else "op", per_update)
+
+
+def _updates(step) -> int:
+    """The step's optimizer ops (one or more per parameter tensor)."""
+    return sum(1 for r in step.records if r["node"].get("phase") == "optimizer")
 
 
 def pooled_profiler_cost(steps, fallback: float) -> float:
@@ -144,8 +195,10 @@ GLOO_MIN_BUDGET_S = 60.0   # shorter calibrations leave gloo's collectives to th
 def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
                   progress: Callable[[float, str], None] | None = None,
                   cancelled: Callable[[], bool] | None = None,
-                  keep_samples: dict | None = None) -> DeviceProfile:
+                  keep_samples: dict | None = None, ranges: str = "wide") -> DeviceProfile:
     """Measure this CPU with ``threads`` intra-op threads; return its profile.
+
+    ``ranges``: the sizes of the random scenarios it profiles (``samples.RANGES``).
 
     ``keep_samples``: a dict that receives each class's training samples, ``{class:
     [(node, ms), ...]}`` (``kept_samples.save_samples`` writes them)."""
@@ -171,13 +224,19 @@ def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
         tick("profiler overhead")
         per_event_bench = profiler_overhead_us()
         sorting = sort_ns(seed)
+        tick("page faults and DRAM bandwidth")
+        faulting, streaming = page_fault_ns(), stream_bw()
         # Budget split: training steps first (they cover every op class), then sweeps.
         steps, samples = [], defaultdict(list)
-        makers = [random_dlrm, random_transformer]
+        # The largest LM step it draws takes ~gflop / 100 s on one core, ~20 of them
+        # per scenario: a quarter of the budget in GFLOP keeps any one within it.
+        gflop = min(MAX_GFLOP, 0.25 * budget_s)
+        makers = [lambda: random_dlrm(rng, threads, ranges),
+                  lambda: random_transformer(rng, threads, ranges, max_gflop=gflop)]
         speeds = []  # the machine's speed through the calibration (validate compares)
         i = 0
         while left() > 0.55 * budget_s or i < 2:
-            doc = makers[i % 2](rng, threads)
+            doc = makers[i % 2]()
             tick(f"profiling {doc['name']}")
             speeds.append(probe(threads=threads))
             # A step of the largest models takes ~1.5 s: bound the warm-up's extra windows.
@@ -235,7 +294,13 @@ def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
         torch.set_num_threads(old_threads)
     load.__exit__(None, None, None)
 
-    spec = dataclasses.replace(local_cpu_spec(threads), sort_ns=round(sorting, 3))
+    spec = dataclasses.replace(local_cpu_spec(threads), sort_ns=round(sorting, 3),
+                               page_fault_ns=round(faulting, 1),
+                               stream_bytes_per_s=round(streaming, -6))
+    # The models learn kernels without the page faults of fresh large outputs: the
+    # costing adds those per op (costs/large_ops.py), whatever sizes calibration saw.
+    samples = {cls: [(node, fault_free_ms(node, ms, spec)) for node, ms in rows]
+               for cls, rows in samples.items()}
     if keep_samples is not None:
         keep_samples.update({cls: list(rows) for cls, rows in samples.items()})
     models, validation = {}, {"classes": {}}
@@ -263,9 +328,11 @@ def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
         "threads": threads, "torch": torch.__version__, "python": _platform.python_version(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "budget_s": budget_s, "elapsed_s": round(elapsed, 1), "seed": seed,
+        "ranges": ranges,
         "profiled_steps": len(steps), "microbenchmarks": j,
         "profiler_overhead_us_per_event": round(per_event, 3),
         "profiler_overhead_us_per_event_microbenchmark": round(per_event_bench, 3),
+        "page_fault_ns": round(faulting, 1), "stream_gb_per_s": round(streaming / 1e9, 2),
         "profiled_steps_per_scenario": steps[0].profiled_steps if steps else 0,
         "other_processes_cpus": load.cpus,
         "speed_reference": combine(speeds),
@@ -275,6 +342,12 @@ def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
     return DeviceProfile(f"local CPU, {threads} thread{'s' if threads > 1 else ''}",
                          "measured", spec, gap_overheads(steps), {}, models, provenance,
                          validation, footprint, collectives)
+
+
+def fault_free_ms(node: dict, ms: float, spec) -> float:
+    """A sample's time less the page faults of its fresh outputs (at most half of it:
+    a sample faster than its modelled faults keeps the rest as its own noise)."""
+    return max(0.5 * ms, ms - first_touch_s(node, spec) * 1e3)
 
 
 def footprint_curve(steps, samples: dict, in_step: dict, models: dict, spec,
@@ -315,7 +388,8 @@ def footprint_curve(steps, samples: dict, in_step: dict, models: dict, spec,
                 continue
             costed = cost_op_graph(step.graph, platform, profile)
             predicted.append(sum(op.kernel_s + op.overheads.t1 for op in costed.ops))
-            measured.append(max(1e-9, step.step_us * 1e-6 - table.step_s))
+            measured.append(max(1e-9, step.step_us * 1e-6
+                                - table.step_tail_s(_updates(step))))
             written.append(step_footprint(step.graph))
     curve = fit_footprint_scale(written, measured, predicted)
     before = gmae(np.array(predicted), np.array(measured))

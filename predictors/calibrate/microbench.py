@@ -18,7 +18,7 @@ from .profiling import RECOVERY_STEPS
 from .samples import tiny_transformer
 
 __all__ = ["profiler_overhead_us", "gemm_cases", "embedding_cases", "run_case",
-           "FreshInputs"]
+           "FreshInputs", "page_fault_ns", "stream_bw", "sort_ns"]
 
 
 def _tiny_step():
@@ -142,6 +142,39 @@ def gemm_cases(rng: np.random.Generator, max_flops: float = 4e9) -> Iterator[tup
         else:
             yield (_node("aten::bmm", [(b, m, k), (b, k, n)], [(b, m, n)]),
                    FreshInputs(lambda b=b, m=m, n=n, k=k: _bmm(b, m, n, k)))
+
+
+def page_fault_ns(mib: int = 64, reps: int = 9) -> float:
+    """What the first write to a freshly mapped allocation costs, in ns per 4-KiB page:
+    a ``fill_`` of a new ``mib``-MiB tensor (above glibc's mmap threshold: mapped anew
+    each time, faulting on every page) less a ``fill_`` of one already touched, the median
+    over ``reps`` interleaved pairs.  Under a second."""
+    n = mib * 2 ** 20 // 4
+    warm = torch.empty(n)
+    warm.fill_(0.0)
+    diffs = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        warm.fill_(1.0)
+        t1 = time.perf_counter()
+        torch.empty(n).fill_(1.0)
+        t2 = time.perf_counter()
+        diffs.append((t2 - t1) - (t1 - t0))
+    return max(0.0, statistics.median(diffs) / (mib * 2 ** 20 / 4096) * 1e9)
+
+
+def stream_bw(mib: int = 128, reps: int = 5) -> float:
+    """DRAM bandwidth beyond the caches, bytes/s: ``a.add_(b)`` over two ``mib``-MiB
+    tensors (the roofline counts 3x one tensor: ``a`` read and written, ``b`` read), the
+    median of ``reps``.  Under a second."""
+    n = mib * 2 ** 20 // 4
+    a, b = torch.ones(n), torch.ones(n)
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        a.add_(b)
+        times.append(time.perf_counter() - t0)
+    return 3 * n * 4 / statistics.median(times)
 
 
 def sort_ns(seed: int = 0, reps: int = 5) -> float:

@@ -24,8 +24,10 @@ __all__ = ["validate_cpu", "format_report", "format_classes"]
 
 def validate_cpu(profile: DeviceProfile, n: int = 10, seed: int = 1000, iters: int = 10,
                  kinds=("dlrm", "transformer"), rounds: int = 2,
-                 progress: Callable[[float, str], None] | None = None) -> dict:
-    """Measure and predict ``n`` random scenarios per kind on the local CPU.
+                 progress: Callable[[float, str], None] | None = None,
+                 ranges: str = "wide") -> dict:
+    """Measure and predict ``n`` random scenarios per kind on the local CPU, drawn from
+    ``ranges`` (``samples.RANGES``).
 
     Each scenario is measured once per round and the rounds go through all scenarios in
     turn, so that its measurements lie minutes apart: this VM's speed drifts by tens of
@@ -35,7 +37,8 @@ def validate_cpu(profile: DeviceProfile, n: int = 10, seed: int = 1000, iters: i
     threads = int(profile.provenance.get("threads", profile.device.threads or 1))
     reference = profile.provenance.get("speed_reference")
     docs = [(kind, doc) for kind in kinds
-            for doc in random_scenarios(n, seed, kinds=(kind,), threads=threads)]
+            for doc in random_scenarios(n, seed, kinds=(kind,), threads=threads,
+                                        ranges=ranges)]
     runs = [[] for _ in docs]
     speeds = [[] for _ in docs]
     load: list[list[float | None]] = [[] for _ in docs]
@@ -86,7 +89,7 @@ def validate_cpu(profile: DeviceProfile, n: int = 10, seed: int = 1000, iters: i
                          "range_coverage": _coverage(sel)}
     return {"rows": rows, "summary": summary,
             "kernel_classes": profile.validation.get("classes", {}),
-            "profile": profile.name, "threads": threads}
+            "profile": profile.name, "threads": threads, "ranges": ranges}
 
 
 def _coverage(rows: list[dict]) -> float | None:

@@ -17,6 +17,7 @@ from .regressors import (
     fit_mlp,
     regressor_from_arrays,
 )
+from .roofline import kernel_cost
 
 __all__ = ["LearnedKernelModel", "fit_class_model", "mape"]
 
@@ -129,6 +130,21 @@ def _from_first_format(kind: str, a: dict):
 KERNEL_MODEL_TYPES[LearnedKernelModel.type_name] = LearnedKernelModel
 
 
+def fitted_range(nodes: list[dict], device: DeviceSpec, durations_ms=None) -> dict:
+    """The largest roofline FLOPs and bytes among a model's samples: above them its
+    predictions are extrapolations (``costs/large_ops.py`` takes over).  With the
+    samples' times, also ``top_flops_per_s``: the 90th percentile of the FLOP rate its
+    samples in the top decade of FLOPs reached, which no larger op exceeds."""
+    costs = [kernel_cost(n, device) for n in nodes]
+    top = {"max_flops": max((c.flops for c in costs), default=0.0),
+           "max_bytes": max((c.bytes for c in costs), default=0.0)}
+    if durations_ms is not None and top["max_flops"] > 0:
+        rates = [c.flops / (ms * 1e-3) for c, ms in zip(costs, durations_ms)
+                 if c.flops >= top["max_flops"] / 10 and ms > 0]
+        top["top_flops_per_s"] = float(np.percentile(rates, 90)) if len(rates) >= 5 else 0.0
+    return {k: float(v) for k, v in top.items() if v > 0}   # profiles check: positive
+
+
 def fit_class_model(op_class: str, nodes: list[dict], durations_ms: np.ndarray,
                     device: DeviceSpec, seed: int = 0, holdout: float = 0.2,
                     kinds=("mlp", "gbm"),
@@ -155,7 +171,8 @@ def fit_class_model(op_class: str, nodes: list[dict], durations_ms: np.ndarray,
 
     iso = np.array([bool(n.get("isolated")) for n in nodes])
     metrics = {"samples": int(len(x)), "held_out": int(test.sum()),
-               "held_out_isolated": int((test & iso).sum())}
+               "held_out_isolated": int((test & iso).sum()),
+               **fitted_range(nodes, device, durations_ms)}
     best, best_err = kinds[0], math.inf
     if test.any():
         for kind in kinds:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass, replace
 
 import networkx as nx
@@ -13,6 +12,13 @@ from ..model.footprint import step_footprint
 from ..model.memory import StepMemory
 from ..profiles import DeviceProfile, OpOverheads, OverheadTable
 from .fused_lookups import fused_seconds, split_fused
+from .large_ops import (
+    GEMM_MAX_FLOPS_DEFAULT,
+    first_touch_s,
+    fresh_bytes,
+    shrunk_gemm,
+    stream_floor_s,
+)
 from .overheads import default_overheads
 from .roofline import KernelCost, kernel_cost
 
@@ -85,12 +91,52 @@ def kernel_seconds(nodes: list[dict], device: DeviceSpec,
                 if ms == ms:  # NaN: the model does not cover this op
                     seconds[j], models[j] = float(ms) / 1e3, f"{model.op_class} model"
     if device.kind == "cpu":
+        if profile is not None:
+            beyond_range(nodes, costs, seconds, models, profile)
         for j, node in enumerate(nodes):
             extra = dense_bag_backward_sort_s(node, device)
             if extra > 0.0:
                 seconds[j] += extra
                 models[j] += ", + sorting its indices (dense gradient)"
+            touch = first_touch_s(node, device)
+            if touch > 0.0:
+                seconds[j] += touch
+                models[j] += f", + first touch of {fresh_bytes(node) / 1e6:.0f} MB"
     return costs, seconds, models
+
+
+def beyond_range(nodes, costs, seconds, models, profile: DeviceProfile) -> None:
+    """Ops above the sizes a CPU profile's learned models were fitted on
+    (``costs/large_ops.py``), in place: a GEMM at the throughput its model predicts for
+    the shape cut to the range's largest FLOPs; a memory-bound op (elementwise,
+    reduction, copy) at the DRAM bandwidth measured beyond the caches (its roofline with
+    that bandwidth)."""
+    device = profile.device
+    by_class = {getattr(m, "op_class", None): m for m in profile.kernel_models.values()}
+    for j, node in enumerate(nodes):
+        model = by_class.get(models[j][:-len(" model")]) if models[j].endswith(
+            " model") else None
+        if model is None:
+            continue
+        metrics = getattr(model, "metrics", None) or {}
+        if model.op_class == "gemm":
+            cut = shrunk_gemm(node, float(metrics.get("max_flops") or GEMM_MAX_FLOPS_DEFAULT))
+            if cut is not None:
+                ms = float(model.predict_ms([cut[0]])[0])
+                # no faster than the fastest of its largest samples
+                rate = float(metrics.get("top_flops_per_s") or 0.0)
+                s = max(ms * 1e-3 * cut[1] if ms == ms else 0.0,
+                        costs[j].flops / rate if rate else 0.0)
+                if s > seconds[j]:
+                    seconds[j] = s
+                    models[j] += f", scaled from {cut[1]:.1f}x smaller (beyond its range)"
+        elif model.op_class in ("elementwise", "reduction", "memcpy"):
+            top = metrics.get("max_bytes")
+            if top and costs[j].bytes > top:
+                seconds[j] = max(stream_floor_s(costs[j].bytes, device),
+                                 costs[j].flops / device.vector_flops
+                                 if device.vector_flops else 0.0)
+                models[j] += ", at DRAM bandwidth (beyond its range)"
 
 
 DEFAULT_SORT_NS = 6.6   # ns per n·log2(n) without a measurement (calibrate measured 6.6 on a Xeon VM)
@@ -159,10 +205,13 @@ def cost_op_graph(graph: nx.DiGraph, platform: Platform,
         # the gaps too, where they are the profile's own (the curve was fitted with them)
         gap_scale = scale if overheads == profile.overheads else 1.0
     ops, previous, previous_bytes = [], None, 0.0
+    # a gap fitted against the step's bytes too counts them (profiles.OverheadTable)
+    step_bytes = ((step_footprint(graph) or 0.0)
+                  if getattr(overheads, "gap_bytes", "op") == "op+step" else 0.0)
     for i, node, cost, sec, model in zip(order, nodes, costs, seconds, models):
         oh = overheads.for_op(node["name"], node["phase"], previous)
         if oh.t1_per_byte and cost.category != "view":  # size-dependent gap (profiles)
-            oh = replace(oh, t1=oh.t1 + oh.t1_per_byte * (cost.bytes + previous_bytes))
+            oh = replace(oh, t1=oh.t1_at(cost.bytes + previous_bytes + step_bytes))
         sec *= scale
         if gap_scale != 1.0:
             oh = replace(oh, t1=oh.t1 * gap_scale)
@@ -173,4 +222,8 @@ def cost_op_graph(graph: nx.DiGraph, platform: Platform,
                             (node.get("lookup") or {}).get("table", "")))
         if cost.category != "view":
             previous, previous_bytes = node["name"], cost.bytes
+    if getattr(overheads, "step_s_per_update", 0.0):   # this step's training loop
+        updates = sum(1 for op in ops if op.phase == "optimizer" and op.category != "view")
+        overheads = replace(overheads, step_s=overheads.step_tail_s(updates),
+                            step_s_per_update=0.0)
     return CostedGraph(ops, device, overheads, platform, graph.graph.get("memory"), scale)

@@ -35,6 +35,11 @@ class DeviceSpec:
     # CPU: ns per n·log2(n) of its n indices that an EmbeddingBag backward with a dense
     # gradient spends beyond the sparse one (0: not measured)
     sort_ns: float = 0.0
+    # CPU: ns per 4-KiB page that a freshly mapped allocation's first write spends in
+    # the page fault, and DRAM bytes/s beyond the caches (0: not measured;
+    # costs/large_ops.py)
+    page_fault_ns: float = 0.0
+    stream_bytes_per_s: float = 0.0
 
     def flops(self, dtype: str) -> float:
         """Peak matrix FLOP/s for ``dtype``, falling back to float32."""
