@@ -102,6 +102,7 @@ def test_profile_from_the_h200_measurements(h200_profile):
     assert prof.kernel_models["embedding"].peaks is peaks
 
 
+@pytest.mark.slow   # predicts 16 steps with 16 profiles; `make test-full`
 def test_h200_scenarios_leave_one_out():
     """Each measured H200 iteration predicted with the other scenarios' overheads: the
     figures docs/models/gpu_profiles.md reports (7.3 % geomean over 16; looser bound here)."""

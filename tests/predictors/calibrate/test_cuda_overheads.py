@@ -63,6 +63,7 @@ def test_profiler_cost_is_recovered(steps):
     assert fit_profiler_cost(pool) == pytest.approx(1.5, abs=0.05)
 
 
+@pytest.mark.slow   # every op of 16 steps; `make test-full`
 def test_table_is_keyed_by_the_ops_the_simulator_walks(steps):
     table, info = aligned_overheads([s for _, s in steps.values()], "H200 test")
     assert 0.3 < info["profiler_us_per_event"] < 4.0  # ~2 us on this host

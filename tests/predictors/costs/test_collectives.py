@@ -414,6 +414,7 @@ def test_public_tables_bus_bandwidth_error():
     assert hows["h100x16-xe9680-allreduce"] == "nvls_tree/Simple"
 
 
+@pytest.mark.slow   # re-derives every fit; `make test-full`
 def test_fitted_constants_are_what_the_fit_tables_give():
     """``benchmarks/collectives.py --fit`` re-derives CONSTANTS' fitted entries."""
     b = _bench()

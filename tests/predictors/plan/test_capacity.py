@@ -31,6 +31,7 @@ def test_the_answer_sits_at_the_boundary_of_one_gpu():
     assert cap.peak_op.startswith("aten::") and cap.probes <= 10   # aimed, not bisected
 
 
+@pytest.mark.slow   # a search over batch sizes twice; `make test-full`
 def test_adam_moments_leave_room_for_fewer_samples():
     doc = load_scenario(SCENARIOS / "bert_base.json")
     sgd = largest_batch(doc).batch_size

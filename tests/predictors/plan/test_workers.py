@@ -27,6 +27,7 @@ def _answer(ranking):
             [(p.plan.to_json()["assignment"], p.iteration_ms) for p in ranking.plans])
 
 
+@pytest.mark.slow   # two more processes that import torch; `make test-full`
 def test_local_workers_find_what_one_process_finds(scenario, serial):
     assert serial.exhaustive   # every placement and every other kind: no clock in it
     pooled = rank_shardings(scenario, budget_s=120, top=5, workers=2)
