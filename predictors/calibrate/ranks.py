@@ -49,13 +49,19 @@ def measure_plans(doc: dict, plans: list[dict], iters: int = 10, warmup: int = 3
     with tempfile.TemporaryDirectory(prefix="ml-dse-ranks-") as tmp:
         args = (platform.ranks, os.path.join(tmp, "store"), tmp, doc, plans, iters, warmup,
                 rounds, seed, platform.threads, trace)
+        files = [os.path.join(tmp, f"rank{r}.json") for r in range(platform.ranks)]
         try:
             mp.start_processes(_plans_worker, args=args, nprocs=platform.ranks,
                                start_method="spawn")
         except mp.ProcessRaisedException as exc:
             raise RuntimeError(f"a rank failed: {str(exc).strip().splitlines()[-1]}") from None
-        results = [json.load(open(os.path.join(tmp, f"rank{r}.json")))
-                   for r in range(platform.ranks)]
+        except mp.ProcessExitedException as exc:
+            # a rank that dies after writing its samples (gloo's threads torn down at
+            # exit) measured everything; one that died before did not
+            if not all(os.path.exists(f) for f in files):
+                raise RuntimeError(f"a rank stopped before its steps were measured: "
+                                   f"{exc}") from None
+        results = [json.load(open(f)) for f in files]
     out = []
     for i in range(len(plans)):
         per_round = [max(statistics.median(res[i][k]) for res in results)
