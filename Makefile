@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-full validate clean
+.PHONY: run test test-full validate clean app
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,7 +22,13 @@ test: $(STAMP)
 	$(VENV)/bin/lint-imports
 
 test-full: $(STAMP)
+	$(PY) -m pip install --quiet -e ".[build]"   # the frozen app's build test
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -m "slow or not slow"
+
+# The one-folder desktop app (PyInstaller): dist/ml-dse-explorer/ml-dse-explorer
+app: $(STAMP)
+	$(PY) -m pip install --quiet -e ".[build]"
+	$(VENV)/bin/pyinstaller --noconfirm explorer.spec
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache
