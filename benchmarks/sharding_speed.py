@@ -27,7 +27,8 @@ sys.path.insert(0, str(ROOT))
 from predictors.engine.parallel import RankGraphs  # noqa: E402
 from predictors.engine.plan_evaluator import PlanEvaluator  # noqa: E402
 from predictors.engine.predict import prepare  # noqa: E402
-from predictors.model.sharding import ColumnWise, Plan, PlanError, check_memory  # noqa: E402
+from predictors.model.sharding import ColumnWise, Plan  # noqa: E402
+from predictors.plan.plan_memory import PlanMemory  # noqa: E402
 from predictors.plan.search import search_plans  # noqa: E402
 from predictors.scenario import load_scenario  # noqa: E402
 
@@ -46,7 +47,7 @@ def main(argv=None) -> int:
     doc, platform, profile = prepare(load_scenario(args.scenario))
     graphs = RankGraphs(doc, platform, profile)
     keys = [t.key for t in graphs.tables]
-    memory = graphs.memory_bytes()
+    budget = PlanMemory(graphs)   # the search's memory check
     evaluator = PlanEvaluator(graphs)
     t = time.perf_counter()
     evaluator.template(frozenset())
@@ -59,9 +60,7 @@ def main(argv=None) -> int:
         plans = []
         while len(plans) < args.batch:
             plan = Plan("random", graphs.ranks, {k: rng.randrange(graphs.ranks) for k in keys})
-            try:
-                check_memory(plan, graphs.tables, memory)
-            except PlanError:
+            if not budget.fits(plan, graphs.tables):
                 infeasible += 1
                 continue
             plans.append(plan)
@@ -79,7 +78,7 @@ def main(argv=None) -> int:
     seeds, _ = graphs.candidates()
     found = search_plans(graphs.tables, graphs.ranks, evaluator.spans_ms, seeds,
                          budget_s=args.budget_s, batch=args.batch, patience=10 ** 9,
-                         fits=lambda p: _fits(p, graphs.tables, memory))
+                         fits=lambda p: budget.fits(p, graphs.tables))
     best_seed = evaluator.spans_ms(seeds).max(axis=1).min()
     best = found.best_first()[0][1].max()
 
@@ -104,14 +103,6 @@ def _kind(where) -> str:
     if isinstance(where, ColumnWise):
         return "column-wise"
     return {"rw": "row-wise", "dp": "data-parallel"}.get(where, "table-wise")
-
-
-def _fits(plan, tables, memory) -> bool:
-    try:
-        check_memory(plan, tables, memory)
-        return True
-    except PlanError:
-        return False
 
 
 if __name__ == "__main__":

@@ -119,6 +119,15 @@ def union_rect(window, widgets):
 
 # --- the shots ---------------------------------------------------------------------------
 
+def on_preset(d: Driver, preset: str) -> Path:
+    """The small DLRM on a platform preset, as a scenario file of the run's own."""
+    doc = json.loads((SCENARIOS / "small_dlrm.json").read_text())
+    doc["platform"] = {"preset": preset}
+    path = d.tmp / f"small_dlrm_{preset}.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
 def shot_main(d: Driver) -> None:
     """The whole window on the small DLRM: canvas, palette, inspector, timeline, summary."""
     w = d.window(SCENARIOS / "small_dlrm.json")
@@ -230,11 +239,7 @@ def shot_profiles(d: Driver) -> None:
     """The Profiles tab on an H200 platform, its measured profile selected."""
     from PySide6.QtCore import Qt
 
-    doc = json.loads((SCENARIOS / "small_dlrm.json").read_text())
-    doc["platform"] = {"preset": "h200-1"}
-    path = d.tmp / "small_dlrm_h200.json"
-    path.write_text(json.dumps(doc))
-    w = d.window(path, size=(1440, 1000))
+    w = d.window(on_preset(d, "h200-1"), size=(1440, 1000))
     w.palette_dock.hide()
     w.inspector_dock.hide()
     w.resizeDocks([w.timeline_dock], [200], Qt.Vertical)
@@ -247,11 +252,7 @@ def shot_profiles(d: Driver) -> None:
 
 def shot_dgx1(d: Driver) -> None:
     """The Platform tab on the DGX-1 preset: the hybrid cube-mesh as two quads."""
-    doc = json.loads((SCENARIOS / "small_dlrm.json").read_text())
-    doc["platform"] = {"preset": "dgx1-v100"}
-    path = d.tmp / "small_dlrm_dgx1.json"
-    path.write_text(json.dumps(doc))
-    w = d.window(path, size=(1500, 950))
+    w = d.window(on_preset(d, "dgx1-v100"), size=(1500, 950))
     w.palette_dock.hide()
     w.inspector_dock.hide()
     w.tabs.setCurrentWidget(w.platform_page)

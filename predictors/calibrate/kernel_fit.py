@@ -42,9 +42,9 @@ from ..utils.metrics import summarize
 from .public_data import (
     FLOOR_KERNEL_MS,
     load_neusight,
+    microbench_dir,
     neusight_dir,
     overhead_from_latencies,
-    shared_data_dir,
 )
 
 __all__ = [
@@ -75,9 +75,7 @@ DEVICE_WEIGHT = 0.5
 
 
 def kernels_dir() -> Path | None:
-    base = shared_data_dir()
-    path = base / "microbench" / "neusight-kernels" if base else None
-    return path if path is not None and path.is_dir() else None
+    return microbench_dir("neusight-kernels")
 
 
 @dataclass

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..costs.gemm_features import GpuFigures, figures_from_neusight_config
 
-__all__ = ["GemmMeasurements", "shared_data_dir", "neusight_dir", "load_neusight",
+__all__ = ["GemmMeasurements", "shared_data_dir", "microbench_dir", "neusight_dir", "load_neusight",
            "FLOOR_KERNEL_MS", "overhead_from_latencies"]
 
 # The NeuSight latencies are op-level (launch, sync and event timing included): the
@@ -37,10 +37,15 @@ def shared_data_dir() -> Path | None:
     return None
 
 
-def neusight_dir() -> Path | None:
+def microbench_dir(name: str) -> Path | None:
+    """``microbench/<name>`` of the shared data folder, when it is there."""
     base = shared_data_dir()
-    path = base / "microbench" / "neusight-gemm" if base else None
+    path = base / "microbench" / name if base else None
     return path if path is not None and path.is_dir() else None
+
+
+def neusight_dir() -> Path | None:
+    return microbench_dir("neusight-gemm")
 
 
 @dataclass

@@ -76,8 +76,9 @@ def validate_sharding(ranks: int = 2, tasks: int = 20, seed: int = 0, profile=No
     tasks it does not are drawn in their place and counted as ties.  Returns the
     per-task figures and their summary."""
     from ..engine.parallel import RankGraphs
+    from ..engine.plan_evaluator import plan_spans
     from ..engine.predict import prepare
-    from ..model.sharding import PlanError, check_memory
+    from ..plan.plan_memory import PlanMemory
     from ..plan.search import SLOW_EXHAUSTIVE_LIMIT, search_plans
     from .ranks import measure_plans
 
@@ -89,24 +90,16 @@ def validate_sharding(ranks: int = 2, tasks: int = 20, seed: int = 0, profile=No
         drawn += 1
         doc, platform, prof = prepare(random_sharding_task(rng, ranks, threads), profile)
         graphs = RankGraphs(doc, platform, prof)
-        memory = graphs.memory_bytes()
-
-        def fits(plan) -> bool:
-            try:
-                check_memory(plan, graphs.tables, memory)
-                return True
-            except PlanError:
-                return False
-
-        def evaluate(plans):
-            return np.array([graphs.rank_spans_ms(p) for p in plans])
+        budget = PlanMemory(graphs)   # the memory check rank-sharding applies
+        evaluate, _ = plan_spans(graphs)
 
         if progress is not None:
             progress(len(rows) / tasks, f"task {len(rows) + 1} of {tasks}: ranking "
                                         f"{doc['name']}")
         seeds, _ = graphs.candidates()
         found = search_plans(graphs.tables, graphs.ranks, evaluate, seeds, budget_s=budget_s,
-                             fits=fits, batch=4, seed=seed + drawn,
+                             fits=lambda p: budget.fits(p, graphs.tables), batch=4,
+                             seed=seed + drawn,
                              exhaustive_limit=SLOW_EXHAUSTIVE_LIMIT)
         ranked = found.best_first()
         chosen, times = [], set()

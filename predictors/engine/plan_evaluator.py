@@ -24,6 +24,7 @@ plan from a captured graph per rank; a test checks that the two agree.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import reduce
 
@@ -37,7 +38,7 @@ from .parallel import RankGraphs, collective_timer
 from .simulate import rank_items
 from .simulator import Call, Item, simulate_batch
 
-__all__ = ["PlanEvaluator", "Unsupported"]
+__all__ = ["PlanEvaluator", "Unsupported", "plan_spans"]
 
 _US = 1e6
 _EXCHANGE = ("mldse::all_to_all", "mldse::all_to_all_backward")
@@ -350,6 +351,19 @@ class PlanEvaluator:
             return None
         from ..costs.gpu_embedding import L2_SHARE
         return L2_SHARE * model.peaks.l2_bytes
+
+
+def plan_spans(graphs: RankGraphs) -> tuple[Callable[[list[Plan]], np.ndarray], str | None]:
+    """How plans of ``graphs``' scenario are simulated: each rank's iteration (ms) of a
+    list of plans, composed by a :class:`PlanEvaluator`, or, for a scenario it cannot
+    compose, from captured rank graphs plan by plan; and why not composed (None when
+    they are)."""
+    try:
+        return PlanEvaluator(graphs).spans_ms, None
+    except Unsupported as exc:
+        def captured(plans: list[Plan]) -> np.ndarray:
+            return np.array([graphs.rank_spans_ms(p) for p in plans])
+        return captured, str(exc)
 
 
 def _fused(seconds: np.ndarray, mine: np.ndarray, floor: float) -> np.ndarray:

@@ -72,8 +72,8 @@ def placement(value, dim: int | None = None, ranks: int | None = None):
             on = value.get("ranks")
             if (not isinstance(on, list) or len(on) < 2 or len(set(on)) != len(on)
                     or not all(is_rank(r) and r >= 0 for r in on)):
-                raise PlanError(f"a column-wise table needs two or more distinct ranks, "
-                                f"got {on!r}")
+                raise PlanError(f"a column-wise table needs two or more ranks, one shard "
+                                f"on each, got {on!r}")
             if ranks is not None and max(on) >= ranks:
                 raise PlanError(f"column-wise ranks {on}: the platform has ranks 0-"
                                 f"{ranks - 1}")

@@ -16,7 +16,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-import numpy as np
 
 from ..engine.predict import (
     prepare,
@@ -168,7 +167,7 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
     A scenario without embedding tables, or on one rank, is a
     :class:`~predictors.scenario.format.ScenarioError`: there is nothing to shard."""
     from ..engine.parallel import RankGraphs  # deferred: imports torch
-    from ..engine.plan_evaluator import PlanEvaluator, Unsupported
+    from ..engine.plan_evaluator import plan_spans
 
     t0 = time.perf_counter()
     step = progress_stepper(progress, cancelled)
@@ -234,29 +233,17 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
                                    "no plan fits: " + "; ".join(w for _, w in refused))])
     notes = [f"{graphs.batch_note()} on {platform.name}; {len(graphs.tables)} tables "
              "sharded table-wise, row-wise, column-wise or data-parallel"]
-    try:
-        evaluate, batch, limit = PlanEvaluator(graphs).spans_ms, 64, EXHAUSTIVE_LIMIT
-    except Unsupported as exc:
-        notes.append(f"{exc}: the search evaluates fewer plans")
-        batch, limit = 4, SLOW_EXHAUSTIVE_LIMIT
-
-        def evaluate(plans):
-            return np.array([graphs.rank_spans_ms(p) for p in plans])
-
+    evaluate, slow = plan_spans(graphs)
+    batch, limit = (4, SLOW_EXHAUSTIVE_LIMIT) if slow else (64, EXHAUSTIVE_LIMIT)
+    if slow:
+        notes.append(f"{slow}: the search evaluates fewer plans")
     pool = None
     if workers or dask:
         try:
-            pool = PlanWorkers(doc, profile,
-                               overheads, workers=workers, dask=dask)
+            pool = PlanWorkers(doc, profile, overheads, workers=workers, dask=dask)
         except ValueError as exc:
             raise ScenarioError([Issue("dask" if dask else "workers", str(exc))]) from None
         evaluate, batch = pool, batch * pool.count   # a chunk of a batch per worker
-        step(0.04, f"starting {pool.count} workers")
-        try:
-            pool(seeds)   # outside the budget: every worker captures its templates
-        except WorkerError as exc:
-            pool.close()
-            raise ScenarioError([Issue("dask" if dask else "workers", str(exc))]) from None
         notes.append(f"plans evaluated on {pool.count} worker process(es)"
                      + (f" of the Dask cluster at {dask}" if dask else ""))
 
@@ -267,8 +254,11 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
         if progress is not None:
             progress(0.05 + 0.75 * fraction, what)
 
-    step(0.05, "searching")
     try:
+        if pool is not None:
+            step(0.04, f"starting {pool.count} workers")
+            pool(seeds)   # outside the budget: every worker captures its templates
+        step(0.05, "searching")
         with torch_errors_as_scenario_errors():
             found = search_plans(graphs.tables, graphs.ranks, evaluate, seeds,
                                  budget_s=budget_s, fits=fits, batch=batch, seed=seed,

@@ -243,14 +243,13 @@ def _change_kind(plan: Plan, spans: np.ndarray, tables: list[TableRef], ranks: i
     placed whole, back on the least loaded rank."""
     if ranks < 2:
         return None
-    slow = int(np.argmax(spans))
-    order = [int(r) for r in np.argsort(spans, kind="stable")]   # least loaded first
+    slow, least = int(np.argmax(spans)), int(np.argmin(spans))
     by_key = {t.key: t for t in tables}
     spread = [k for k, r in plan.assignment.items() if not is_rank(r)]
     on_slow = [k for k, r in plan.assignment.items() if r == slow]
     if spread and (not on_slow or rng.random() < 0.3):
         key = rng.choice(spread)
-        return _moved(plan, {key: order[0]}, f"{key} back whole on rank {order[0]}")
+        return _moved(plan, {key: least}, f"{key} back whole on rank {least}")
     if not on_slow:
         return None
     return rng.choice(_other_kinds(plan, spans, by_key[rng.choice(on_slow)], ranks))

@@ -20,7 +20,15 @@ scenario's tables, so that its plan is ranked beside this tool's.
 """
 from __future__ import annotations
 
-from ..model.sharding import REPLICATED, ROW_WISE, ColumnWise, Plan, PlanError, TableRef
+from ..model.sharding import (
+    REPLICATED,
+    ROW_WISE,
+    ColumnWise,
+    Plan,
+    PlanError,
+    TableRef,
+    placement,
+)
 
 __all__ = ["FORMAT", "to_torchrec", "from_torchrec", "torchrec_planner_plan", "MODELLED"]
 
@@ -70,14 +78,11 @@ def from_torchrec(doc: dict, tables: list[TableRef], ranks: int,
         elif kind == "column_wise" and on and len(set(on)) == 1:
             assignment[key] = on[0]   # every shard on one rank: the table whole there
         elif kind == "column_wise":
-            if len(on) < 2 or len(set(on)) != len(on):
-                raise PlanError(f"{key}: column_wise is modelled with one shard on each of "
-                                f"two or more ranks, got {on}")
             dim = next(t.dim for t in tables if t.key == key)
-            if dim % len(on):
-                raise PlanError(f"{key}: its dim {dim} does not split into {len(on)} equal "
-                                f"column shards")
-            assignment[key] = ColumnWise(tuple(on))
+            try:
+                assignment[key] = placement({"kind": "cw", "ranks": on}, dim, ranks)
+            except PlanError as exc:
+                raise PlanError(f"{key}: {exc}") from None
         elif kind in kinds:
             if sorted(on) != list(range(ranks)):
                 raise PlanError(f"{key}: {kind} spans every rank here (0-{ranks - 1}), "

@@ -36,17 +36,12 @@ def _evaluator(key: str, payload: bytes):
     hit = _EVALUATORS.get(key)
     if hit is None:
         from ..engine.parallel import RankGraphs  # deferred: imports torch
-        from ..engine.plan_evaluator import PlanEvaluator, Unsupported
+        from ..engine.plan_evaluator import plan_spans
         from ..engine.predict import prepare
 
         doc, profile, overheads = pickle.loads(payload)
         doc, platform, profile = prepare(doc, profile)
-        graphs = RankGraphs(doc, platform, profile, overheads)
-        try:
-            hit = PlanEvaluator(graphs).spans_ms
-        except Unsupported:
-            def hit(plans, graphs=graphs):
-                return np.array([graphs.rank_spans_ms(p) for p in plans])
+        hit, _ = plan_spans(RankGraphs(doc, platform, profile, overheads))
         _EVALUATORS[key] = hit
     return hit
 
