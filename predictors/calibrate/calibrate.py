@@ -288,7 +288,7 @@ def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
             gloo = {}
             for n in range(2, min(4, os.cpu_count() or 2) + 1):
                 tick(f"gloo collectives among {n} processes")
-                gloo[str(n)] = measure_collectives(n, reps=5, threads=threads)
+                gloo[str(n)] = measure_collectives(n, threads=threads)
             collectives = {"gloo": gloo}
     finally:
         torch.set_num_threads(old_threads)

@@ -26,7 +26,7 @@ import torch
 
 __all__ = ["measure_plans", "measure_collectives", "COLLECTIVE_SIZES"]
 
-COLLECTIVE_SIZES = [2 ** k for k in range(10, 25, 2)]   # 1 KiB .. 16 MiB
+COLLECTIVE_SIZES = [2 ** k for k in range(10, 25)]   # 1 KiB .. 16 MiB
 TIMEOUT = timedelta(seconds=300)
 
 
@@ -75,10 +75,25 @@ def measure_plans(doc: dict, plans: list[dict], iters: int = 10, warmup: int = 3
 
 def _init(rank: int, world: int, store: str, threads: int):
     import torch.distributed as dist
+    bind_cores(rank, world, threads)
     torch.set_num_threads(threads)
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank,
                             world_size=world, timeout=TIMEOUT)
     return dist
+
+
+def bind_cores(rank: int, world: int, threads: int) -> bool:
+    """Bind this rank (and the threads it starts later: gloo's among them) to cores of
+    its own, ``threads`` each, as a launcher binds ranks (torchrun's ``--cpu-affinity``,
+    numactl) and as the predictor models them: each rank computes on its own cores.
+    Without enough cores for every rank, nothing is bound (False)."""
+    if not hasattr(os, "sched_setaffinity"):
+        return False
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < world * threads:
+        return False
+    os.sched_setaffinity(0, set(cpus[rank * threads:(rank + 1) * threads]))
+    return True
 
 
 def _rank_workload(doc: dict, assignment: dict, rank: int, world: int):
@@ -170,43 +185,59 @@ def _record(step, path: str) -> None:
     atomic_write_bytes(path, data)
 
 
-def measure_collectives(ranks: int, sizes: list[int] | None = None, reps: int = 5,
-                        threads: int = 1) -> dict:
+def measure_collectives(ranks: int, sizes: list[int] | None = None, reps: int = 20,
+                        threads: int = 1, passes: int = 4) -> dict:
     """gloo's all-reduce, all-to-all and all-gather among ``ranks`` processes on this
-    host, ``{kind: [[bytes, median us], ...]}``; ``bytes`` as NCCL counts a message (the
-    buffer of an all-reduce, the larger of what a rank sends and receives otherwise)."""
+    host (each bound to its own cores, as :func:`measure_plans` runs them),
+    ``{kind: [[bytes, us], ...]}``; ``bytes`` as NCCL counts a message (the buffer of an
+    all-reduce, the larger of what a rank sends and receives otherwise).  ``us`` is the
+    mean of the middle 80 % of ``reps`` calls, taken in ``passes`` sweeps over every size
+    and kind so that a slow moment of the host is shared among them: on loopback TCP a
+    message of a few MiB takes one of two times, a few milliseconds apart, and a step
+    pays their mean."""
     import torch.multiprocessing as mp
 
     sizes = list(sizes or COLLECTIVE_SIZES)
     with tempfile.TemporaryDirectory(prefix="ml-dse-gloo-") as tmp:
         mp.start_processes(_collectives_worker, args=(ranks, os.path.join(tmp, "store"), tmp,
-                                                       sizes, reps, threads),
+                                                       sizes, reps, threads, passes),
                            nprocs=ranks, start_method="spawn")
         return json.load(open(os.path.join(tmp, "collectives.json")))
 
 
-def _collectives_worker(rank, world, store, out_dir, sizes, reps, threads):
+def _trimmed_mean(xs: list[float], cut: float = 0.1) -> float:
+    xs = sorted(xs)
+    k = int(len(xs) * cut)
+    return statistics.mean(xs[k:len(xs) - k] or xs)
+
+
+def _collectives_worker(rank, world, store, out_dir, sizes, reps, threads, passes=1):
     dist = _init(rank, world, store, threads)
-    out = {"all_reduce": [], "all_to_all": [], "all_gather": []}
+    kinds = ("all_reduce", "all_to_all", "all_gather")
+    times = {(kind, nbytes): [] for kind in kinds for nbytes in sizes}
     try:
-        for nbytes in sizes:
-            n = max(world, nbytes // 4 // world * world)
-            buf = torch.ones(n)
-            got = torch.empty(n)
-            pieces = [torch.empty(n // world) for _ in range(world)]
-            calls = {"all_reduce": lambda: dist.all_reduce(buf),
-                     "all_to_all": lambda: dist.all_to_all_single(got, buf),
-                     "all_gather": lambda: dist.all_gather(pieces, buf[:n // world])}
-            for kind, call in calls.items():
-                call()   # warm
-                times = []
-                for _ in range(reps):
-                    dist.barrier()
-                    t0 = time.perf_counter()
-                    call()
-                    times.append((time.perf_counter() - t0) * 1e6)
+        for p in range(passes):
+            for nbytes in sizes:
+                n = max(world, nbytes // 4 // world * world)
+                buf = torch.ones(n)
+                got = torch.empty(n)
+                pieces = [torch.empty(n // world) for _ in range(world)]
+                calls = {"all_reduce": lambda: dist.all_reduce(buf),
+                         "all_to_all": lambda: dist.all_to_all_single(got, buf),
+                         "all_gather": lambda: dist.all_gather(pieces, buf[:n // world])}
+                for kind in kinds:
+                    calls[kind]()   # warm
+                    for _ in range(reps // passes + (p < reps % passes)):
+                        dist.barrier()
+                        t0 = time.perf_counter()
+                        calls[kind]()
+                        times[kind, nbytes].append((time.perf_counter() - t0) * 1e6)
+        out = {kind: [] for kind in kinds}
+        for kind in kinds:
+            for nbytes in sizes:
+                n = max(world, nbytes // 4 // world * world)
                 # every rank's time: the collective ends when the last one leaves
-                t = torch.tensor([statistics.median(times)])
+                t = torch.tensor([_trimmed_mean(times[kind, nbytes])])
                 dist.all_reduce(t, op=dist.ReduceOp.MAX)
                 out[kind].append([n * 4, float(t)])
         if rank == 0:

@@ -53,8 +53,8 @@ class LearnedKernelModel:
         out = np.full(len(nodes), np.nan)
         idx = [i for i, n in enumerate(nodes) if model_class(n) == self.op_class]
         if idx:
-            x = np.stack([featurize(nodes[i], self.op_class, self.device, self.names,
-                                    self.features) for i in idx])
+            x = np.stack([featurize(stand_in(nodes[i], self.names), self.op_class,
+                                    self.device, self.names, self.features) for i in idx])
             out[idx] = np.exp(self._raw(x))
         return out
 
@@ -83,6 +83,22 @@ class LearnedKernelModel:
             raise ProfileError(f"{where}: {exc}") from None
         return cls(meta["op_class"], regressor, meta["names"], device, meta.get("metrics"),
                    features)
+
+
+def stand_in(node: dict, names: list[str]) -> dict:
+    """``node``, or an op a model knows that does the same work when the model never saw
+    ``node``'s (its features would sit outside everything it was fitted on): an
+    in-place ``copy_`` (DDP's gradient buckets) reads and writes what a ``clone`` of its
+    source does."""
+    if node["name"] in names:
+        return node
+    if (node["name"] == "aten::copy_" and "aten::clone" in names
+            and len(node["input_shapes"]) >= 2):
+        return {**node, "name": "aten::clone", "overload": "default",
+                "input_shapes": node["input_shapes"][1:2],
+                "input_dtypes": node["input_dtypes"][1:2],
+                "input_nnz": node["input_nnz"][1:2]}
+    return node
 
 
 # The arrays of a model: the regressors' own (:mod:`.regressors`).  Profiles calibrated

@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 
 __all__ = ["COLLECTIVE_OPS", "PROFILER_NAMES", "GradientBuckets", "all_to_all", "exchange_anchor",
-           "reduce_scatter"]
+           "reduce_scatter", "all_reduce", "wait_pending"]
 
 # recorded op name -> the collective kind of devices/collectives.py
 COLLECTIVE_OPS = {"mldse::all_to_all": "all_to_all",
@@ -138,19 +138,22 @@ _reduce_scatter.register_autograd(_rs_backward, setup_context=_rs_setup)
 
 
 # -- a real exchange on CPU ranks, over torch.distributed (gloo) ---------------------------
+#
+# A real run (``measure``: ranks of ``local-cpu`` joined by gloo) calls the same exchanges
+# through plain autograd Functions rather than the custom ops: the custom-op dispatcher
+# costs a few hundred microseconds of Python per call, which a training job's own
+# collectives do not pay.  ``record_function`` keeps the ops' names in a recorded trace.
 
-def _group():
+def _real_run() -> bool:
     import torch.distributed as dist
-    if not dist.is_available() or not dist.is_initialized():
-        _capture_only()
-    return dist
+    return dist.is_available() and dist.is_initialized()
 
 
 def _exchange(chunks_out: list[list[torch.Tensor]], sizes_in: list[int],
               like: torch.Tensor) -> list[torch.Tensor]:
     """One all-to-all: ``chunks_out[j]`` (flattened together) to rank ``j``; returns what
     each rank sent here, flat, of ``sizes_in[i]`` values from rank ``i``."""
-    dist = _group()
+    import torch.distributed as dist
     flat_out = [torch.cat([c.reshape(-1) for c in cs]) if cs else like.new_empty(0)
                 for cs in chunks_out]
     sent = torch.cat(flat_out) if flat_out else like.new_empty(0)
@@ -159,11 +162,12 @@ def _exchange(chunks_out: list[list[torch.Tensor]], sizes_in: list[int],
     return list(got.split(sizes_in))
 
 
-@_all_to_all.register_kernel("cpu")
-def _(pooled, anchor, rows, widths, owners):
-    dist = _group()
+def _a2a_real(pooled, anchor, rows, widths, owners):
+    import torch.distributed as dist
     me, world = dist.get_rank(), dist.get_world_size()
     mine = [w for w, o in zip(widths, owners) if o == me]
+    if len(mine) != len(pooled):
+        raise ValueError(f"rank {me} looks up {len(pooled)} table(s) but owns {len(mine)}")
     # to rank j: its samples (rows j*rows .. (j+1)*rows) of each of this rank's tables
     out = [[p[j * rows:(j + 1) * rows] for p in pooled] for j in range(world)]
     sizes = [rows * sum(w for w, o in zip(widths, owners) if o == i) for i in range(world)]
@@ -172,14 +176,11 @@ def _(pooled, anchor, rows, widths, owners):
     for w, o in zip(widths, owners):
         result.append(got[o][offset[o]:offset[o] + rows * w].view(rows, w))
         offset[o] += rows * w
-    if len(mine) != len(pooled):
-        raise ValueError(f"rank {me} looks up {len(pooled)} table(s) but owns {len(mine)}")
-    return [r.clone() for r in result]
+    return result
 
 
-@_all_to_all_backward.register_kernel("cpu")
-def _(grads, anchor, rows, widths, owners):
-    dist = _group()
+def _a2a_backward_real(grads, anchor, rows, widths, owners):
+    import torch.distributed as dist
     world = dist.get_world_size()
     local = grads[0].shape[0] if grads else 0
     # to rank i: this rank's samples of every table rank i holds
@@ -195,15 +196,34 @@ def _(grads, anchor, rows, widths, owners):
     return [torch.cat(p) for p in parts]
 
 
+class _AllToAll(torch.autograd.Function):
+    """``mldse::all_to_all`` and its backward in a real run."""
+
+    @staticmethod
+    def forward(ctx, anchor, rows, widths, owners, *pooled):
+        ctx.anchor, ctx.owners = anchor, list(owners)
+        ctx.rows = pooled[0].shape[0] if pooled else 0
+        ctx.widths = [p.shape[1] for p in pooled]
+        with torch.profiler.record_function("mldse::all_to_all"):
+            return tuple(_a2a_real(list(pooled), anchor, rows, widths, owners))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        with torch.profiler.record_function("mldse::all_to_all_backward"):
+            back = _a2a_backward_real([g.contiguous() for g in grads], ctx.anchor, ctx.rows,
+                                      ctx.widths, ctx.owners)
+        return (None, None, None, None, *back)
+
+
 _PENDING: list = []   # a real run's all-reduces in flight (DDP waits when backward ends)
 
 
-@_all_reduce.register_kernel("cpu")
-def _(tensors):
-    # asynchronous, as DDP's reducer launches a bucket: gloo reduces it on its own threads
-    # while backward goes on
-    dist = _group()
-    _PENDING.extend(dist.all_reduce(t, async_op=True) for t in tensors)
+def _all_reduce_real(tensors: list[torch.Tensor]) -> None:
+    """Asynchronous, as DDP's reducer launches a bucket: gloo reduces it on its own
+    threads while backward goes on."""
+    import torch.distributed as dist
+    with torch.profiler.record_function("mldse::all_reduce"):
+        _PENDING.extend(dist.all_reduce(t, async_op=True) for t in tensors)
 
 
 def wait_pending() -> None:
@@ -212,39 +232,47 @@ def wait_pending() -> None:
         _PENDING.pop(0).wait()
 
 
-@_reduce_scatter.register_kernel("cpu")
-def _(partial, rows):
-    # gloo has no reduce-scatter: the sums everywhere, each rank keeps its samples
-    dist = _group()
-    me = dist.get_rank()
-    flat = torch.cat([p.reshape(-1) for p in partial])
-    dist.all_reduce(flat)
-    out, offset = [], 0
-    for p in partial:
-        whole = flat[offset:offset + p.numel()].view_as(p)
-        out.append(whole[me * rows:(me + 1) * rows].clone())
-        offset += p.numel()
-    return out
+class _ReduceScatter(torch.autograd.Function):
+    """``mldse::reduce_scatter`` (gloo has none: the sums everywhere, each rank keeps its
+    samples) and its backward ``mldse::all_gather`` in a real run."""
 
+    @staticmethod
+    def forward(ctx, rows, *partial):
+        import torch.distributed as dist
+        ctx.rows = partial[0].shape[0] if partial else 0
+        me = dist.get_rank()
+        with torch.profiler.record_function("mldse::reduce_scatter"):
+            flat = torch.cat([p.reshape(-1) for p in partial])
+            dist.all_reduce(flat)
+            out, offset = [], 0
+            for p in partial:
+                whole = flat[offset:offset + p.numel()].view_as(p)
+                out.append(whole[me * rows:(me + 1) * rows].clone())
+                offset += p.numel()
+        return tuple(out)
 
-@_all_gather.register_kernel("cpu")
-def _(grads, rows):
-    # one collective for every table, as the capture records it
-    dist = _group()
-    world = dist.get_world_size()
-    flat = torch.cat([g.reshape(-1) for g in grads])
-    pieces = [torch.empty_like(flat) for _ in range(world)]
-    dist.all_gather(pieces, flat)
-    out, offset = [], 0
-    for g in grads:
-        out.append(torch.cat([p[offset:offset + g.numel()].view_as(g) for p in pieces]))
-        offset += g.numel()
-    return out
+    @staticmethod
+    def backward(ctx, *grads):
+        import torch.distributed as dist
+        world = dist.get_world_size()
+        with torch.profiler.record_function("mldse::all_gather"):
+            # one collective for every table, as the capture records it
+            flat = torch.cat([g.reshape(-1) for g in grads])
+            pieces = [torch.empty_like(flat) for _ in range(world)]
+            dist.all_gather(pieces, flat)
+            out, offset = [], 0
+            for g in grads:
+                out.append(torch.cat([p[offset:offset + g.numel()].view_as(g)
+                                      for p in pieces]))
+                offset += g.numel()
+        return (None, *out)
 
 
 def reduce_scatter(partial: list[torch.Tensor], local_batch: int) -> list[torch.Tensor]:
     """Row-wise tables' exchange: ``partial`` bags of this rank's rows for the global
     batch in, this rank's ``local_batch`` samples of their sums out."""
+    if _real_run():
+        return list(_ReduceScatter.apply(local_batch, *partial))
     return list(torch.ops.mldse.reduce_scatter(partial, local_batch))
 
 
@@ -256,7 +284,18 @@ def all_to_all(pooled: list[torch.Tensor], anchor: torch.Tensor, local_batch: in
     real exchange; a capture leaves it out).  ``anchor``: an empty tensor of the step's
     dtype and device that requires grad (:func:`exchange_anchor`)."""
     owners = list(owners) if owners is not None else [-1] * len(widths)
+    if _real_run():
+        return list(_AllToAll.apply(anchor, local_batch, widths, owners, *pooled))
     return list(torch.ops.mldse.all_to_all(pooled, anchor, local_batch, widths, owners))
+
+
+def all_reduce(tensors: list[torch.Tensor]) -> None:
+    """Sum ``tensors`` over the ranks in place (in a real run, asynchronously:
+    :func:`wait_pending` waits)."""
+    if _real_run():
+        _all_reduce_real(tensors)
+    else:
+        torch.ops.mldse.all_reduce(tensors)
 
 
 def exchange_anchor(dtype: torch.dtype, device) -> torch.Tensor:
@@ -359,7 +398,7 @@ class GradientBuckets:
         while self.launched < len(self.buckets) and self.pending[self.launched] == 0:
             flat = self.flat[self.launched]   # buckets go in order, as DDP sends them
             flat.div_(self.world)
-            torch.ops.mldse.all_reduce([flat])
+            all_reduce([flat])
             self.launched += 1
             if self.launched == len(self.buckets):   # the last one: backward's epilogue
                 torch.autograd.Variable._execution_engine.queue_callback(self._finish)
@@ -369,7 +408,7 @@ class GradientBuckets:
         gradients back."""
         if self.late:
             self.late_flat.div_(self.world)
-            torch.ops.mldse.all_reduce([self.late_flat])
+            all_reduce([self.late_flat])
         wait_pending()
         for b, ps in enumerate(self.buckets):
             for p in ps:

@@ -138,3 +138,22 @@ def test_ranks_are_for_the_local_cpu_only():
     doc["platform"] = {"preset": "dgx-a100", "ranks": 2}
     with pytest.raises(ScenarioError, match="only the local-cpu preset"):
         validate_scenario(doc)
+
+
+def test_ranks_bind_to_cores_of_their_own():
+    """Each measured rank computes on its own cores, as the predictor models it; without
+    enough cores for every rank nothing is bound."""
+    import os
+
+    from predictors.calibrate.ranks import bind_cores
+
+    if not hasattr(os, "sched_getaffinity"):
+        pytest.skip("no CPU affinity on this platform")
+    before = os.sched_getaffinity(0)
+    try:
+        assert not bind_cores(0, len(before) + 1, 1)
+        assert os.sched_getaffinity(0) == before
+        assert bind_cores(len(before) - 1, len(before), 1)
+        assert os.sched_getaffinity(0) == {sorted(before)[-1]}
+    finally:
+        os.sched_setaffinity(0, before)
