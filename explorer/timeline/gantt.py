@@ -18,7 +18,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QMenu,
-    QScrollBar,
     QToolTip,
     QVBoxLayout,
     QWidget,
@@ -29,11 +28,14 @@ from predictors.engine.timeline import CATEGORIES, Timeline
 from .colors import CATEGORY_COLORS, CATEGORY_LABELS, COUNTER_COLOR
 from .events import EventIndex, critical_events, format_us, path_predecessor
 from .flows import FlowArrows
-from .lane_axis import AxisRows, LaneAxis
-from .layout import LaneLayout, counter_curves, lane_title
+from .lane_axis import AxisRows, LaneAxis, axis_rows
+from .lane_bars import LaneBarsItem
+from .level_of_detail import PixelColumns
+from .lane_rows import EDGE, MIN_ROW_PX, ROW_ZOOM, LaneRows
+from .layout import LaneLayout, counter_curves, lane_title, node_groups
 from .range_selection import TimeRangeSelection, TimeRangeViewBox, format_duration
 
-__all__ = ["GanttWidget"]
+__all__ = ["GanttWidget", "MIN_ROW_PX", "ROW_ZOOM"]
 
 BAR_HEIGHT = 0.78
 STALE_OPACITY = 0.28
@@ -41,12 +43,6 @@ CRITICAL_DIM = 0.35        # opacity of the bars off the critical path while it 
 CRITICAL_PEN = "#d4145a"   # outline of the critical-path bars
 NO_CRITICAL_PATH = "This timeline has no critical path (recorded traces have none)."
 MAX_EXPANDED_RANKS = 4  # more ranks open folded, all but the slowest
-MIN_ROW_PX = 18       # rows never get shorter: the view scrolls instead
-DEFAULT_ROW_PX = 24   # row height of a timeline that does not fit the view
-MAX_ROW_PX = 240
-ROW_ZOOM = 1.25       # one lane-height zoom step
-EDGE = 0.2            # rows of margin above the first and below the last row
-_SCROLL_UNITS = 1000  # scroll bar steps per row
 
 
 class GanttViewBox(TimeRangeViewBox):
@@ -83,7 +79,8 @@ class GanttWidget(QWidget):
 
     Rows are at least ``MIN_ROW_PX`` tall; when they do not all fit, the view scrolls: the
     wheel, the scroll bar, Up/Down and Page Up/Page Down move through the rows, Home/End go
-    to the first/last.  Ctrl+wheel or ``+``/``-`` make rows taller or shorter.  The left
+    to the first/last.  Ctrl+wheel (over the plot or the lane names), ``+``/``-`` or the
+    buttons above the scroll bar make rows taller or shorter (:class:`LaneRows`).  The left
     column names every row: ``rank N`` (a click folds or unfolds it), each lane of an
     expanded rank, and ``node K`` when ranks are grouped per node.
 
@@ -123,9 +120,6 @@ class GanttWidget(QWidget):
         self.selected = -1
         self.collapsed: set[int] = set()  # ranks folded to one row
         self.ranks_per_node: int | None = None
-        self.row_px = float(DEFAULT_ROW_PX)   # wanted row height; taller when all rows fit
-        self._top = -EDGE                      # view y at the top edge of the view
-        self._syncing = False
 
         self.legend = QLabel(self)
         self.legend.setObjectName("ganttLegend")
@@ -136,9 +130,8 @@ class GanttWidget(QWidget):
         self.plot = pg.PlotWidget(self, background="w", viewBox=GanttViewBox(),
                                   axisItems={"left": self.lane_axis})
         self.plot.setFocusPolicy(Qt.StrongFocus)
-        self.scroll = QScrollBar(Qt.Vertical, self)
-        self.scroll.setObjectName("ganttScroll")
-        self.scroll.valueChanged.connect(self._on_scrollbar)
+        self.rows = LaneRows(self.plot.getPlotItem().getViewBox(), self)
+        self.scroll = self.rows.scroll
         self.details = QLabel("Hover a bar for its details; click to pin them here.", self)
         self.details.setObjectName("ganttDetails")
         self.details.setTextFormat(Qt.RichText)
@@ -152,7 +145,7 @@ class GanttWidget(QWidget):
         row.setContentsMargins(0, 0, 0, 0)
         row.setSpacing(0)
         row.addWidget(self.plot, 1)
-        row.addWidget(self.scroll)
+        row.addWidget(self.rows)
         box.addLayout(row, 1)
         box.addWidget(self.details)
 
@@ -173,7 +166,7 @@ class GanttWidget(QWidget):
         self.vb = pi.getViewBox()
         self.vb.gantt = self
         self.vb.setMouseEnabled(x=True, y=False)
-        self.vb.sigResized.connect(lambda *_: self._apply_rows())
+        self.vb.sigResized.connect(lambda *_: self.rows.apply())
         self.vb.sigRangeChanged.connect(self._place_stale_text)
         self.vb.setDefaultPadding(0.0)
 
@@ -212,7 +205,7 @@ class GanttWidget(QWidget):
         self._empty.setPos(0.5, 0.5)
         self._empty.setVisible(True)
         self.lane_axis.set_rows(AxisRows())
-        self.scroll.setVisible(False)
+        self.rows.set_layout(None)
         self._update_legend([])
         self.set_stale(False)
 
@@ -265,7 +258,7 @@ class GanttWidget(QWidget):
         self._hover_box.setVisible(False)
         self._draw()
         self.vb.setXRange(x0, x1, padding=0)
-        self._apply_rows()
+        self.rows.apply()
         if self.selected >= 0 and np.isfinite(self.layout_.y[self.timeline.lane[self.selected]]):
             self._sel_box.setRect(self._rect_of(self.selected))
         else:
@@ -284,6 +277,7 @@ class GanttWidget(QWidget):
         self._counter_items = []
         self._critical_item = None
         lay = self.layout_ = LaneLayout.of(timeline, frozenset(self.collapsed))
+        self.rows.set_layout(lay)
         start_ms = timeline.start_us / 1e3
         # Sub-pixel events would vanish at full zoom-out; BarGraphItem draws them at >= 0 width.
         width_ms = timeline.dur_us / 1e3
@@ -303,21 +297,24 @@ class GanttWidget(QWidget):
                 self._bands.append(item)
         present = []
         shown = np.isfinite(y0)  # a folded rank's CPU threads are not drawn
+        columns = PixelColumns()   # the categories split each pixel column of a row
         for c, cat in enumerate(CATEGORIES):
             sel = np.flatnonzero((timeline.category == c) & shown)
             if not len(sel):
                 continue
             present.append(cat)
-            item = pg.BarGraphItem(x0=start_ms[sel], width=width_ms[sel], y0=y0[sel],
-                                   height=BAR_HEIGHT, pen=None,
-                                   brush=QColor(CATEGORY_COLORS[cat]))
-            item.setZValue({"idle": 0, "cpu_overhead": 2}.get(cat, 1))
+            # only what is in view, per pixel column: a million bars stay fluid
+            z = {"idle": 0, "cpu_overhead": 2}.get(cat, 1)
+            item = LaneBarsItem(x0=start_ms[sel], width=width_ms[sel], y0=y0[sel],
+                                height=BAR_HEIGHT, pen=None, brush=QColor(CATEGORY_COLORS[cat]),
+                                columns=columns, key=cat, z=z)
+            item.setZValue(z)
             pi.addItem(item)
             self._bars[cat] = item
         self._draw_critical_path(start_ms, width_ms, y0, shown)
         self._draw_counters(lay, t1)
         self._draw_node_separators(lay, t0, t1)
-        self.lane_axis.set_rows(self.axis_rows(lay))
+        self.lane_axis.set_rows(axis_rows(lay, self.collapsed, self.node_groups(lay)))
         self._update_legend(present)
         span = max(t1 - t0, 1e-3)
         self.vb.setLimits(xMin=t0 - 0.5 * span, xMax=t1 + 0.5 * span,
@@ -419,39 +416,13 @@ class GanttWidget(QWidget):
         t0, t1 = self.timeline.begin_us / 1e3, self.timeline.end_us / 1e3
         pad = max(t1 - t0, 1e-3) * 0.01
         self.vb.setXRange(t0 - pad, t1 + pad, padding=0)
-        self._top = -EDGE
-        self._apply_rows()
+        self.rows.to_top()
 
     # --- rows: names, node groups, vertical scrolling and lane height --------------------
 
     def node_groups(self, lay: LaneLayout | None = None) -> list[tuple[int, float, float]]:
-        """``(node, top, bottom)`` of each node's ranks, when ranks are grouped per node and
-        there is more than one node; else empty."""
-        lay = lay or self.layout_
-        rpn = self.ranks_per_node
-        if lay is None or not rpn or len(lay.groups) < 2:
-            return []
-        nodes: dict[int, list[float]] = {}
-        for rank, top, bottom in lay.groups:
-            span = nodes.setdefault(rank // rpn, [top, bottom])
-            span[0], span[1] = min(span[0], top), max(span[1], bottom)
-        if len(nodes) < 2:
-            return []
-        return [(n, a, b) for n, (a, b) in nodes.items()]
-
-    def axis_rows(self, lay: LaneLayout) -> AxisRows:
-        """The names of the left column: each lane's (a folded rank's row has none: its
-        ``rank N`` names it), each rank's group and each node's."""
-        multi = len(lay.groups) > 1
-        rows = []
-        for lane, label in zip(lay.order, lay.labels):
-            if label.endswith("(collapsed)"):
-                name = "" if multi else "streams"
-            else:
-                name = label.split(" · ", 1)[-1] if multi else label
-            rows.append((float(lay.y[lane]), name))
-        ranks = [(rank, top, bottom, rank in self.collapsed) for rank, top, bottom in lay.groups]
-        return AxisRows(rows, ranks, self.node_groups(lay))
+        """``(node, top, bottom)`` of each node's ranks (see :func:`node_groups`)."""
+        return node_groups(lay or self.layout_, self.ranks_per_node)
 
     def _draw_node_separators(self, lay: LaneLayout, t0: float, t1: float) -> None:
         """A line across the plot between two nodes' ranks."""
@@ -463,78 +434,26 @@ class GanttWidget(QWidget):
             self.plot.getPlotItem().addItem(line, ignoreBounds=True)
             self._bands.append(line)
 
-    def _extent(self) -> tuple[float, float]:
-        """The view y of the top of the first row and the bottom of the last, with margins."""
-        height = self.layout_.height if self.layout_ is not None else 1.0
-        return -EDGE, height + EDGE
-
     def row_height_px(self) -> float:
-        """The height of a row on screen: the wanted one (:attr:`row_px`), or taller when all
-        rows fit the view."""
-        lo, hi = self._extent()
-        view_px = self.vb.height()
-        if view_px <= 0:
-            return self.row_px
-        return max(self.row_px, view_px / (hi - lo))
-
-    def _apply_rows(self) -> None:
-        """Show rows from :attr:`_top` down at :meth:`row_height_px`."""
-        if self.layout_ is None:
-            return
-        lo, hi = self._extent()
-        view_px = self.vb.height()
-        span = hi - lo if view_px <= 0 else min(hi - lo, view_px / self.row_height_px())
-        self._top = min(max(self._top, lo), hi - span)
-        self.vb.setYRange(self._top, self._top + span, padding=0)
-        self._sync_scrollbar(lo, hi, span)
-
-    def _sync_scrollbar(self, lo: float, hi: float, span: float) -> None:
-        self._syncing = True
-        try:
-            hidden = hi - lo - span
-            self.scroll.setVisible(hidden > 1e-6)
-            self.scroll.setRange(0, int(round(max(0.0, hidden) * _SCROLL_UNITS)))
-            self.scroll.setPageStep(int(round(span * _SCROLL_UNITS)))
-            self.scroll.setSingleStep(_SCROLL_UNITS)
-            self.scroll.setValue(int(round((self._top - lo) * _SCROLL_UNITS)))
-        finally:
-            self._syncing = False
-
-    def _on_scrollbar(self, value: int) -> None:
-        if self._syncing or self.layout_ is None:
-            return
-        self._top = self._extent()[0] + value / _SCROLL_UNITS
-        self._apply_rows()
+        """The height of a row on screen (:meth:`LaneRows.row_height_px`)."""
+        return self.rows.row_height_px()
 
     def y_range(self) -> tuple[float, float]:
         """The visible rows' span in view coordinates (top, bottom)."""
-        _, (y0, y1) = self.vb.viewRange()
-        return float(y0), float(y1)
+        return self.rows.y_range()
 
     def visible_lanes(self) -> list[int]:
         """The lanes whose rows are whole in view, top to bottom."""
-        if self.layout_ is None:
-            return []
-        y0, y1 = self.y_range()
-        lay = self.layout_
-        return [i for i in lay.order if y0 - 1e-6 <= lay.y[i] - 0.5 and lay.y[i] + 0.5 <= y1 + 1e-6]
+        return self.rows.visible_lanes()
 
     def scroll_rows(self, rows: float) -> None:
         """Scroll the view down by ``rows`` (negative: up)."""
-        self._top += rows
-        self._apply_rows()
+        self.rows.scroll_by(rows)
 
     def zoom_rows(self, factor: float, anchor_y: float | None = None) -> None:
-        """Make rows ``factor`` times taller (< 1: shorter, never below ``MIN_ROW_PX``),
-        keeping the row at view y ``anchor_y`` (default: the top one) where it is."""
-        if self.layout_ is None:
-            return
-        old = self.row_height_px()
-        self.row_px = float(min(MAX_ROW_PX, max(MIN_ROW_PX, old * factor)))
-        new = self.row_height_px()
-        if anchor_y is not None:
-            self._top = anchor_y - (anchor_y - self._top) * old / new
-        self._apply_rows()
+        """Make rows ``factor`` times taller, keeping the row at ``anchor_y`` in place
+        (:meth:`LaneRows.zoom`)."""
+        self.rows.zoom(factor, anchor_y)
 
     def x_range(self) -> tuple[float, float]:
         """The visible time range in ms."""

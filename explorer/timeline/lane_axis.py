@@ -14,7 +14,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPen
 
-__all__ = ["LaneAxis", "AxisRows"]
+__all__ = ["LaneAxis", "AxisRows", "axis_rows"]
 
 NODE_COL = 18       # px: the rotated "node K" column
 PAD = 6             # px between columns and at the edges
@@ -34,6 +34,22 @@ class AxisRows:
     @property
     def multi(self) -> bool:
         return len(self.ranks) > 1
+
+
+def axis_rows(lay, collapsed=frozenset(), nodes=()) -> AxisRows:
+    """The names of the column for a :class:`~explorer.timeline.layout.LaneLayout`: each
+    lane's (a folded rank's row has none: its ``rank N`` names it), each rank's group,
+    folded when in ``collapsed``, and ``nodes`` (``(node, top, bottom)``)."""
+    multi = len(lay.groups) > 1
+    rows = []
+    for lane, label in zip(lay.order, lay.labels):
+        if label.endswith("(collapsed)"):
+            name = "" if multi else "streams"
+        else:
+            name = label.split(" · ", 1)[-1] if multi else label
+        rows.append((float(lay.y[lane]), name))
+    ranks = [(rank, top, bottom, rank in collapsed) for rank, top, bottom in lay.groups]
+    return AxisRows(rows, ranks, list(nodes))
 
 
 class LaneAxis(pg.AxisItem):

@@ -8,8 +8,8 @@ import numpy as np
 from predictors.engine.timeline import Lane, Timeline
 from predictors.utils.formatting import format_bytes
 
-__all__ = ["LaneLayout", "lane_title", "nice_step", "counter_steps", "counter_range",
-           "counter_curves"]
+__all__ = ["LaneLayout", "lane_title", "node_groups", "nice_step", "counter_steps",
+           "counter_range", "counter_curves"]
 
 _KIND_ORDER = {"cpu": 0, "stream": 1, "link": 2, "counter": 3}
 COUNTER_FILL = 0.8   # a counter's curve spans this share of its row, 0 at the bottom
@@ -102,6 +102,21 @@ class LaneLayout:
             return None
         i = int(np.nanargmin(np.abs(self.y - y)))
         return i if abs(self.y[i] - y) <= 0.5 else None
+
+
+def node_groups(lay: LaneLayout | None, ranks_per_node: int | None
+                ) -> list[tuple[int, float, float]]:
+    """``(node, top, bottom)`` of each node's ranks in ``lay``, when ranks are grouped
+    ``ranks_per_node`` to a node and there is more than one node; else empty."""
+    if lay is None or not ranks_per_node or len(lay.groups) < 2:
+        return []
+    nodes: dict[int, list[float]] = {}
+    for rank, top, bottom in lay.groups:
+        span = nodes.setdefault(rank // ranks_per_node, [top, bottom])
+        span[0], span[1] = min(span[0], top), max(span[1], bottom)
+    if len(nodes) < 2:
+        return []
+    return [(n, a, b) for n, (a, b) in nodes.items()]
 
 
 def nice_step(span: float, target_ticks: int = 8) -> float:
