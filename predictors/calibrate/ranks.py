@@ -187,8 +187,10 @@ def _record(step, path: str) -> None:
 
 def measure_collectives(ranks: int, sizes: list[int] | None = None, reps: int = 20,
                         threads: int = 1, passes: int = 4) -> dict:
-    """gloo's all-reduce, all-to-all and all-gather among ``ranks`` processes on this
-    host (each bound to its own cores, as :func:`measure_plans` runs them),
+    """gloo's all-reduce (DDP's), and the all-to-all, all-gather and reduce-scatter as the
+    ranks' exchanges run them (packing and unpacking included: ``comm_ops``) among
+    ``ranks`` processes on this host (each bound to its own cores, as
+    :func:`measure_plans` runs them),
     ``{kind: [[bytes, us], ...]}``; ``bytes`` as NCCL counts a message (the buffer of an
     all-reduce, the larger of what a rank sends and receives otherwise).  ``us`` is the
     mean of the middle 80 % of ``reps`` calls, taken in ``passes`` sweeps over every size
@@ -212,19 +214,32 @@ def _trimmed_mean(xs: list[float], cut: float = 0.1) -> float:
 
 
 def _collectives_worker(rank, world, store, out_dir, sizes, reps, threads, passes=1):
+    from ..model import comm_ops
+
     dist = _init(rank, world, store, threads)
-    kinds = ("all_reduce", "all_to_all", "all_gather")
+    kinds = ("all_reduce", "all_to_all", "all_gather", "reduce_scatter")
     times = {(kind, nbytes): [] for kind in kinds for nbytes in sizes}
+    counted = {}
+    k, d = 2, 16   # tables per rank, and their width, of the exchanges
     try:
         for p in range(passes):
             for nbytes in sizes:
                 n = max(world, nbytes // 4 // world * world)
                 buf = torch.ones(n)
-                got = torch.empty(n)
-                pieces = [torch.empty(n // world) for _ in range(world)]
+                batch = max(world, nbytes // (4 * k * d) // world * world)
+                rows = batch // world
+                pooled = [torch.ones(batch, d) for _ in range(k)]
+                local = [torch.ones(rows, d) for _ in range(k)]
+                anchor = torch.empty(0)
+                owners = [t // k for t in range(k * world)]
+                # DDP's all-reduce as it is; the exchanges as the ranks run them, their
+                # packing and unpacking included (comm_ops)
                 calls = {"all_reduce": lambda: dist.all_reduce(buf),
-                         "all_to_all": lambda: dist.all_to_all_single(got, buf),
-                         "all_gather": lambda: dist.all_gather(pieces, buf[:n // world])}
+                         "all_to_all": lambda: comm_ops._a2a_real(
+                             pooled, anchor, rows, [d] * (k * world), owners),
+                         "all_gather": lambda: comm_ops._all_gather_real(local),
+                         "reduce_scatter": lambda: comm_ops._reduce_scatter_real(pooled, rows)}
+                counted[nbytes] = {"all_reduce": n * 4}
                 for kind in kinds:
                     calls[kind]()   # warm
                     for _ in range(reps // passes + (p < reps % passes)):
@@ -235,11 +250,11 @@ def _collectives_worker(rank, world, store, out_dir, sizes, reps, threads, passe
         out = {kind: [] for kind in kinds}
         for kind in kinds:
             for nbytes in sizes:
-                n = max(world, nbytes // 4 // world * world)
                 # every rank's time: the collective ends when the last one leaves
                 t = torch.tensor([_trimmed_mean(times[kind, nbytes])])
                 dist.all_reduce(t, op=dist.ReduceOp.MAX)
-                out[kind].append([n * 4, float(t)])
+                batch = max(world, nbytes // (4 * k * d) // world * world)
+                out[kind].append([counted[nbytes].get(kind, batch * k * d * 4), float(t)])
         if rank == 0:
             with open(os.path.join(out_dir, "collectives.json"), "w") as f:
                 json.dump(out, f)

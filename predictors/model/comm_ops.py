@@ -238,34 +238,41 @@ class _ReduceScatter(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, rows, *partial):
-        import torch.distributed as dist
         ctx.rows = partial[0].shape[0] if partial else 0
-        me = dist.get_rank()
         with torch.profiler.record_function("mldse::reduce_scatter"):
-            flat = torch.cat([p.reshape(-1) for p in partial])
-            dist.all_reduce(flat)
-            out, offset = [], 0
-            for p in partial:
-                whole = flat[offset:offset + p.numel()].view_as(p)
-                out.append(whole[me * rows:(me + 1) * rows].clone())
-                offset += p.numel()
-        return tuple(out)
+            return tuple(_reduce_scatter_real(list(partial), rows))
 
     @staticmethod
     def backward(ctx, *grads):
-        import torch.distributed as dist
-        world = dist.get_world_size()
         with torch.profiler.record_function("mldse::all_gather"):
-            # one collective for every table, as the capture records it
-            flat = torch.cat([g.reshape(-1) for g in grads])
-            pieces = [torch.empty_like(flat) for _ in range(world)]
-            dist.all_gather(pieces, flat)
-            out, offset = [], 0
-            for g in grads:
-                out.append(torch.cat([p[offset:offset + g.numel()].view_as(g)
-                                      for p in pieces]))
-                offset += g.numel()
-        return (None, *out)
+            return (None, *_all_gather_real([g.contiguous() for g in grads]))
+
+
+def _reduce_scatter_real(partial: list[torch.Tensor], rows: int) -> list[torch.Tensor]:
+    import torch.distributed as dist
+    me = dist.get_rank()
+    flat = torch.cat([p.reshape(-1) for p in partial])
+    dist.all_reduce(flat)
+    out, offset = [], 0
+    for p in partial:
+        whole = flat[offset:offset + p.numel()].view_as(p)
+        out.append(whole[me * rows:(me + 1) * rows].clone())
+        offset += p.numel()
+    return out
+
+
+def _all_gather_real(grads: list[torch.Tensor]) -> list[torch.Tensor]:
+    # one collective for every table, as the capture records it
+    import torch.distributed as dist
+    world = dist.get_world_size()
+    flat = torch.cat([g.reshape(-1) for g in grads])
+    pieces = [torch.empty_like(flat) for _ in range(world)]
+    dist.all_gather(pieces, flat)
+    out, offset = [], 0
+    for g in grads:
+        out.append(torch.cat([p[offset:offset + g.numel()].view_as(g) for p in pieces]))
+        offset += g.numel()
+    return out
 
 
 def reduce_scatter(partial: list[torch.Tensor], local_batch: int) -> list[torch.Tensor]:

@@ -128,6 +128,9 @@ def test_gloo_collectives_read_measured_points_and_grow_with_size():
     assert beyond > 16000.0
     # a reduce-scatter runs as an all-reduce of the buffer; a missing count: the default
     assert gloo_time_us("reduce_scatter", 1 << 20, 2, measured)[0] == pytest.approx(800.0)
+    # measured as the ranks run it (its copies included): its own points
+    measured["2"]["reduce_scatter"] = [[1024, 350.0], [1 << 20, 900.0]]
+    assert gloo_time_us("reduce_scatter", 1 << 20, 2, measured)[0] == pytest.approx(900.0)
     small, how = gloo_time_us("all_reduce", 1024, 3, measured)
     large, _ = gloo_time_us("all_reduce", 1 << 24, 3, measured)
     assert "default" in how and large > small > 0
@@ -157,3 +160,14 @@ def test_ranks_bind_to_cores_of_their_own():
         assert os.sched_getaffinity(0) == {sorted(before)[-1]}
     finally:
         os.sched_setaffinity(0, before)
+
+
+def test_a_larger_gloo_message_never_takes_less_time():
+    """A sweep that caught a stall at one size (loopback TCP) does not make the next
+    size cheaper than that one."""
+    measured = {"2": {"all_to_all": [[1 << 15, 950.0], [1 << 16, 500.0], [1 << 17, 580.0],
+                                     [1 << 18, 850.0]]}}
+    sizes = [1 << 15, 3 << 14, 1 << 16, 1 << 17, 1 << 18, 1 << 19]
+    times = [gloo_time_us("all_to_all", s, 2, measured)[0] for s in sizes]
+    assert all(b >= a for a, b in zip(times, times[1:])), times
+    assert times[-1] == pytest.approx(2 * times[-2])   # beyond the largest: at its rate
