@@ -167,6 +167,29 @@ def shot_platform_and_multi_gpu(d: Driver) -> None:
     save(w.timeline_dock, "timeline-ranks.png")
 
 
+def shot_link_lanes(d: Driver) -> None:
+    """64 tables on a DGX A100: the ranks folded above the links' group, one lane per
+    NVLink port, a bar per collective; the longest all-reduce's bytes and utilisation
+    pinned under the plot."""
+    from PySide6.QtCore import Qt
+
+    w = d.window(SCENARIOS / "dlrm_64tables_8gpu.json", size=(1600, 1000))
+    tl = w.prediction.timeline
+    w.gantt.set_collapsed(set(tl.ranks))
+    w.resizeDocks([w.timeline_dock], [640], Qt.Vertical)
+    d.settle()
+    w.gantt.fit()
+    w.gantt.scroll_rows(1e9)   # down to the last link
+    d.settle()
+    # the details of the longest collective on gpu0's port, pinned under the plot
+    lane = next(i for i, l in enumerate(tl.lanes) if l.kind == "link")
+    bars = [i for i in range(len(tl)) if tl.lane[i] == lane]
+    pick = max(bars, key=lambda i: tl.dur_us[i])
+    w.gantt.select_event(pick)
+    d.settle()
+    save(w.timeline_dock, "link-lanes.png")
+
+
 def select_plans(view, rows) -> None:
     """Select these rows of the Sharding table (several: the charts compare them)."""
     from PySide6.QtCore import QItemSelectionModel
@@ -341,7 +364,7 @@ SHOTS = {"main": shot_main, "inspector": shot_inspector,
          "sweep": shot_sweep,
          "compare": shot_compare, "profiles": shot_profiles, "dgx1": shot_dgx1,
          "compare-ranks": shot_compare_ranks, "timeline-range": shot_timeline_range,
-         "report": shot_report}
+         "report": shot_report, "link-lanes": shot_link_lanes}
 
 
 def main(argv: list[str] | None = None) -> int:

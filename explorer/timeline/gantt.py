@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from predictors.engine.timeline import CATEGORIES, Timeline
+from predictors.engine.timeline import CATEGORIES, LINKS_RANK, Timeline, group_name
 
 from .colors import CATEGORY_COLORS, CATEGORY_LABELS, COUNTER_COLOR
 from .events import EventIndex, critical_events, format_us, path_predecessor
@@ -252,7 +252,7 @@ class GanttWidget(QWidget):
         """Fold ``ranks`` to one row each (their streams together), keeping the view."""
         if self.timeline is None:
             return
-        self.collapsed = set(ranks) & set(self.timeline.ranks)
+        self.collapsed = set(ranks) & set(self.groups())
         (x0, x1), _ = self.vb.viewRange()
         self._hovered = -1
         self._hover_box.setVisible(False)
@@ -266,6 +266,13 @@ class GanttWidget(QWidget):
 
     def toggle_rank(self, rank: int) -> None:
         self.set_collapsed(self.collapsed ^ {rank})
+
+    def groups(self) -> list[int]:
+        """The ranks, and ``LINKS_RANK`` when the timeline has link lanes: what folds."""
+        if self.timeline is None:
+            return []
+        links = any(lane.rank == LINKS_RANK for lane in self.timeline.lanes)
+        return self.timeline.ranks + ([LINKS_RANK] if links else [])
 
     def _draw(self) -> None:
         """(Re)build the bars, bands and labels of the current timeline and folds."""
@@ -526,15 +533,16 @@ class GanttWidget(QWidget):
         cat = CATEGORY_LABELS[CATEGORIES[tl.category[i]]]
         start, dur = float(tl.start_us[i]), float(tl.dur_us[i])
         where = lane_title(lane)
+        what = "traffic" if lane.kind == "link" else "shapes"   # a link bar: bytes, use
         if not where.startswith("rank"):
-            where = f"rank {lane.rank} · {where}"
+            where = f"{group_name(lane.rank)} · {where}"
         critical = self.on_critical_path(i)
         pred = self.critical_predecessor(i) if critical else None
         pred_name = tl.names[tl.name_id[pred]] if pred is not None else None
         if not rich:
             parts = [name, cat, where]
             if detail:
-                parts.append(f"shapes {detail}")
+                parts.append(f"{what} {detail}")
             parts.append(f"start {start / 1e3:.3f} ms, duration {format_us(dur)}")
             if critical:
                 parts.append("on the critical path" + (f", after {pred_name}" if pred_name
@@ -545,7 +553,7 @@ class GanttWidget(QWidget):
         text = (f"<b>{e(name)}</b> &nbsp;<span style='color:{swatch}'>■</span> {e(cat)}"
                 f" &nbsp;·&nbsp; {e(where)}")
         if detail:
-            text += f"<br>shapes: <tt>{e(detail)}</tt>"
+            text += f"<br>{what}: <tt>{e(detail)}</tt>"
         text += (f"<br>start {start / 1e3:.3f} ms &nbsp;·&nbsp; duration <b>{format_us(dur)}</b>"
                  f" &nbsp;·&nbsp; end {(start + dur) / 1e3:.3f} ms")
         if critical:
@@ -646,10 +654,10 @@ class GanttWidget(QWidget):
         menu = QMenu(self)
         if rank is not None:
             folded = rank in self.collapsed
-            menu.addAction(f"{'Expand' if folded else 'Collapse'} rank {rank}",
+            menu.addAction(f"{'Expand' if folded else 'Collapse'} {group_name(rank)}",
                            lambda: self.toggle_rank(rank))
-            menu.addAction(f"Collapse all but rank {rank}", lambda: self.set_collapsed(
-                set(self.timeline.ranks) - {rank}))
+            menu.addAction(f"Collapse all but {group_name(rank)}", lambda: self.set_collapsed(
+                set(self.groups()) - {rank}))
         menu.addAction("Expand all ranks", lambda: self.set_collapsed(set()))
         menu.addAction("Collapse all ranks", lambda: self.set_collapsed(set(self.timeline.ranks)))
         menu.popup(where)

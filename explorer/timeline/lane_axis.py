@@ -2,7 +2,8 @@
 
 ``node K`` (written upwards beside its ranks, when the ranks are grouped per node),
 ``▾ rank N`` at the top of an expanded rank's group (it stays in view while the group is
-scrolled through) or ``▸ rank N`` on a folded rank's single row, and each lane's name
+scrolled through) or ``▸ rank N`` on a folded rank's single row (``links`` for the
+physical links' group after the ranks), and each lane's name
 (elided when long; the full name is in the row's tooltip).  Only the rows in view are
 painted, so the column stays cheap however many ranks there are.
 """
@@ -13,6 +14,8 @@ from dataclasses import dataclass, field
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPen
+
+from predictors.engine.timeline import LINKS_RANK, group_name
 
 __all__ = ["LaneAxis", "AxisRows", "axis_rows"]
 
@@ -69,7 +72,8 @@ class LaneAxis(pg.AxisItem):
         fm = QFontMetrics(self._font())
         bold = QFontMetrics(self._font(bold=True))
         if rows.multi:
-            self._rank_w = max(bold.horizontalAdvance(f"▾ rank {r}") for r, *_ in rows.ranks)
+            self._rank_w = max(bold.horizontalAdvance(f"▾ {group_name(r)}")
+                               for r, *_ in rows.ranks)
         else:
             self._rank_w = 0
         names = [t for _, t in rows.rows if t]
@@ -81,10 +85,11 @@ class LaneAxis(pg.AxisItem):
         if rows.nodes:
             width += NODE_COL
         self.setWidth(max(60, int(width)))
-        # the same names as pyqtgraph tick levels (ranks, then lanes), for readers of the
-        # axis's ticks; the painting above does not use them
+        # the same names as pyqtgraph tick levels (ranks, then lanes, the links' among
+        # them), for readers of the axis's ticks; the painting above does not use them
         if rows.multi:
-            self.setTicks([[((top + bottom) / 2, f"rank {r}") for r, top, bottom, _ in rows.ranks],
+            self.setTicks([[((top + bottom) / 2, group_name(r))
+                            for r, top, bottom, _ in rows.ranks if r != LINKS_RANK],
                            [(y, t or "streams") for y, t in rows.rows]])
         else:
             self.setTicks([list(rows.rows), []])
@@ -115,10 +120,13 @@ class LaneAxis(pg.AxisItem):
         return [(kind, full, label, rect) for kind, rect, _, label, _, _, full in specs]
 
     def text_at(self, pos: QPointF) -> tuple[str, object] | None:
-        """``("rank", N)`` or ``("lane", name)`` for a point of the axis, else None."""
+        """``("rank", N)`` (``LINKS_RANK`` for the links) or ``("lane", name)`` for a
+        point of the axis, else None."""
         for kind, text, _, rect in self.visible_texts():
             if kind != "node" and rect.adjusted(-2, -2, 2, 2).contains(pos):
-                return kind, (int(text.split()[-1]) if kind == "rank" else text)
+                if kind == "rank":
+                    return kind, LINKS_RANK if text == "links" else int(text.split()[-1])
+                return kind, text
         return None
 
     # --- painting -----------------------------------------------------------------------
@@ -159,10 +167,10 @@ class LaneAxis(pg.AxisItem):
             # kept in view, but pushed out with the last of its group (never over the next)
             cy = min(max(cy, top_px + line_h / 2), bottom_px - line_h / 2,
                      self._y_px(bottom) - line_h / 2)
-            label = f"{'▸' if folded else '▾'} rank {rank}"
+            label = f"{'▸' if folded else '▾'} {group_name(rank)}"
             rect = QRectF(x_rank, cy - line_h / 2, self._rank_w + 2, line_h)
             specs.append(("rank", rect, Qt.AlignLeft | Qt.AlignVCenter, label, bold, text,
-                          f"rank {rank}"))
+                          group_name(rank)))
         for node, top, bottom in self.rows.nodes:
             if not visible(top, bottom):
                 continue
@@ -204,7 +212,7 @@ class LaneAxis(pg.AxisItem):
         if hit is None:
             self.setToolTip("")
         elif hit[0] == "rank":
-            self.setToolTip(f"rank {hit[1]}: click to fold or unfold")
+            self.setToolTip(f"{group_name(hit[1])}: click to fold or unfold")
         else:
             self.setToolTip(hit[1])
 

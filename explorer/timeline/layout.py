@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from predictors.engine.timeline import Lane, Timeline
+from predictors.engine.timeline import LINKS_RANK, Lane, Timeline, group_name
 from predictors.utils.formatting import format_bytes
 
 __all__ = ["LaneLayout", "lane_title", "node_groups", "nice_step", "counter_steps",
@@ -17,7 +17,8 @@ RANK_GAP = 0.6  # vertical gap between two ranks' groups, in rows
 
 
 def lane_title(lane: Lane) -> str:
-    """Short label as Perfetto/Nsight users expect: ``CPU main``, ``stream 0``, ``link nvlink``."""
+    """Short label as Perfetto/Nsight users expect: ``CPU main``, ``stream 0``,
+    ``NVLink gpu0↔nvswitch``."""
     name = lane.name
     low = name.lower()
     if lane.kind == "cpu":
@@ -25,8 +26,8 @@ def lane_title(lane: Lane) -> str:
     if lane.kind == "stream":
         # "stream 7", "GPU 1 stream 7", "context (all streams)" are names already
         return name if "stream" in low else f"stream {name}"
-    if lane.kind == "link":
-        return name if low.startswith("link") else f"link {name}"
+    if lane.kind == "link":   # the engine names its links by kind: NVLink, PCIe, NIC
+        return name if low.startswith(("link", "nvlink", "pcie", "nic")) else f"link {name}"
     if lane.kind == "counter":   # the range follows: keep the label short
         return name.replace("memory allocated", "memory")
     return name
@@ -34,7 +35,8 @@ def lane_title(lane: Lane) -> str:
 
 @dataclass
 class LaneLayout:
-    """Rows of a Timeline grouped per rank: CPU threads, then streams, then links.
+    """Rows of a Timeline grouped per rank: CPU threads, then streams, then links; the
+    physical links' group (``LINKS_RANK``, named ``links``) comes after the ranks.
 
     ``y[lane]`` is the centre of the lane's row; rows are one unit tall, rank groups separated
     by ``RANK_GAP``.  Row 0 is at the top (the views invert the y axis).
@@ -49,10 +51,12 @@ class LaneLayout:
     @classmethod
     def of(cls, timeline: Timeline, collapsed=frozenset()) -> "LaneLayout":
         """``collapsed`` ranks take one row: their device streams drawn together (their
-        CPU threads hidden, ``y`` NaN), labelled ``rank N (collapsed)``."""
+        CPU threads hidden, ``y`` NaN), labelled ``rank N (collapsed)``; the links' group
+        folded draws its links on one row."""
         lanes = timeline.lanes
         order_all = sorted(range(len(lanes)),
-                           key=lambda i: (lanes[i].rank, _KIND_ORDER.get(lanes[i].kind, 3), i))
+                           key=lambda i: (lanes[i].rank == LINKS_RANK, lanes[i].rank,
+                                          _KIND_ORDER.get(lanes[i].kind, 3), i))
         multi = len({l.rank for l in lanes}) > 1
         y = np.full(len(lanes), np.nan)
         order, labels, groups = [], [], []
@@ -71,7 +75,7 @@ class LaneLayout:
                          or [i for i in mine if lanes[i].kind != "counter"] or mine[:1])
                 y[shown] = pos + 0.5
                 order.append(shown[0])
-                labels.append(f"rank {rank} (collapsed)")
+                labels.append(f"{group_name(rank)} (collapsed)")
                 pos += 1.0
                 continue
             for i in mine:
@@ -81,7 +85,7 @@ class LaneLayout:
                 if i in timeline.counters and len(timeline.counters[i][1]):
                     lo, hi = counter_range(timeline, i)
                     title += f" {format_bytes(lo)} – {format_bytes(hi)}"
-                labels.append(f"rank {rank} · {title}" if multi else title)
+                labels.append(f"{group_name(rank)} · {title}" if multi else title)
                 pos += 1.0
         if prev_rank is not None:
             groups.append((prev_rank, top, pos))
@@ -112,6 +116,8 @@ def node_groups(lay: LaneLayout | None, ranks_per_node: int | None
         return []
     nodes: dict[int, list[float]] = {}
     for rank, top, bottom in lay.groups:
+        if rank == LINKS_RANK:   # the links span the nodes
+            continue
         span = nodes.setdefault(rank // ranks_per_node, [top, bottom])
         span[0], span[1] = min(span[0], top), max(span[1], bottom)
     if len(nodes) < 2:

@@ -24,14 +24,15 @@ from .range_selection import format_duration
 
 __all__ = ["range_totals", "RangeTotals", "with_range_totals"]
 
-_WHERE = {"cpu": "CPU", "stream": "device", "link": "device"}
+# link lanes repeat the collectives of the streams: counted once, on the streams
+_WHERE = {"cpu": "CPU", "stream": "device"}
 COLUMNS = ["op", "category", "on", "count", "total (ms)", "share of range"]
 
 
 def range_totals(timeline, t0_ms: float, t1_ms: float) -> list[dict]:
     """Per (op name, category, CPU or device): the events that overlap ``[t0, t1]`` and
     the milliseconds they spend inside it, largest first.  Idle gaps, zero-length views,
-    memory counters and annotations are left out."""
+    memory counters, link lanes and annotations are left out."""
     if timeline is None or not len(timeline) or t1_ms <= t0_ms:
         return []
     t0, t1 = t0_ms * 1e3, t1_ms * 1e3

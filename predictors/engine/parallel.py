@@ -18,7 +18,8 @@ from typing import Callable
 from ..costs.collectives import platform_collective
 from ..costs.gloo import gloo_time_us
 from ..costs.op_costs import CostedGraph, CostedOp, cost_op_graph
-from ..hardware.platforms import Platform
+from ..hardware.network import Link, Network
+from ..hardware.platforms import PLATFORM_PRESETS, Platform, preset_graph, resolve_platform
 from ..hardware.specs import device_spec
 from ..model.capture import capture_scenario
 from ..model.comm_ops import COLLECTIVE_OPS
@@ -33,12 +34,12 @@ from ..model.sharding import (
     tables_of,
 )
 from ..model.workload import RankShard
-from ..scenario.format import Issue, ScenarioError
+from ..scenario.format import Issue, ScenarioError, validate_platform
 from ..utils.progress import check_cancelled
 from .simulate import rank_spans_ms, simulate_ranks
 from .timeline import Timeline
 
-__all__ = ["RankGraphs", "collective_timer", "auto_plan", "scenario_plan"]
+__all__ = ["RankGraphs", "collective_timer", "auto_plan", "scenario_plan", "platform_network"]
 
 
 class RankGraphs:
@@ -185,10 +186,33 @@ class collective_timer:  # noqa: N801 - used like the function it replaced
         # a CPU profile's measured collectives among this host's processes
         self.measured = (getattr(profile, "collectives", None) or {}).get("gloo")
         self.cache: dict[tuple[str, float, int], tuple[float, str]] = {}
+        self.algorithms: dict[tuple[str, float, int], str] = {}
+        self.loads: dict[tuple[str, float, int], tuple[str, list[tuple[Link, float]]]] = {}
         self.notes: list[str] = []
 
     def __call__(self, ops: list[CostedOp]) -> tuple[float, str]:
-        return self.timed(COLLECTIVE_OPS[ops[0].name], max(op.bytes for op in ops), len(ops))
+        return self.timed(*self._key(ops))
+
+    @staticmethod
+    def _key(ops: list[CostedOp]) -> tuple[str, float, int]:
+        return COLLECTIVE_OPS[ops[0].name], max(op.bytes for op in ops), len(ops)
+
+    def link_loads(self, ops: list[CostedOp]) -> tuple[str, list[tuple[Link, float]]]:
+        """The physical links the ranks' twin collective ``ops`` cross and the bytes each
+        carries (:meth:`~predictors.hardware.network.Network.link_loads`, with the
+        algorithm the collective model chose), after what the collective was
+        (``all_reduce ring, 0.16 MB``); no links on a CPU platform."""
+        key = self._key(ops)
+        if key not in self.loads:
+            network = platform_network(self.platform)
+            if network is None:
+                self.loads[key] = ("", [])
+            else:
+                self.timed(*key)
+                algorithm = self.algorithms.get(key, "none")
+                self.loads[key] = (f"{key[0]} {algorithm}, {key[1] / 1e6:,.2f} MB",
+                                   network.link_loads(*key, algorithm))
+        return self.loads[key]
 
     def timed(self, kind: str, nbytes: float, ranks: int) -> tuple[float, str]:
         """``(seconds, detail)`` of one ``kind`` collective of ``nbytes`` over ``ranks``."""
@@ -208,4 +232,24 @@ class collective_timer:  # noqa: N801 - used like the function it replaced
                 raise ScenarioError([Issue("platform", str(exc))]) from None
             self.notes.extend(n for n in notes if n not in self.notes)
             self.cache[key] = (est.us * 1e-6, f"{nbytes / 1e6:,.2f} MB, {est.detail}")
+            self.algorithms[key] = est.algorithm
         return self.cache[key]
+
+
+_PRESET_NETWORKS: dict[str, Network] = {}
+
+
+def platform_network(platform: Platform) -> Network | None:
+    """The links a multi-GPU platform's collectives run over: a drawn platform's own
+    network, a preset's drawn as :func:`~predictors.hardware.platforms.preset_graph` (which
+    prices collectives as the preset); None for CPUs and single GPUs."""
+    if platform.device == "cpu" or platform.ranks < 2:
+        return None
+    if platform.network is not None:
+        return platform.network
+    if platform.name not in PLATFORM_PRESETS:
+        return None
+    if platform.name not in _PRESET_NETWORKS:
+        drawn = resolve_platform(validate_platform(preset_graph(platform.name)))
+        _PRESET_NETWORKS[platform.name] = drawn.network
+    return _PRESET_NETWORKS[platform.name]

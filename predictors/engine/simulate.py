@@ -11,7 +11,10 @@ thread, as design.md requires.
 
 A collective goes on the rank's communication stream, after the compute queued before it
 (ProcessGroupNCCL makes its stream wait), and the simulator's rendezvous times it: its
-kernel ends a collective-model duration after the *last* rank got there.
+kernel ends a collective-model duration after the *last* rank got there.  When the timer
+knows the platform's links (``timer.link_loads``), each link a collective crosses gets a
+bar over the collective's run on its lane of the links group (:data:`LINKS_RANK`), with the
+bytes it carries and its utilisation.
 """
 from __future__ import annotations
 
@@ -20,8 +23,9 @@ from typing import Callable
 
 from ..costs.op_costs import CostedGraph, CostedOp
 from ..model.comm_ops import COLLECTIVE_OPS, PROFILER_NAMES
+from ..utils.formatting import format_bytes
 from .simulator import Call, CollectiveMismatch, Item, Kernel, critical_path, simulate
-from .timeline import Timeline, TimelineBuilder
+from .timeline import LINKS_RANK, Timeline, TimelineBuilder
 
 __all__ = ["simulate_rank", "simulate_ranks", "rank_spans_ms", "CollectiveTimer",
            "CollectiveMismatch"]
@@ -92,8 +96,10 @@ def _items(costed: CostedGraph) -> list[Item]:
 _ITEMS: dict[int, tuple[weakref.ref, list[Item]]] = {}
 
 
-def _run(costed: list[CostedGraph], timer: CollectiveTimer | None, cancelled):
-    """``(programs, results, meetings, details)`` of every rank walked together."""
+def _run(costed: list[CostedGraph], timer: CollectiveTimer | None, cancelled,
+         collectives: list | None = None):
+    """``(programs, results, meetings, details)`` of every rank walked together;
+    ``collectives`` gets each meeting's ops (one per rank)."""
     programs = [_items(c) for c in costed]
     # When every rank runs the same graph (data parallel), the ranks arrive at every
     # collective together, so one walk times them all.
@@ -108,6 +114,8 @@ def _run(costed: list[CostedGraph], timer: CollectiveTimer | None, cancelled):
                                      f"{sorted({op.name for op in ops})}")
         seconds, detail = timer(ops) if timer is not None else (0.0, "no collective model")
         details.append(detail)
+        if collectives is not None:
+            collectives.append(ops)
         return seconds * _US
 
     results, meetings = simulate(walked, collective_time, cancelled=cancelled)
@@ -121,13 +129,18 @@ def simulate_ranks(costed: list[CostedGraph], timer: CollectiveTimer | None = No
     """Simulate every rank's ``costed`` graph (rank = its position) together and return
     one Timeline (microseconds from 0).  ``timer(ops)`` gets the ranks' twin collective
     ops and answers ``(seconds, detail)``; without one a collective takes no time."""
-    programs, results, meetings, details = _run(costed, timer, cancelled)
+    collectives: list = []
+    programs, results, meetings, details = _run(costed, timer, cancelled, collectives)
     path = critical_path(results, meetings)
     tl = TimelineBuilder(title)
     kernels, bars = 0, {}
     for rank, (c, items, res) in enumerate(zip(costed, programs, results)):
         wanted = {(kind, i) for r, kind, i in path if r == rank}
         kernels += _draw(tl, rank, c, items, res, meetings, details, wanted, bars)
+    loads_of = getattr(timer, "link_loads", None)
+    if loads_of is not None and len(costed) > 1:
+        _draw_links(tl, meetings, [loads_of(ops) for ops in collectives],
+                    [PROFILER_NAMES.get(ops[0].name, ops[0].name) for ops in collectives])
     dev = costed[0].device if costed else None
     return tl.build(device=dev.name if dev else "", kernels=kernels,
                     ops=sum(len(c.ops) for c in costed), ranks=len(costed),
@@ -208,6 +221,22 @@ def _draw(tl: TimelineBuilder, rank: int, costed: CostedGraph, items: list[Item]
         tl.counter(rank, MEMORY_COUNTER, [0.0] + res.item_start[1:],
                    [memory.resident_total] + memory.curve.tolist())
     return kernels
+
+
+def _draw_links(tl: TimelineBuilder, meetings, loads: list, names: list[str]) -> None:
+    """One lane per link that some collective crosses (in the network's order) and a bar
+    per collective on it: the bytes it carries and its utilisation, ``bytes / (duration x
+    link bandwidth)``.  ``loads``: per meeting, ``(what ran, [(link, bytes), ...])``."""
+    used = sorted({link for _, per in loads for link, _ in per}, key=lambda link: link.order)
+    lanes = {link: tl.lane(LINKS_RANK, "link", link.name) for link in used}
+    for meet, (how, per), name in zip(meetings, loads, names):
+        if meet.dur_us <= 0:
+            continue
+        for link, nbytes in per:
+            busy = nbytes / (meet.dur_us * 1e-6 * link.bw) if link.bw > 0 else 0.0
+            tl.add(lanes[link], meet.start_us, meet.dur_us, "communication", name,
+                   f"{format_bytes(nbytes)} over {link.name}, {busy:.1%} of its "
+                   f"{link.bw / 1e9:,.0f} GB/s each way ({link.kind}) | {how}")
 
 
 def simulate_rank(costed: CostedGraph, title: str = "",

@@ -14,17 +14,20 @@ import numpy as np
 
 from ..utils.fileio import atomic_write_bytes
 
-__all__ = ["CATEGORIES", "Lane", "Span", "Timeline", "TimelineBuilder"]
+__all__ = ["CATEGORIES", "LINKS_RANK", "Lane", "group_name", "Span", "Timeline", "TimelineBuilder"]
 
 # Stable colour classes for the Gantt and the exports (ui.md).
 CATEGORIES = ("gemm", "embedding", "elementwise", "reduction", "communication", "memcpy",
               "view", "cpu_op", "cpu_overhead", "idle", "other")
+# The rank of the physical links' lanes (NVLink ports, PCIe links, NICs): they belong to the
+# platform, not to one rank, and are grouped after the ranks as "links".
+LINKS_RANK = -1
 
 
 @dataclass(frozen=True)
 class Lane:
-    """A row of the Gantt: a CPU thread, a device stream or a link of one rank, or a
-    counter (allocated memory) drawn as a curve."""
+    """A row of the Gantt: a CPU thread or a device stream of one rank, a counter
+    (allocated memory) drawn as a curve, or a physical link (rank :data:`LINKS_RANK`)."""
 
     rank: int
     kind: str  # "cpu" | "stream" | "link" | "counter"
@@ -32,7 +35,12 @@ class Lane:
 
     @property
     def label(self) -> str:
-        return f"rank {self.rank} · {self.name}"
+        return f"{group_name(self.rank)} · {self.name}"
+
+
+def group_name(rank: int) -> str:
+    """``rank 3``, or ``links`` for the links' group."""
+    return "links" if rank == LINKS_RANK else f"rank {rank}"
 
 
 @dataclass(frozen=True)
@@ -95,7 +103,8 @@ class Timeline:
 
     @property
     def ranks(self) -> list[int]:
-        return sorted({l.rank for l in self.lanes})
+        """The job's ranks (not the links' group)."""
+        return sorted({l.rank for l in self.lanes if l.rank != LINKS_RANK})
 
     @property
     def end_us(self) -> float:
@@ -262,17 +271,24 @@ class Timeline:
     # --- Chrome trace (Perfetto) --------------------------------------------------------
 
     def to_chrome_trace(self) -> dict:
-        """A Chrome trace-event document: pid = rank, tid = lane."""
+        """A Chrome trace-event document: pid = rank (the links: one process after the
+        ranks), tid = lane."""
         events = [{"ph": "M", "name": "process_name", "pid": r, "tid": 0,
                    "args": {"name": f"rank {r}"}} for r in self.ranks]
+        links_pid = max(self.ranks, default=-1) + 1
+        pids = np.array([links_pid if l.rank == LINKS_RANK else l.rank for l in self.lanes]
+                        or [0], dtype=np.int64)
+        if any(l.rank == LINKS_RANK for l in self.lanes):
+            events.append({"ph": "M", "name": "process_name", "pid": links_pid, "tid": 0,
+                           "args": {"name": "links"}})
         for i, lane in enumerate(self.lanes):
             if lane.kind == "counter":   # a counter track of its own, not a thread
                 continue
-            events.append({"ph": "M", "name": "thread_name", "pid": lane.rank, "tid": i,
+            events.append({"ph": "M", "name": "thread_name", "pid": int(pids[i]), "tid": i,
                            "args": {"name": lane.name}})
-            events.append({"ph": "M", "name": "thread_sort_index", "pid": lane.rank,
+            events.append({"ph": "M", "name": "thread_sort_index", "pid": int(pids[i]),
                            "tid": i, "args": {"sort_index": i}})
-        ranks = self.rank
+        ranks = pids[self.lane] if len(self) else np.zeros(0, np.int64)
         on_path = set(int(j) for j in self.meta.get("critical_path") or ())
         for j in range(len(self)):
             events.append({

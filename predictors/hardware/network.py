@@ -14,16 +14,18 @@ hosts in order) :meth:`Network.communicator` says what NCCL's algorithms run ove
 - NVLS where every GPU of a host hangs on the same NVSwitch over NVLink.
 
 A GPU without any link, or one that must leave its host without a NIC, is an error that
-names it.  Plain networkx; no Qt.
+names it.  :meth:`Network.link_loads` says which physical links a collective's algorithm
+crosses and how many bytes each carries (the Timeline's link lanes).  Plain networkx; no Qt.
 """
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass
 
 import networkx as nx
 
-__all__ = ["Communicator", "Network", "build_network"]
+__all__ = ["Communicator", "Link", "Network", "build_network"]
 
 _FABRIC = ("gpu", "nvswitch", "pcie_switch")
 _HOST_ROOT = "__host_pcie__"
@@ -42,6 +44,18 @@ class Communicator:
     notes: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class Link:
+    """A physical link (or link group) that collectives cross: a GPU's NVLink or PCIe
+    link inside its host, or a NIC; ``bw`` is bytes/s in one direction (a NIC standing
+    for one NIC per GPU: their sum)."""
+
+    name: str    # "NVLink gpu0↔nvswitch", "PCIe gpu3↔pcie_switch0", "NIC n1_nic"
+    kind: str    # the drawn kind: "nvlink4", "pcie5", "nic400"
+    bw: float
+    order: int   # position in :meth:`Network.links` (hosts in order, NICs last)
+
+
 @dataclass(frozen=True, eq=False)
 class Network:
     """The GPUs of a drawn platform, grouped by host, with their routes and NIC shares."""
@@ -52,9 +66,13 @@ class Network:
     nic_bw: tuple[float, ...]             # per GPU, bytes/s (0: no NIC)
     switch_of: tuple[str | None, ...]     # the NVSwitch a GPU hangs on over NVLink
     unlinked: tuple[str, ...]             # GPUs without any link
+    # per NIC on the network: (its id, its kind, {GPU: that GPU's share of it, bytes/s})
+    nics: tuple[tuple[str, str, dict], ...] = ()
 
     def __post_init__(self):
         object.__setattr__(self, "_cache", {})   # communicators by rank count
+        object.__setattr__(self, "_orders", {})  # ring orders by (host, GPUs)
+        object.__setattr__(self, "_links", None)
 
     def communicator(self, ranks: int) -> Communicator:
         """The network the first ``ranks`` GPUs use; ValueError names a GPU it cannot
@@ -105,16 +123,135 @@ class Network:
         if len(gpus) < 2:
             return float("inf"), "nvlink", ("", ""), float("inf")
         tree = self.graphs[host]
-        order, left = [gpus[0]], set(gpus[1:])
-        while left:
-            here = order[-1]
-            nxt = max(sorted(left), key=lambda g: _route(tree, here, g)[0])
-            order.append(nxt)
-            left.remove(nxt)
+        order = self._ring_order(host, gpus)
         pairs = list(zip(order, order[1:] + order[:1]))
         hops = [_route(tree, a, b) for a, b in pairs]
         i = min(range(len(hops)), key=lambda j: hops[j][0])
         return hops[i][0], hops[i][1], pairs[i], max(h[0] for h in hops)
+
+    def _ring_order(self, host: int, gpus: list[str]) -> list[str]:
+        """The ring through ``gpus``, greedily: the next GPU is the one with the widest
+        route."""
+        key = (host, tuple(gpus))
+        if key not in self._orders:
+            tree = self.graphs[host]
+            order, left = [gpus[0]], set(gpus[1:])
+            while left:
+                here = order[-1]
+                nxt = max(sorted(left), key=lambda g: _route(tree, here, g)[0])
+                order.append(nxt)
+                left.remove(nxt)
+            self._orders[key] = order
+        return self._orders[key]
+
+    # --- the links a collective crosses ---------------------------------------------------
+
+    def links(self) -> dict[tuple, Link]:
+        """Every link a route or a NIC may carry: per host the links of its widest routes
+        (GPUs, switches, the host's PCIe root), then the NICs; keyed ``(host, end, end)``
+        (ends sorted) or ``("nic", id)``."""
+        if self._links is None:
+            out: dict[tuple, Link] = {}
+            for h, tree in enumerate(self.graphs):
+                for u, v in sorted((tuple(sorted(e, key=_natural)) for e in tree.edges),
+                                   key=lambda e: (_natural(e[0]), _natural(e[1]))):
+                    kind = tree.edges[u, v]["kind"]
+                    a, b = sorted((u, v), key=lambda x: (x not in self.gpus, x == _HOST_ROOT,
+                                                         _natural(x)))
+                    family = "PCIe" if kind.startswith("pcie") else "NVLink"
+                    out[(h, u, v)] = Link(f"{family} {_shown(a, h)}↔{_shown(b, h)}", kind,
+                                          tree.edges[u, v]["bw"], len(out))
+            for nic, kind, shares in self.nics:
+                out[("nic", nic)] = Link(f"NIC {nic}", kind, sum(shares.values()), len(out))
+            object.__setattr__(self, "_links", out)
+        return self._links
+
+    def link_loads(self, kind: str, nbytes: float, ranks: int, algorithm: str
+                   ) -> list[tuple[Link, float]]:
+        """The links one ``kind`` collective (canonical name) of ``nbytes`` over the first
+        ``ranks`` GPUs crosses when it runs as ``algorithm`` (the collective model's
+        choice), each with the bytes it carries in its busier direction, in
+        :meth:`links` order.  The rule is in ``docs/models/collectives.md`` ("Link
+        lanes")."""
+        if ranks < 2 or nbytes <= 0 or algorithm == "none":
+            return []
+        by_host: dict[int, list[str]] = {}
+        for i in range(ranks):
+            by_host.setdefault(self.host_of[i], []).append(self.gpus[i])
+        n, nodes, s = ranks, len(by_host), float(nbytes)
+        flows: dict[tuple, list[float]] = {}   # link key -> bytes (forward, backward)
+        nic_out: dict[str, float] = {}         # GPU -> bytes it sends to other hosts
+
+        def send(h: int, a: str, b: str, amount: float, both: bool = False) -> None:
+            path = nx.shortest_path(self.graphs[h], a, b)
+            for u, v in itertools.pairwise(path):
+                key = (h,) + tuple(sorted((u, v), key=_natural))
+                both_ways = flows.setdefault(key, [0.0, 0.0])
+                forward = (u, v) == key[1:]
+                both_ways[0 if forward else 1] += amount
+                if both:
+                    both_ways[1 if forward else 0] += amount
+
+        for h, gpus in by_host.items():
+            ppn = len(gpus)
+            order = self._ring_order(h, gpus) if ppn > 1 else gpus
+            ring = list(zip(order, order[1:] + order[:1])) if ppn > 1 else []
+            if algorithm == "ring":
+                per_rank = s * _ring_wire(kind, n)
+                inside = per_rank if nodes == 1 else per_rank * (ppn - 1) / ppn
+                chain = kind in ("broadcast", "reduce") and nodes == 1
+                for a, b in ring[:-1] if chain else ring:
+                    send(h, a, b, inside)
+                if nodes > 1:
+                    nic_out.update((g, per_rank / ppn) for g in gpus)
+            elif algorithm == "tree":           # a chain in the host, both ways
+                for a, b in ring[:-1]:
+                    send(h, a, b, s, both=True)
+                if nodes > 1:
+                    nic_out.update((g, s / ppn) for g in gpus)
+            elif algorithm in ("nvls", "nvls_tree"):   # each GPU to its switch and back
+                for g in gpus:
+                    switch = self.switch_of[self.gpus.index(g)]
+                    if switch is not None and ppn > 1:
+                        send(h, g, switch, s * (ppn + 1) / ppn, both=True)
+                if nodes > 1:
+                    nic_out.update((g, s / ppn * (1 if nodes == 2 else 2)) for g in gpus)
+            elif algorithm == "p2p" and kind == "send_recv":   # each to the next GPU
+                for a, b in ring:
+                    send(h, a, b, s)
+                if ppn == 1 and nodes > 1:
+                    nic_out[gpus[0]] = s
+            elif algorithm == "p2p":            # every pair at once, S/n each
+                for a, b in itertools.permutations(gpus, 2):
+                    send(h, a, b, s / n)
+                if nodes > 1:
+                    nic_out.update((g, s * (n - ppn) / n) for g in gpus)
+        links = self.links()
+        loads = [(links[key], max(ways)) for key, ways in flows.items() if key in links]
+        # a GPU's bytes to other hosts split over its NICs by its share of each
+        total = {g: sum(sh.get(g, 0.0) for _, _, sh in self.nics) for g in nic_out}
+        for nic, _, shares in self.nics:
+            carried = sum(out * shares[g] / total[g] for g, out in nic_out.items()
+                          if g in shares and total[g] > 0)
+            if carried > 0:
+                loads.append((links[("nic", nic)], carried))
+        return sorted((x for x in loads if x[1] > 0), key=lambda x: x[0].order)
+
+
+def _ring_wire(kind: str, n: int) -> float:
+    """Bytes a rank sends to the next on a ring, over the message (nccl-tests' factors)."""
+    if kind == "all_reduce":
+        return 2.0 * (n - 1) / n
+    return (n - 1) / n if kind in ("all_gather", "reduce_scatter") else 1.0
+
+
+def _natural(name: str) -> tuple:
+    """``gpu2`` before ``gpu10``."""
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name))
+
+
+def _shown(node: str, host: int = 0) -> str:
+    return f"host{host}" if node == _HOST_ROOT else node
 
 
 def _route(tree: nx.Graph, a: str, b: str) -> tuple[float, str]:
@@ -163,7 +300,7 @@ def build_network(platform: dict, link_bw: dict[str, float], host_link: str,
         # keep the part joined to this host's GPUs: a spanning forest's trees per component
         graphs.append(nx.maximum_spanning_tree(g, weight="bw"))
 
-    nic_bw = _nic_shares(gpus, edges, kind_of, host_of, link_bw)
+    nic_bw, nics = _nic_shares(gpus, edges, kind_of, host_of, link_bw)
     switch_of = {}
     for e in edges:
         a, b, kind = e["source"], e["target"], e.get("kind", "")
@@ -173,7 +310,7 @@ def build_network(platform: dict, link_bw: dict[str, float], host_link: str,
     order = sorted(gpus, key=lambda g: (host_of[g], gpus.index(g)))
     return Network(tuple(order), tuple(host_of[g] for g in order), tuple(graphs),
                    tuple(nic_bw[g] for g in order), tuple(switch_of.get(g) for g in order),
-                   tuple(g for g in order if g not in linked))
+                   tuple(g for g in order if g not in linked), nics)
 
 
 def _add(g: nx.Graph, a: str, b: str, kind: str, link_bw: dict[str, float]) -> None:
@@ -215,12 +352,15 @@ def _hosts(platform: dict, gpus: list[str], edges: list[dict], kind_of: dict,
     return host_of
 
 
-def _nic_shares(gpus, edges, kind_of, host_of, link_bw) -> dict[str, float]:
-    """Each GPU's NIC bandwidth in bytes/s: a NIC on the network (linked to another NIC)
-    linked to GPUs gives each of them an equal share, over the GPU's own link to it; one
-    linked only to its host counts as one NIC per GPU of that host."""
-    nics = [n for n, k in kind_of.items() if k == "nic"]
+def _nic_shares(gpus, edges, kind_of, host_of, link_bw
+                ) -> tuple[dict[str, float], tuple[tuple[str, str, dict], ...]]:
+    """Each GPU's NIC bandwidth in bytes/s, and per NIC its kind and what it gives each GPU
+    it serves: a NIC on the network (linked to another NIC) linked to GPUs gives each of
+    them an equal share, over the GPU's own link to it; one linked only to its host counts
+    as one NIC per GPU of that host."""
+    nics = sorted((n for n, k in kind_of.items() if k == "nic"), key=_natural)
     out = {g: 0.0 for g in gpus}
+    served_by: list[tuple[str, str, dict]] = []
     for nic in nics:
         mine = [e for e in edges if nic in (e["source"], e["target"])]
         network = [link_bw.get(e.get("kind", ""), 0.0) for e in mine
@@ -228,21 +368,31 @@ def _nic_shares(gpus, edges, kind_of, host_of, link_bw) -> dict[str, float]:
         if not network:
             continue
         speed = min(network)
+        nic_kind = min((e.get("kind", "") for e in mine
+                        if kind_of[e["source"]] == kind_of[e["target"]] == "nic"),
+                       key=lambda k: link_bw.get(k, 0.0))
         served = {}
         for e in mine:
             other = e["target"] if e["source"] == nic else e["source"]
             if kind_of[other] == "gpu":
                 served[other] = link_bw.get(e.get("kind", ""), 0.0)
         if served:
-            for g, attach in served.items():
-                out[g] += min(attach, speed / len(served))
+            shares = {g: min(attach, speed / len(served)) for g, attach in served.items()}
+            for g, share in shares.items():
+                out[g] += share
+            served_by.append((nic, nic_kind, shares))
             continue
         host_ids = [n for n, k in kind_of.items() if k == "node"]
+        shares = {}
         for e in mine:
             for other in (e["source"], e["target"]):
                 if kind_of[other] != "node":
                     continue
                 for g in gpus:
                     if host_of[g] == host_ids.index(other):
-                        out[g] = max(out[g], min(speed, link_bw.get(e.get("kind", ""), 0.0)))
-    return out
+                        share = min(speed, link_bw.get(e.get("kind", ""), 0.0))
+                        shares[g] = max(shares.get(g, 0.0), share)
+                        out[g] = max(out[g], share)
+        if shares:
+            served_by.append((nic, nic_kind, shares))
+    return out, tuple(served_by)

@@ -166,3 +166,70 @@ def test_pcie_routes_go_through_their_switches():
     assert slow.us / fast.us == pytest.approx(2.0, rel=0.05)
     # two GPUs under one switch never touch the uplink
     assert _time(tree("pcie4"), ranks=2).us == pytest.approx(_time(tree("pcie5"), ranks=2).us)
+
+
+# --- link loads: which links a collective crosses and what each carries -------------------
+
+def _loads(graph_or_preset, kind, algorithm, nbytes=BIG, ranks=None):
+    if isinstance(graph_or_preset, str):
+        graph_or_preset = validate_platform(preset_graph(graph_or_preset))
+    p = resolve_platform(graph_or_preset)
+    return {link.name: b for link, b in p.network.link_loads(kind, nbytes, ranks or p.ranks,
+                                                             algorithm)}, p
+
+
+@pytest.mark.parametrize("kind, algorithm, share", [
+    ("all_to_all", "p2p", 7 / 8),          # S/n to each of the 7 peers
+    ("all_reduce", "ring", 2 * 7 / 8),     # 2(n-1)/n S to the next GPU
+    ("all_gather", "ring", 7 / 8),
+    ("all_reduce", "nvls", 9 / 8),         # (n+1)/n S to the switch and back
+])
+def test_every_nvlink_port_of_a_dgx_carries_the_rule(kind, algorithm, share):
+    loads, _ = _loads("dgx-h100", kind, algorithm)
+    assert sorted(loads) == [f"NVLink gpu{i}↔nvswitch" for i in range(8)]
+    assert all(b == pytest.approx(share * BIG) for b in loads.values())
+
+
+def test_across_hosts_the_nics_carry_what_leaves_the_host():
+    """Two DGX H100: a ring all-reduce sends 1/ppn of each GPU's 2(n-1)/n S over the NICs
+    (the host's NIC stands for one per GPU, 8 x 50 GB/s); an all-to-all the half of S
+    that goes to the other host, from each GPU."""
+    loads, p = _loads("2node-8x-h100", "all_reduce", "ring")
+    w = 2 * 15 / 16 * BIG
+    assert loads["NIC n0_nic"] == pytest.approx(w) == loads["NIC n1_nic"]
+    assert loads["NVLink n1_gpu3↔n1_nvswitch"] == pytest.approx(w * 7 / 8)
+    nic = next(link for link in p.network.links().values() if link.name == "NIC n0_nic")
+    assert nic.bw == pytest.approx(8 * 50e9)
+    loads, _ = _loads("2node-8x-h100", "all_to_all", "p2p")
+    assert loads["NIC n0_nic"] == pytest.approx(8 * BIG / 2)
+    assert loads["NVLink n0_gpu0↔n0_nvswitch"] == pytest.approx(7 / 16 * BIG)
+    # eight ranks stay on the first host: no NIC
+    loads, _ = _loads("2node-8x-h100", "all_to_all", "p2p", ranks=8)
+    assert not any(name.startswith("NIC") for name in loads) and len(loads) == 8
+
+
+def test_a_shared_nic_carries_its_gpus_traffic_and_routes_cross_switch_uplinks():
+    loads, _ = _loads(_switched("h100", 4, "nvlink4", 2, "shared"), "all_gather", "ring")
+    assert loads["NIC h0_nic"] == pytest.approx(7 / 8 * BIG)   # w S / ppn from each of 4
+    loads, _ = _loads(_switched("h100", 4, "nvlink4", 2, "rail"), "all_gather", "ring")
+    assert loads["NIC h0_nic2"] == pytest.approx(7 / 8 * BIG / 4)
+    # a PCIe ring over two switches: the uplinks carry the routes that cross them
+    nodes = [{"id": "cpu", "kind": "cpu"}, {"id": "s0", "kind": "pcie_switch"},
+             {"id": "s1", "kind": "pcie_switch"}]
+    nodes += [{"id": f"g{i}", "kind": "gpu", "params": {"model": "h100"}} for i in range(4)]
+    edges = [{"source": f"g{i}", "target": f"s{i // 2}", "kind": "pcie5"} for i in range(4)]
+    edges += [{"source": f"s{j}", "target": "cpu", "kind": "pcie4"} for j in range(2)]
+    loads, _ = _loads(validate_platform({"nodes": nodes, "edges": edges}), "all_gather",
+                      "ring")
+    assert loads["PCIe g0↔s0"] == pytest.approx(3 / 4 * BIG)
+    assert loads["PCIe s0↔host0"] == pytest.approx(3 / 4 * BIG)   # one route each way
+
+
+def test_a_halved_link_carries_the_same_bytes_at_half_the_bandwidth():
+    graph = _relink(_switched("a100", 8, "nvlink3"), "h0_gpu5", "h0_sw", "nvlink2")
+    p = resolve_platform(graph)
+    loads = {link: b for link, b in p.network.link_loads("all_reduce", BIG, 8, "ring")}
+    by_name = {link.name: (link, b) for link, b in loads.items()}
+    slow, fast = by_name["NVLink h0_gpu5↔h0_sw"], by_name["NVLink h0_gpu0↔h0_sw"]
+    assert slow[1] == pytest.approx(fast[1])
+    assert slow[0].bw == pytest.approx(fast[0].bw / 2)
