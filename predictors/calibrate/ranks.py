@@ -185,7 +185,7 @@ def _record(step, path: str) -> None:
     atomic_write_bytes(path, data)
 
 
-def measure_collectives(ranks: int, sizes: list[int] | None = None, reps: int = 20,
+def measure_collectives(ranks: int, sizes: list[int] | None = None, reps: int = 40,
                         threads: int = 1, passes: int = 4) -> dict:
     """gloo's all-reduce (DDP's), and the all-to-all, all-gather and reduce-scatter as the
     ranks' exchanges run them (packing and unpacking included: ``comm_ops``) among
@@ -196,7 +196,8 @@ def measure_collectives(ranks: int, sizes: list[int] | None = None, reps: int = 
     mean of the middle 80 % of ``reps`` calls, taken in ``passes`` sweeps over every size
     and kind so that a slow moment of the host is shared among them: on loopback TCP a
     message of a few MiB takes one of two times, a few milliseconds apart, and a step
-    pays their mean."""
+    pays their mean.  Each call follows :data:`COMPUTE_BEFORE_S` of compute, as a step's
+    exchanges follow the rank's work."""
     import torch.multiprocessing as mp
 
     sizes = list(sizes or COLLECTIVE_SIZES)
@@ -205,6 +206,22 @@ def measure_collectives(ranks: int, sizes: list[int] | None = None, reps: int = 
                                                        sizes, reps, threads, passes),
                            nprocs=ranks, start_method="spawn")
         return json.load(open(os.path.join(tmp, "collectives.json")))
+
+
+# A collective in a training step follows the rank's own work (the lookups, backward);
+# on a small VM one that follows milliseconds of compute takes several times one that
+# follows another collective at once (the host's idle and wake-up path), so each timed
+# call comes after this much compute.
+COMPUTE_BEFORE_S = 0.002
+
+
+def _compute(seconds: float) -> None:
+    """Keep this rank's core busy for ``seconds`` in small products (a few microseconds
+    each, so that the ranks leave within microseconds of each other)."""
+    x = torch.ones(48, 48) / 48
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        x = x @ x
 
 
 def _trimmed_mean(xs: list[float], cut: float = 0.1) -> float:
@@ -244,6 +261,7 @@ def _collectives_worker(rank, world, store, out_dir, sizes, reps, threads, passe
                     calls[kind]()   # warm
                     for _ in range(reps // passes + (p < reps % passes)):
                         dist.barrier()
+                        _compute(COMPUTE_BEFORE_S)   # as a step meets it: after work
                         t0 = time.perf_counter()
                         calls[kind]()
                         times[kind, nbytes].append((time.perf_counter() - t0) * 1e6)

@@ -69,8 +69,8 @@ def _kendall_tau(a, b) -> float:
 
 
 def validate_sharding(ranks: int = 2, tasks: int = 20, seed: int = 0, profile=None,
-                      budget_s: float = 8.0, iters: int = 10, warmup: int = 3,
-                      rounds: int = 5, threads: int = 1,
+                      budget_s: float = 8.0, iters: int = 20, warmup: int = 3,
+                      rounds: int = 8, threads: int = 1,
                       progress: Callable[[float, str], None] | None = None) -> dict:
     """Rank and measure ``tasks`` tasks that the prediction separates (see the module);
     tasks it does not are drawn in their place and counted as ties.  Returns the

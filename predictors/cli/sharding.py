@@ -168,9 +168,9 @@ def register(sub) -> None:
     vs.add_argument("--profile", help="CPU profile name or path (as for predict)")
     vs.add_argument("--budget-s", type=positive_float, default=8.0, metavar="N",
                     help="search budget per task (default %(default)g s)")
-    vs.add_argument("--rounds", type=positive_int, default=5,
-                    help="interleaved rounds per plan (default 5)")
-    vs.add_argument("--iters", type=positive_int, default=10,
-                    help="timed steps per round (default 10)")
+    vs.add_argument("--rounds", type=positive_int, default=8,
+                    help="interleaved rounds per plan (default 8)")
+    vs.add_argument("--iters", type=positive_int, default=20,
+                    help="timed steps per round (default 20)")
     vs.add_argument("--json", action="store_true", help="print one JSON object")
     vs.set_defaults(func=_cmd_validate_sharding)
