@@ -51,7 +51,7 @@ def test_screenshot_and_svg_export_of_the_default_scenario(tmp_path):
     assert any(e.tag.endswith(("rect", "path")) for e in root.iter())
 
 
-@pytest.mark.parametrize("ext", ["png", "pdf"])
+@pytest.mark.parametrize("ext", ["png", pytest.param("pdf", marks=pytest.mark.slow)])
 def test_export_timeline_of_a_given_scenario(tmp_path, ext):
     out = tmp_path / f"dlrm.{ext}"
     r = run_cli(ROOT / "resources" / "scenarios" / "small_dlrm.json", "--export-timeline", out)
@@ -76,7 +76,8 @@ def test_bad_scenario_is_one_line_and_exit_2(tmp_path):
     assert r.returncode == 2 and "unsupported" in r.stderr
 
 
-@pytest.mark.parametrize("flag", ["--screenshot", "--export-timeline"])
+@pytest.mark.parametrize("flag", ["--screenshot",
+                                  pytest.param("--export-timeline", marks=pytest.mark.slow)])
 def test_a_target_that_is_not_a_regular_file_is_refused(tmp_path, flag):
     folder = tmp_path / "pictures.png"
     folder.mkdir()

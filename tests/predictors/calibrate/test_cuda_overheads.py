@@ -49,6 +49,7 @@ def test_launch_bound_steps_are_told_from_gpu_bound_ones(steps):
     assert not launch_bound(steps[14][1])  # 12 x 2048 bf16 LM: 78 of 82 ms busy
 
 
+@pytest.mark.slow   # `make test-full`
 def test_profiler_cost_is_recovered(steps):
     """Unprofiled times made from a known cost: the fit finds it again."""
     import copy

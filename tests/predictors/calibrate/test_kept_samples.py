@@ -30,6 +30,7 @@ def test_samples_round_trip_and_bad_files_are_named(tmp_path):
             load_samples(bad)
 
 
+@pytest.mark.slow   # refits every feature version; `make test-full`
 def test_feature_ab_benchmark_refits_each_version(tmp_path, capsys, monkeypatch):
     rng = np.random.default_rng(0)
     rows = []

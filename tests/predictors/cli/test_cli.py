@@ -206,6 +206,7 @@ def test_other_bad_flag_combinations_exit_2(tmp_path, capsys):
         assert exc.value.code == 2
 
 
+@pytest.mark.slow   # a subprocess per entry point; `make test-full`
 def test_program_name_follows_the_entry_point(monkeypatch, capsys):
     for argv0, prog in (("/opt/venv/bin/ml-dse", "ml-dse"),
                         (str(ROOT / "predictors" / "__main__.py"), "python -m predictors")):

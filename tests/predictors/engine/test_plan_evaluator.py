@@ -58,7 +58,8 @@ def _plans(graphs, rng, n=5):
 
 
 @pytest.mark.parametrize("kernel,optimizer", [("fused", "sgd"), ("per_table", "sgd"),
-                                              ("fused", "adam")])
+                                              pytest.param("fused", "adam",
+                                                           marks=pytest.mark.slow)])
 def test_composed_plans_simulate_as_their_captured_rank_graphs(kernel, optimizer):
     graphs = _graphs(kernel, optimizer=optimizer)
     plans = _plans(graphs, random.Random(7))
