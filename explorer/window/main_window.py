@@ -46,6 +46,7 @@ from ..report.dialog import export_report_dialog
 from ..timeline.export import EXPORT_FORMATS, export_timeline_image
 from ..timeline.gantt import GanttWidget
 from ..timeline.range_totals import with_range_totals
+from ..timeline.lane_rows import ROW_ZOOM
 from ..widgets import ErrorBar, PredictionProgress, stacked
 from .autosave import Autosave
 from .help import USER_GUIDE, ShortcutsDialog, UserGuideDialog, action_shortcuts
@@ -268,6 +269,11 @@ class MainWindow(QMainWindow):
         m.addSeparator()
         self._action(m, "Fit &Canvas", self.view.fit_all, None)
         self._action(m, "Fit &Timeline", self.gantt.fit, None)
+        self._action(m, "Ta&ller Timeline Rows", lambda: self.gantt.zoom_rows(ROW_ZOOM),
+                     "Ctrl+Alt+=", "Taller lanes (on the timeline: + or Ctrl+wheel)")
+        self._action(m, "S&horter Timeline Rows",
+                     lambda: self.gantt.zoom_rows(1 / ROW_ZOOM), "Ctrl+Alt+-",
+                     "Shorter lanes (on the timeline: − or Ctrl+wheel)")
         self.critical_path_action = action = QAction("Critical &Path", self)
         action.setCheckable(True)
         action.setShortcut(QKeySequence("Ctrl+Shift+C"))

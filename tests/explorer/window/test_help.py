@@ -44,3 +44,21 @@ def test_keyboard_shortcuts_come_from_the_actions(make_window, qtbot):
     w.addAction(extra)
     assert ("Frobnicate", "Ctrl+Alt+F") in action_shortcuts(w)
     dialog.close()
+
+
+def test_view_menu_makes_the_timeline_rows_taller_and_shorter(make_window, qtbot):
+    from explorer.timeline.lane_rows import ROW_ZOOM
+    from explorer.timeline.sample import synthetic_timeline
+
+    w = make_window("")
+    w.gantt.set_timeline(synthetic_timeline(ranks=16, steps=2))
+    w.gantt.set_collapsed(set())
+    view = [a.menu() for a in w.menuBar().actions() if a.text().replace("&", "") == "View"][0]
+    actions = {a.text().replace("&", ""): a for a in view.actions()}
+    before = w.gantt.row_height_px()
+    actions["Taller Timeline Rows"].trigger()
+    assert w.gantt.row_height_px() > before * (ROW_ZOOM - 0.01)
+    actions["Shorter Timeline Rows"].trigger()
+    assert abs(w.gantt.row_height_px() - before) < 0.5
+    rows = dict(w.show_shortcuts().rows())
+    assert rows["View ▸ Taller Timeline Rows"]
