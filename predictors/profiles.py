@@ -26,7 +26,9 @@ from .utils.fileio import atomic_write_bytes
 
 __all__ = ["PROFILE_FORMAT", "PROFILE_VERSION", "OpOverheads", "OverheadTable", "KernelModel",
            "DeviceProfile", "save_profile", "load_profile", "ProfileError",
-           "KERNEL_MODEL_TYPES", "record_validation", "profile_file", "other_cpu_note"]
+           "KERNEL_MODEL_TYPES", "record_validation", "profile_file", "other_cpu_note",
+           "cache_dir", "host_check_path", "read_host_check", "write_host_check",
+           "host_ratios", "scaled_to_host", "on_this_host"]
 
 PROFILE_FORMAT = "ml-dse/device-profile"
 PROFILE_VERSION = 1
@@ -449,3 +451,187 @@ def other_cpu_note(profile: DeviceProfile | None,
         return None
     return (f"the profile was calibrated on another CPU ({theirs}) than this one ({host}): "
             f"{how} measures this one")
+
+
+# --- a bundled CPU profile scaled to this host -------------------------------------------
+
+HOST_CHECK_FORMAT = "ml-dse/host-check"
+HOST_CHECK_VERSION = 1
+# The kernel classes that a GEMM's rate sets; every other CPU class is memory-bound
+# (embeddings gather rows, elementwise ops, reductions and copies stream their bytes).
+GEMM_CLASSES = ("gemm",)
+
+
+def cache_dir() -> Path:
+    """Where the core caches what it measured on this machine: ``$ML_DSE_CACHE``, else
+    ``$XDG_CACHE_HOME/ml-dse``, else ``~/.cache/ml-dse``."""
+    if os.environ.get("ML_DSE_CACHE"):
+        return Path(os.environ["ML_DSE_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "ml-dse"
+
+
+def host_check_path(threads: int = 1) -> Path:
+    """The cached host check for ``threads`` intra-op threads."""
+    return cache_dir() / f"host-check-{int(threads)}t.json"
+
+
+def host_key(threads: int = 1) -> dict:
+    """What a cached host check is valid for: this CPU's signature, the torch version and
+    the thread count (another of any of them and the check is taken again)."""
+    import torch  # deferred: only a host check needs it
+
+    return {"cpu_signature": cpu_signature(), "torch": torch.__version__.split("+")[0],
+            "threads": int(threads)}
+
+
+def read_host_check(threads: int = 1) -> dict | None:
+    """The cached host check of this host for ``threads`` threads, or None when there is
+    none, it is unreadable, or it was taken on another host, torch or thread count."""
+    try:
+        doc = json.loads(host_check_path(threads).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("format") != HOST_CHECK_FORMAT \
+            or doc.get("version") != HOST_CHECK_VERSION or doc.get("host") != host_key(threads):
+        return None
+    figures = doc.get("figures")
+    if not isinstance(figures, dict) or not all(
+            isinstance(figures.get(k), (int, float)) and 0 < figures[k] < math.inf
+            for k in ("gemm_gflops", "stream_gbps")):
+        return None
+    return doc
+
+
+def write_host_check(figures: dict, threads: int = 1, date: str = "") -> dict:
+    """Cache ``figures`` (``gemm_gflops``, ``stream_gbps``, ``dispatch_us``) as this
+    host's check for ``threads`` threads."""
+    doc = {"format": HOST_CHECK_FORMAT, "version": HOST_CHECK_VERSION,
+           "host": host_key(threads), "date": date, "figures": figures}
+    path = host_check_path(threads)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, (json.dumps(doc, indent=1) + "\n").encode())
+    return doc
+
+
+def _ratio(here, there) -> float | None:
+    ok = all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < math.inf
+             for v in (here, there))
+    return float(here) / float(there) if ok else None
+
+
+def host_ratios(profile: DeviceProfile, figures: dict) -> dict:
+    """How fast this host (``figures`` of its host check) runs against the host
+    ``profile`` was calibrated on: ``gemm``, ``memory`` and ``dispatch`` speed ratios
+    (above 1: this host is faster; None: the profile records no figure to compare).
+
+    The profile's GEMM and streaming rates are its ``speed_reference`` (the same probe),
+    or its own ``host_check``; its dispatch cost only ``host_check.dispatch_us``.  The
+    profiler's cost per event, which older profiles record, does not stand in for it:
+    on the Xeon VM it runs 0.73x as fast as on the Zen 4 VM, while the constant parts of
+    the gaps between ops that each VM's calibration measured are 11 % shorter on the Xeon
+    (median over the 207 op keys both profiles hold)."""
+    prov = profile.provenance
+    theirs = prov.get("host_check") if isinstance(prov.get("host_check"), dict) else {}
+    ref = prov.get("speed_reference") if isinstance(prov.get("speed_reference"), dict) else {}
+    return {"gemm": _ratio(figures.get("gemm_gflops"),
+                           theirs.get("gemm_gflops", ref.get("gemm_gflops"))),
+            "memory": _ratio(figures.get("stream_gbps"),
+                             theirs.get("stream_gbps", ref.get("stream_gbps"))),
+            "dispatch": _ratio(theirs.get("dispatch_us"), figures.get("dispatch_us"))}
+
+
+class HostScaledModel:
+    """A kernel model whose times are divided by ``speed`` (this host's speed over the
+    profile's host for the model's class); not saved (:meth:`to_json` refuses)."""
+
+    def __init__(self, model: KernelModel, speed: float):
+        self.model, self.speed = model, float(speed)
+        self.op_class = model.op_class
+        metrics = dict(getattr(model, "metrics", None) or {})
+        if metrics.get("top_flops_per_s"):  # a rate: this host's
+            metrics["top_flops_per_s"] = metrics["top_flops_per_s"] * self.speed
+        self.metrics = metrics
+
+    def predict_ms(self, nodes: list[dict]) -> np.ndarray:
+        return np.asarray(self.model.predict_ms(nodes), dtype=float) / self.speed
+
+    def to_json(self):
+        raise ProfileError("a profile scaled to this host is not saved: save the bundled "
+                           "one, or calibrate this host")
+
+    def __getattr__(self, name):
+        if name == "model":
+            raise AttributeError(name)
+        return getattr(self.model, name)
+
+
+def scaled_to_host(profile: DeviceProfile, figures: dict, date: str = "") -> DeviceProfile:
+    """``profile`` (a CPU profile of another host) scaled to this host by its host check
+    ``figures``: GEMM kernel times and the roofline's FLOP rates by the GEMM ratio, the
+    other kernel classes and the roofline's bandwidths by the streaming ratio, and the
+    CPU overheads (T1-T5, per-byte gap terms, the training loop's time) by the dispatch
+    ratio.  A ratio the profile cannot compare leaves its part as it is.  The copy
+    records the ratios and a note in ``provenance.host_scaling``; the original is not
+    changed."""
+    r = host_ratios(profile, figures)
+    gemm, memory, dispatch = (r[k] or 1.0 for k in ("gemm", "memory", "dispatch"))
+    dev = profile.device
+    device = dataclasses.replace(
+        dev, peak_flops={k: v * gemm for k, v in dev.peak_flops.items()},
+        vector_flops=dev.vector_flops * memory, mem_bw=dev.mem_bw * memory,
+        **({"stream_bytes_per_s": dev.stream_bytes_per_s * memory}
+           if getattr(dev, "stream_bytes_per_s", 0) else {}))
+    models = {c: HostScaledModel(m, gemm if c in GEMM_CLASSES else memory)
+              for c, m in profile.kernel_models.items()}
+    overheads = None
+    if profile.overheads is not None:
+        o = profile.overheads
+
+        def slower(e: OpOverheads) -> OpOverheads:
+            return dataclasses.replace(e, **{k: getattr(e, k) / dispatch for k in
+                                             ("t1", "t2", "t3", "t4", "t5", "t1_per_byte")})
+
+        overheads = dataclasses.replace(
+            o, default=slower(o.default), per_op={k: slower(v) for k, v in o.per_op.items()},
+            autograd_t1=o.autograd_t1 / dispatch, step_s=o.step_s / dispatch,
+            step_s_per_update=o.step_s_per_update / dispatch,
+            source=f"{o.source} (scaled to this host)" if o.source else o.source)
+    provenance = dict(profile.provenance)
+    provenance["host_scaling"] = {**r, "date": date,
+                                  "note": host_scaling_note(profile.name, r, date)}
+    return dataclasses.replace(profile, device=device, overheads=overheads,
+                               kernel_models=models, provenance=provenance)
+
+
+def host_scaling_note(name: str, ratios: dict, date: str = "") -> str:
+    """``bundled profile 'X' scaled to this host: GEMM x1.31, memory x0.92, dispatch
+    x1.12 (host check DATE)``: how much faster this host runs each part."""
+    def fig(key):
+        return f"x{ratios[key]:.2f}" if ratios.get(key) else \
+            "not scaled (the profile records no figure for it)"
+    when = f" (host check {date[:10]})" if date else ""
+    return (f"bundled profile {name!r} scaled to this host: GEMM {fig('gemm')}, memory "
+            f"{fig('memory')}, dispatch {fig('dispatch')}{when}")
+
+
+def on_this_host(profile: DeviceProfile | None, threads: int = 1) -> DeviceProfile | None:
+    """The bundled CPU ``profile`` that :func:`default_profile` chose, scaled to this host
+    when it was calibrated on another CPU and a host check of this host is cached
+    (``python -m predictors host-check`` takes it); otherwise ``profile`` itself."""
+    if profile is None or profile.device.kind != "cpu" or profile_file(profile) is None:
+        return profile
+    theirs = profile.provenance.get("cpu_signature")
+    if not theirs or theirs == cpu_signature():
+        return profile
+    check = read_host_check(threads)
+    if check is None:
+        return profile
+    key = (id(profile), json.dumps(check, sort_keys=True))
+    if key not in _SCALED:
+        _SCALED.clear()  # one host check at a time
+        _SCALED[key] = (profile, scaled_to_host(profile, check["figures"], check.get("date", "")))
+    return _SCALED[key][1]
+
+
+_SCALED: dict[tuple, tuple[DeviceProfile, DeviceProfile]] = {}

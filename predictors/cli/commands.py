@@ -32,6 +32,7 @@ from ..plan.sweep import (
 from ..profiles import (
     ProfileError,
     default_profile,
+    on_this_host,
     profile_file,
     record_validation,
     resolve_profile,
@@ -64,7 +65,8 @@ from .args import (
 
 # Modules that contribute sub-commands through ``register(subparsers)``.
 _COMMAND_MODULES: list[str] = ["predictors.cli.traces", "predictors.cli.kernels",
-                              "predictors.cli.collective", "predictors.cli.sharding"]
+                              "predictors.cli.collective", "predictors.cli.sharding",
+                              "predictors.cli.host"]
 
 __all__ = ["main"]
 
@@ -81,6 +83,8 @@ def _cmd_predict(args) -> int:
         overheads = _trace_overheads(args.overheads_from, doc, args.prog)
         if isinstance(overheads, int):
             return overheads
+    if profile_arg(args) is None:
+        _check_host(doc)
     result = predict(doc, profile=profile_arg(args), overheads=overheads, host=args.host)
     if args.chrome_trace:
         result.timeline.save_chrome_trace(args.chrome_trace)
@@ -103,6 +107,19 @@ def _cmd_predict(args) -> int:
     for note in result.notes:
         print(f"  note: {note}")
     return 0
+
+
+def _check_host(doc: dict) -> None:
+    """Before a CPU scenario is predicted with the bundled profile: this host's check,
+    taken once (the bundled profile of another CPU is scaled by it)."""
+    from .host import check_before_predicting
+
+    try:
+        platform = resolve_platform(validate_scenario(doc)["platform"])
+    except (ScenarioError, ValueError, KeyError):
+        return  # predict says what is wrong
+    if platform.device == "cpu":
+        check_before_predicting(platform.threads)
 
 
 def _memory_text(rank: dict) -> str:
@@ -401,8 +418,12 @@ def _cmd_validate(args) -> int:
         return _validate_cuda(args)
     if args.measurements:
         return usage_error("--measurements: GPU validations only (--device cuda)")
+    if not args.profile:
+        from .host import check_before_predicting
+
+        check_before_predicting(args.threads, args.quiet)
     prof = (resolve_profile(args.profile) if args.profile
-            else default_profile("cpu", "cpu", args.threads))
+            else on_this_host(default_profile("cpu", "cpu", args.threads), args.threads))
     if prof is not None and prof.device.kind != "cpu":
         return usage_error(f"--profile: {prof.name!r} describes a GPU ({prof.device.name}); "
                            "validate --device cpu needs a CPU profile")
@@ -415,9 +436,18 @@ def _cmd_validate(args) -> int:
         target, problem = _record_target(args, prof)
         if problem:
             return usage_error(problem)
+    for name in args.compare or ():  # a misspelt name fails before minutes of measuring
+        if name != "default":
+            resolve_profile(name)
     result = validate_cpu(prof, n=args.n, seed=args.seed, iters=args.iters, kinds=kinds,
                           rounds=args.rounds, progress=_progress_printer(args.quiet))
-    print(json.dumps(result) if args.json else format_report(result))
+    text = None if args.json else format_report(result)
+    if args.compare:
+        from .host import compare_profiles, format_comparison
+
+        result["compare"] = compare_profiles(result, args.compare, args.n, args.seed, kinds)
+        text = None if args.json else text + "\n" + format_comparison(result["compare"])
+    print(json.dumps(result) if args.json else text)
     if target is not None:
         return _record(target, end_to_end_record(result, args.command_line))
     return 0
@@ -581,6 +611,9 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     va.add_argument("--record", action="store_true",
                     help="store the end-to-end figures in the profile (validation.end_to_end; "
                          "the Profiles tab shows them)")
+    va.add_argument("--compare", nargs="+", metavar="PROFILE",
+                    help="cpu: also predict the same measurements with these profiles "
+                         "('default': the bundled one, scaled to this host)")
     va.add_argument("--measurements", metavar="DIR",
                     help="cuda: keep the measurements and traces here (default: a temp folder)")
     va.add_argument("--quiet", action="store_true", help="no progress on stderr")

@@ -16,6 +16,7 @@ from ..profiles import (
     DeviceProfile,
     ProfileError,
     default_profile,
+    on_this_host,
     other_cpu_note,
     resolve_profile,
 )
@@ -190,6 +191,8 @@ def prepare(scenario: dict, profile=None, host: str | None = None):
     if profile is None:
         profile = default_profile(platform.device, "cpu" if platform.device == "cpu"
                                   else "gpu", platform.threads)
+        if platform.device == "cpu":  # another CPU's: scaled by this host's check
+            profile = on_this_host(profile, platform.threads)
         if profile is None and platform.device != "cpu":  # a GPU without a bundled one
             profile = datasheet_default(platform.device)
     elif profile == "roofline":
@@ -252,7 +255,8 @@ def predict(scenario: dict, *, profile=None, overheads=None, host: str | None = 
         notes.append(f"host: {profile.provenance['host_overheads']}")
     if platform.device == "cpu":
 
-        notes.extend(filter(None, [other_cpu_note(profile)]))
+        notes.extend(filter(None, [other_cpu_note(profile), (profile.provenance.get(
+            "host_scaling") or {}).get("note") if profile is not None else None]))
     sharding = None
     with torch_errors_as_scenario_errors():
         if platform.ranks > 1:
