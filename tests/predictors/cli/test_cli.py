@@ -43,6 +43,7 @@ def test_bad_scenario_gives_one_line_error_and_exit_2(tmp_path):
     assert out.stderr.count("\n") == 1 and "model.nodes[0].kind" in out.stderr
 
 
+@pytest.mark.slow   # a subprocess of the CLI; `make test-full`
 def test_human_readable_output():
     out = run("predict", str(SCENARIOS / "bert_base.json"), "--platform", "h100-1")
     assert out.returncode == 0, out.stderr

@@ -57,7 +57,9 @@ def _plans(graphs, rng, n=5):
     return plans
 
 
-@pytest.mark.parametrize("kernel,optimizer", [("fused", "sgd"), ("per_table", "sgd"),
+@pytest.mark.parametrize("kernel,optimizer", [("fused", "sgd"),
+                                              pytest.param("per_table", "sgd",
+                                                           marks=pytest.mark.slow),
                                               pytest.param("fused", "adam",
                                                            marks=pytest.mark.slow)])
 def test_composed_plans_simulate_as_their_captured_rank_graphs(kernel, optimizer):

@@ -68,6 +68,7 @@ def test_on_the_cpu_the_hosts_memory_is_the_limit(monkeypatch):
         largest_batch(doc)
 
 
+@pytest.mark.slow   # a subprocess of the CLI; `make test-full`
 def test_fit_command_prints_json():
     out = subprocess.run([sys.executable, "-m", "predictors", "fit",
                           str(SCENARIOS / "small_dlrm.json"), "--multiple", "8", "--json"],

@@ -52,6 +52,7 @@ def test_captures_are_reused_across_platforms(dlrm):
     assert capture_scenario(dlrm, gpu=False) is not a
 
 
+@pytest.mark.slow   # a subprocess of the CLI; `make test-full`
 def test_sweep_cli(tmp_path):
     out = subprocess.run([sys.executable, "-m", "predictors", "sweep",
                           str(SCENARIOS / "small_dlrm.json"), "--param", "batch_size",
