@@ -28,7 +28,7 @@ __all__ = ["PROFILE_FORMAT", "PROFILE_VERSION", "OpOverheads", "OverheadTable", 
            "DeviceProfile", "save_profile", "load_profile", "ProfileError",
            "KERNEL_MODEL_TYPES", "record_validation", "profile_file", "other_cpu_note",
            "cache_dir", "host_check_path", "read_host_check", "write_host_check",
-           "host_ratios", "scaled_to_host", "on_this_host"]
+           "host_ratios", "scaled_to_host", "from_another_cpu", "on_this_host"]
 
 PROFILE_FORMAT = "ml-dse/device-profile"
 PROFILE_VERSION = 1
@@ -443,12 +443,9 @@ def other_cpu_note(profile: DeviceProfile | None,
     """A note when a CPU ``profile`` was calibrated on another kind of CPU than this one
     (its figures then describe that CPU, not the one a local prediction runs on);
     ``how`` names the way to calibrate this one."""
-    if profile is None or profile.device.kind != "cpu":
+    if not from_another_cpu(profile):
         return None
-
-    theirs, host = profile.provenance.get("cpu_signature"), cpu_signature()
-    if theirs is None or theirs == host:   # not recorded in the profile
-        return None
+    theirs, host = profile.provenance["cpu_signature"], cpu_signature()
     return (f"the profile was calibrated on another CPU ({theirs}) than this one ({host}): "
             f"{how} measures this one")
 
@@ -615,14 +612,19 @@ def host_scaling_note(name: str, ratios: dict, date: str = "") -> str:
             f"{fig('memory')}, dispatch {fig('dispatch')}{when}")
 
 
+def from_another_cpu(profile: DeviceProfile | None) -> bool:
+    """Whether ``profile`` is a CPU profile calibrated on a CPU other than this one."""
+    if profile is None or profile.device.kind != "cpu":
+        return False
+    theirs = profile.provenance.get("cpu_signature")
+    return bool(theirs) and theirs != cpu_signature()
+
+
 def on_this_host(profile: DeviceProfile | None, threads: int = 1) -> DeviceProfile | None:
     """The bundled CPU ``profile`` that :func:`default_profile` chose, scaled to this host
     when it was calibrated on another CPU and a host check of this host is cached
     (``python -m predictors host-check`` takes it); otherwise ``profile`` itself."""
-    if profile is None or profile.device.kind != "cpu" or profile_file(profile) is None:
-        return profile
-    theirs = profile.provenance.get("cpu_signature")
-    if not theirs or theirs == cpu_signature():
+    if not from_another_cpu(profile) or profile_file(profile) is None:
         return profile
     check = read_host_check(threads)
     if check is None:

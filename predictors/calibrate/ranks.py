@@ -230,20 +230,28 @@ def _trimmed_mean(xs: list[float], cut: float = 0.1) -> float:
     return statistics.mean(xs[k:len(xs) - k] or xs)
 
 
-def _collectives_worker(rank, world, store, out_dir, sizes, reps, threads, passes=1):
+_TABLES, _WIDTH = 2, 16   # tables per rank, and their width, of the timed exchanges
+
+
+def _layout(nbytes: int, world: int) -> tuple[int, int]:
+    """``(floats of the all-reduce buffer, global batch of the exchanges)`` for a message
+    of about ``nbytes``, both divisible by ``world``."""
+    return (max(world, nbytes // 4 // world * world),
+            max(world, nbytes // (4 * _TABLES * _WIDTH) // world * world))
+
+
+def _collectives_worker(rank, world, store, out_dir, sizes, reps, threads, passes):
     from ..model import comm_ops
 
     dist = _init(rank, world, store, threads)
     kinds = ("all_reduce", "all_to_all", "all_gather", "reduce_scatter")
     times = {(kind, nbytes): [] for kind in kinds for nbytes in sizes}
-    counted = {}
-    k, d = 2, 16   # tables per rank, and their width, of the exchanges
+    k, d = _TABLES, _WIDTH
     try:
         for p in range(passes):
             for nbytes in sizes:
-                n = max(world, nbytes // 4 // world * world)
+                n, batch = _layout(nbytes, world)
                 buf = torch.ones(n)
-                batch = max(world, nbytes // (4 * k * d) // world * world)
                 rows = batch // world
                 pooled = [torch.ones(batch, d) for _ in range(k)]
                 local = [torch.ones(rows, d) for _ in range(k)]
@@ -256,7 +264,6 @@ def _collectives_worker(rank, world, store, out_dir, sizes, reps, threads, passe
                              pooled, anchor, rows, [d] * (k * world), owners),
                          "all_gather": lambda: comm_ops._all_gather_real(local),
                          "reduce_scatter": lambda: comm_ops._reduce_scatter_real(pooled, rows)}
-                counted[nbytes] = {"all_reduce": n * 4}
                 for kind in kinds:
                     calls[kind]()   # warm
                     for _ in range(reps // passes + (p < reps % passes)):
@@ -271,8 +278,9 @@ def _collectives_worker(rank, world, store, out_dir, sizes, reps, threads, passe
                 # every rank's time: the collective ends when the last one leaves
                 t = torch.tensor([_trimmed_mean(times[kind, nbytes])])
                 dist.all_reduce(t, op=dist.ReduceOp.MAX)
-                batch = max(world, nbytes // (4 * k * d) // world * world)
-                out[kind].append([counted[nbytes].get(kind, batch * k * d * 4), float(t)])
+                n, batch = _layout(nbytes, world)
+                counted = n * 4 if kind == "all_reduce" else batch * k * d * 4
+                out[kind].append([counted, float(t)])
         if rank == 0:
             with open(os.path.join(out_dir, "collectives.json"), "w") as f:
                 json.dump(out, f)

@@ -10,6 +10,7 @@ from ..profiles import (
     DeviceProfile,
     bundled_profiles,
     default_profile,
+    from_another_cpu,
     host_check_path,
     host_ratios,
     host_scaling_note,
@@ -22,12 +23,7 @@ __all__ = ["register", "check_before_predicting"]
 
 
 def _needs_check(profile: DeviceProfile | None, threads: int) -> bool:
-    from ..hardware.specs import cpu_signature
-
-    if profile is None or profile.device.kind != "cpu":
-        return False
-    theirs = profile.provenance.get("cpu_signature")
-    return bool(theirs) and theirs != cpu_signature() and read_host_check(threads) is None
+    return from_another_cpu(profile) and read_host_check(threads) is None
 
 
 def check_before_predicting(threads: int, quiet: bool = False) -> None:
