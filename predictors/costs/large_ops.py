@@ -57,8 +57,8 @@ _UNTOUCHED = frozenset(("empty", "empty_like", "empty_strided", "new_empty"))
 
 def fresh_bytes(node: dict) -> float:
     """Bytes of the op's new outputs that the allocator maps afresh (each at least
-    :data:`MMAP_THRESHOLD_BYTES`); 0 for views and in-place ops, which write into
-    memory that exists."""
+    :data:`MMAP_THRESHOLD_BYTES`; a sparse output's values); 0 for views and in-place
+    ops, which write into memory that exists."""
     op = op_base(node["name"])
     if op.endswith("_") or op in _UNTOUCHED or classify(node["name"]) == "view":
         return 0.0
@@ -66,9 +66,12 @@ def fresh_bytes(node: dict) -> float:
     for shape, dtype, nnz in zip(node.get("output_shapes") or [],
                                  node.get("output_dtypes") or [],
                                  node.get("output_nnz") or [None] * 64):
-        if nnz is not None or shape is None:
+        if shape is None:
             continue
-        size = math.prod(shape) * ITEMSIZE.get(dtype, 4) if shape else 0
+        # a sparse output (an embedding's gradient) holds its values as a fresh
+        # [nnz, dim] block: a bag of many lookups writes tens of MB of it every step
+        elements = nnz * math.prod(shape[1:]) if nnz is not None else math.prod(shape)
+        size = elements * ITEMSIZE.get(dtype, 4) if shape else 0
         if size >= MMAP_THRESHOLD_BYTES:
             total += size
     return float(total)
