@@ -6,8 +6,8 @@ from __future__ import annotations
 import html
 import os
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QColor, QFont
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QPalette
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
@@ -26,13 +26,26 @@ from predictors.utils.formatting import format_bytes
 from ..timeline.colors import CATEGORY_COLORS, CATEGORY_LABELS
 from ..timeline.gantt import GanttWidget
 from ..widgets import EXPORT_ROLE, ElidedLabel, ErrorBar, TableExport, read_only_table, stacked
+from .align import aligned_on_step
 
 __all__ = ["CompareView"]
 
-_CAPTION = ("QLabel#compareCaption { color: #1f2d3d; font-weight: 600; padding: 3px 6px;"
-            " background: #eef2f7; border-left: 3px solid %s; }")
-_FIGURE = ("<span style='color:#667'>{cap}</span><br>"
+_CAPTION = ("QLabel#compareCaption {{ color: {text}; font-weight: 600; padding: 3px 6px;"
+            " background: {band}; border-left: 3px solid {edge}; }}")
+_FIGURE = ("<span style='color:{muted}'>{cap}</span><br>"
            "<span style='font-size:16px; font-weight:600; color:{col}'>{val}</span>")
+
+
+# text colours on a light and on a dark palette (the theme's, View ▸ Theme)
+_LIGHT = {"text": "#1f2d3d", "muted": "#667", "band": "#eef2f7", "busy": "#445",
+          "good": "#2e7d32", "bad": "#c62828", "more": "#1565c0", "warn": "#b45309"}
+_DARK = {"text": "#e3e7ec", "muted": "#9aa4af", "band": "#353b43", "busy": "#b9c0c8",
+         "good": "#6cc070", "bad": "#f0625f", "more": "#6aaaf0", "warn": "#f0a64a"}
+
+
+def _tones(widget: QWidget) -> dict:
+    dark = widget.palette().color(QPalette.Window).lightness() < 128
+    return _DARK if dark else _LIGHT
 
 
 def _ms(v: float) -> str:
@@ -73,7 +86,6 @@ class CompareView(QWidget):
         self.progress.setRange(0, 1000)
         self.progress.setMaximumWidth(200)
         self.progress_label = ElidedLabel("", self, Qt.ElideRight)
-        self.progress_label.setStyleSheet("color: #445;")
         self.cancel_button = QPushButton("Cancel", self)
         self.cancel_button.clicked.connect(self.sigCancelRequested)
         top = QHBoxLayout()
@@ -90,6 +102,10 @@ class CompareView(QWidget):
         self.recorded._empty.setText("Import a recorded trace (File ▸ Import Trace…) or drop "
                                      "trace files here")
         self.recorded.vb.setXLink(self.predicted.vb)
+        self._x_limits: tuple[float, float] | None = None   # shared by both panes
+        self._aligned_ranks = 0   # recorded ranks moved by their own step
+        for gantt in (self.predicted, self.recorded):
+            gantt.sigRedrawn.connect(self._align_panes)
         self.predicted_caption = self._caption("Predicted", CATEGORY_COLORS["gemm"])
         self.recorded_caption = self._caption("Recorded", CATEGORY_COLORS["communication"])
         stack = QSplitter(Qt.Vertical, self)
@@ -133,14 +149,28 @@ class CompareView(QWidget):
         box.addWidget(self.error)
         box.addWidget(split, 1)
         self.set_loading(False)
-        self._update_figures()
+        self._apply_tones()
 
     def _caption(self, text: str, color: str) -> ElidedLabel:
         # elided, never wider than the dock: the whole text is in the tooltip
         label = ElidedLabel(text, self)
         label.setObjectName("compareCaption")
-        label.setStyleSheet(_CAPTION % color)
+        label.setProperty("edge", color)
         return label
+
+    def _apply_tones(self) -> None:
+        """Text colours for the palette in use (light or dark)."""
+        t = _tones(self)
+        for label in (self.predicted_caption, self.recorded_caption, self.table_caption):
+            label.setStyleSheet(_CAPTION.format(edge=label.property("edge"), **t))
+        self.progress_label.setStyleSheet(f"color: {t['busy']};")
+        self._update_figures()
+        self._fill_table()
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.PaletteChange:   # the theme changed
+            self._apply_tones()
 
     # --- public API ---------------------------------------------------------------------
 
@@ -186,9 +216,16 @@ class CompareView(QWidget):
         pred_tl = None if self.prediction is None else self.prediction.timeline
         rec_tl = self.recorded_timeline()
         self.comparison = None
+        self._aligned_ranks = 0
+        self._x_limits = None
+        rec_end = None
         if pred_tl is not None and rec_tl is not None and len(rec_tl):
-            self.comparison = compare_timelines(pred_tl, rec_tl)
-            rec_tl = rec_tl.shifted(self.comparison.offset_us)
+            c = self.comparison = compare_timelines(pred_tl, rec_tl)
+            p0 = pred_tl.begin_us if len(pred_tl) else 0.0
+            rec_tl, self._aligned_ranks = aligned_on_step(rec_tl, c.recorded_step, p0,
+                                                          c.offset_us)
+            ends = [s.end_us for s in rec_tl.steps if s.name == c.recorded_step]
+            rec_end = max(ends) / 1e3 if ends else p0 / 1e3 + c.recorded_ms
         elif rec_tl is not None and len(rec_tl):
             rec_tl = rec_tl.shifted(-rec_tl.begin_us)
         if rec_tl is not None:
@@ -196,29 +233,36 @@ class CompareView(QWidget):
             # prediction.
             rec_tl = rec_tl.with_lanes([i for i, l in enumerate(rec_tl.lanes)
                                         if l.kind in ("cpu", "stream", "counter")])
+            if rec_end is None and len(rec_tl):
+                rec_end = rec_tl.end_us / 1e3
         self.predicted.set_timeline(pred_tl)
         self.recorded.set_timeline(rec_tl)
-        # Linked views line up in pixels only when their time axes start at the same x.
-        axes = [g.plot.getPlotItem().getAxis("left") for g in (self.predicted, self.recorded)]
-        width = max((a.fixedWidth or 0) for a in axes) or 130
-        for a in axes:
-            a.setWidth(width)
         # The link makes both views follow one range: show the predicted iteration and the
-        # recorded one it is compared with, from 0.
+        # recorded one it is compared with (its longest rank), from 0.
         ends = [0.0]
         if pred_tl is not None and len(pred_tl):
             ends.append(pred_tl.end_us / 1e3)
-        if self.comparison is not None:
-            ends.append(self.comparison.recorded_ms)
-        elif rec_tl is not None and len(rec_tl):
-            ends.append(rec_tl.end_us / 1e3)
+        if rec_end is not None:
+            ends.append(rec_end)
         if len(ends) > 1:
-            for g in (self.predicted, self.recorded):
-                g.vb.setLimits(xMin=-0.5 * max(ends), xMax=2.0 * max(ends) + 1e-3)
+            self._x_limits = (-0.5 * max(ends), 2.0 * max(ends) + 1e-3)
+            self._align_panes()
             self.predicted.vb.setXRange(-0.01 * max(ends), max(ends) * 1.01, padding=0)
         self._update_captions()
         self._update_figures()
         self._fill_table()
+
+    def _align_panes(self) -> None:
+        """One lane-name width and one time limit for both panes, so that equal times sit
+        at the same x; reapplied whenever either pane redraws (a new timeline, a fold)."""
+        axes = [g.lane_axis for g in (self.predicted, self.recorded)]
+        width = max(a.natural_width for a in axes)
+        for a in axes:
+            a.set_min_width(width)
+        if self._x_limits is not None:
+            x0, x1 = self._x_limits
+            for g in (self.predicted, self.recorded):
+                g.vb.setLimits(xMin=x0, xMax=x1)
 
     def _update_captions(self) -> None:
         p = self.prediction
@@ -231,49 +275,50 @@ class CompareView(QWidget):
             return
         files = [os.path.basename(f) for f in r.files]
         what = files[0] if len(files) == 1 else f"{len(files)} ranks ({files[0]} …)"
-        step = f" · aligned on {self.comparison.recorded_step}" if self.comparison else ""
+        step = ""
+        if self.comparison is not None:
+            own = "each rank aligned on its own" if self._aligned_ranks > 1 else "aligned on"
+            step = f" · {own} {self.comparison.recorded_step}"
         self.recorded_caption.setText(f"Recorded — {what} ({r.timeline.meta.get('device')})"
                                       f"{step}")
 
     def _update_figures(self) -> None:
-        c = self.comparison
+        c, t = self.comparison, _tones(self)
+
+        def fig(cap: str, val: str, col: str = t["text"]) -> str:
+            return _FIGURE.format(cap=cap, val=val, col=col, muted=t["muted"])
+
         if c is None:
             hint = ("Predict a scenario and import a trace recorded from it to compare them."
                     if self.recording is None else
                     "Waiting for a prediction to compare with.")
-            self.figures.setText(f"<span style='color:#667'>{html.escape(hint)}</span>")
+            self.figures.setText(f"<span style='color:{t['muted']}'>{html.escape(hint)}</span>")
             return
         err = c.error_pct
-        col = "#2e7d32" if err is not None and abs(err) <= 10 else "#c62828"
-        cells = [_FIGURE.format(cap="predicted iteration", val=_ms(c.predicted_ms),
-                                col="#1f2d3d"),
-                 _FIGURE.format(cap=f"recorded ({html.escape(c.recorded_step)})",
-                                val=_ms(c.recorded_ms), col="#1f2d3d")]
+        col = t["good"] if err is not None and abs(err) <= 10 else t["bad"]
+        cells = [fig("predicted iteration", _ms(c.predicted_ms)),
+                 fig(f"recorded ({html.escape(c.recorded_step)})", _ms(c.recorded_ms))]
         tip = ""
         if c.unprofiled_ms:   # measure --trace: the step as it runs without the profiler
-            cells.append(_FIGURE.format(cap="measured without profiler",
-                                        val=_ms(c.unprofiled_ms), col="#1f2d3d"))
+            cells.append(fig("measured without profiler", _ms(c.unprofiled_ms)))
             runs = (self.recording.timeline.meta.get("unprofiled") or {}).get("iterations")
             tip = (f"The trace carries the median of {runs or 'several'} untraced steps of "
                    f"the same run (measure --trace). The profiler made the recorded step "
                    f"{c.profiler_cost_pct:+.0f} % longer, and every recorded op with it; "
                    f"the error is against the untraced median.")
         self.figures.setToolTip(tip)
-        cells += [_FIGURE.format(cap="error vs measured" if c.unprofiled_ms else "error",
-                                 val=_pct(err), col=col),
-                 _FIGURE.format(cap="device active, predicted / recorded",
-                                val=f"{_ms(c.predicted_active_ms)} / "
-                                    f"{_ms(c.recorded_active_ms)}", col="#1f2d3d")]
+        cells += [fig("error vs measured" if c.unprofiled_ms else "error", _pct(err), col),
+                  fig("device active, predicted / recorded",
+                      f"{_ms(c.predicted_active_ms)} / {_ms(c.recorded_active_ms)}")]
         m = c.memory
         if m is not None:   # peaks where the recording's counter is absolute (CUDA)
             peak = "recorded_peak_bytes" in m
             what, p, r = (("peak", m["predicted_peak_bytes"], m["recorded_peak_bytes"])
                           if peak else ("swing", m["predicted_swing_bytes"],
                                         m["recorded_swing_bytes"]))
-            cells.append(_FIGURE.format(cap=f"memory {what}, predicted / recorded",
-                                        val=f"{format_bytes(p)} / {format_bytes(r)}",
-                                        col="#1f2d3d"))
-        notes = "".join(f"<div style='color:#b45309'>⚠ {html.escape(n)}</div>"
+            cells.append(fig(f"memory {what}, predicted / recorded",
+                             f"{format_bytes(p)} / {format_bytes(r)}"))
+        notes = "".join(f"<div style='color:{t['warn']}'>⚠ {html.escape(n)}</div>"
                         for n in c.notes)
         self.figures.setText("<table cellspacing='0' cellpadding='0'><tr>" + "".join(
             f"<td style='padding-right:26px'>{x}</td>" for x in cells) + "</tr></table>"
@@ -281,6 +326,7 @@ class CompareView(QWidget):
 
     def _fill_table(self) -> None:
         rows = [] if self.comparison is None else self.comparison.rows[2:]
+        t = _tones(self)
         self.table.setRowCount(len(rows))
         bold = QFont()
         bold.setBold(True)
@@ -302,7 +348,7 @@ class CompareView(QWidget):
                 self.table.setItem(i, 1 + j, item)
             d = QTableWidgetItem(f"{row['diff_ms']:+.3f} ms")
             d.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
-            d.setForeground(QColor("#c62828" if row["diff_ms"] < 0 else "#1565c0"))
+            d.setForeground(QColor(t["bad"] if row["diff_ms"] < 0 else t["more"]))
             self.table.setItem(i, 3, d)
             e = QTableWidgetItem(_pct(row["error_pct"]))
             e.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)

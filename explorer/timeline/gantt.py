@@ -41,6 +41,8 @@ BAR_HEIGHT = 0.78
 STALE_OPACITY = 0.28
 CRITICAL_DIM = 0.35        # opacity of the bars off the critical path while it is shown
 CRITICAL_PEN = "#d4145a"   # outline of the critical-path bars
+# translucent, so that the bands show on a light and on a dark background alike
+BAND_COLOR = QColor(90, 120, 170, 20)
 NO_CRITICAL_PATH = "This timeline has no critical path (recorded traces have none)."
 MAX_EXPANDED_RANKS = 4  # more ranks open folded, all but the slowest
 
@@ -91,6 +93,8 @@ class GanttWidget(QWidget):
     sigTimeRangeSelected(object)  ``(t0_ms, t1_ms)`` when a range is selected, ``None`` when
         the selection is cleared
     sigCriticalPathAvailable(bool)  whether the new timeline has a critical path
+    sigRedrawn()  the rows were rebuilt (a new timeline, a fold, or none): the lane-name
+        column and the time limits may have changed
 
     The critical path, when shown (:meth:`set_critical_path_shown`), is drawn on top with a
     strong outline and the other bars are dimmed, as in Perfetto; the choice stays while
@@ -101,6 +105,7 @@ class GanttWidget(QWidget):
     sigEventClicked = Signal(int)
     sigTimeRangeSelected = Signal(object)
     sigCriticalPathAvailable = Signal(bool)
+    sigRedrawn = Signal()
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -136,7 +141,7 @@ class GanttWidget(QWidget):
         self.details.setObjectName("ganttDetails")
         self.details.setTextFormat(Qt.RichText)
         self.details.setTextInteractionFlags(Qt.TextSelectableByMouse)
-        self.details.setStyleSheet("color: #444; padding: 2px 4px;")
+        self.details.setStyleSheet("padding: 2px 4px;")   # the palette's text colour
         box = QVBoxLayout(self)
         box.setContentsMargins(2, 2, 2, 2)
         box.setSpacing(2)
@@ -208,6 +213,7 @@ class GanttWidget(QWidget):
         self.rows.set_layout(None)
         self._update_legend([])
         self.set_stale(False)
+        self.sigRedrawn.emit()
 
     # --- public API -----------------------------------------------------------------------
 
@@ -298,7 +304,7 @@ class GanttWidget(QWidget):
                 item = pg.BarGraphItem(x0=[t0 - span] * len(band), width=[3 * span] * len(band),
                                        y0=[b[0] - 0.15 for b in band],
                                        height=[b[1] - b[0] + 0.3 for b in band],
-                                       pen=None, brush=QColor(240, 243, 248))
+                                       pen=None, brush=BAND_COLOR)
                 item.setZValue(-10)
                 pi.addItem(item)
                 self._bands.append(item)
@@ -327,6 +333,7 @@ class GanttWidget(QWidget):
         self.vb.setLimits(xMin=t0 - 0.5 * span, xMax=t1 + 0.5 * span,
                           minXRange=1e-6, yMin=-EDGE, yMax=lay.height + EDGE)
         self._apply_opacity()
+        self.sigRedrawn.emit()
 
     # --- critical path ----------------------------------------------------------------------
 

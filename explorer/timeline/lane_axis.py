@@ -63,6 +63,8 @@ class LaneAxis(pg.AxisItem):
         self.rows = AxisRows()
         self._rank_w = 0
         self._lane_w = 0
+        self.natural_width = 60   # px the names need
+        self.min_width = 0        # px: a floor shared with other views read against this one
 
     # --- content ------------------------------------------------------------------------
 
@@ -84,7 +86,8 @@ class LaneAxis(pg.AxisItem):
             width += self._rank_w + PAD
         if rows.nodes:
             width += NODE_COL
-        self.setWidth(max(60, int(width)))
+        self.natural_width = max(60, int(width))
+        self.setWidth(max(self.natural_width, self.min_width))
         # the same names as pyqtgraph tick levels (ranks, then lanes, the links' among
         # them), for readers of the axis's ticks; the painting above does not use them
         if rows.multi:
@@ -95,6 +98,12 @@ class LaneAxis(pg.AxisItem):
             self.setTicks([list(rows.rows), []])
         self.picture = None
         self.update()
+
+    def set_min_width(self, px: int) -> None:
+        """Make the column at least ``px`` wide (the extra goes to the lane names), so
+        that stacked views with a linked time axis start their plots at the same x."""
+        self.min_width = int(px)
+        self.setWidth(max(self.natural_width, self.min_width))
 
     def column_x(self) -> tuple[float, float, float]:
         """Left edges of the node, rank and lane columns (pixels in the axis)."""
@@ -146,8 +155,10 @@ class LaneAxis(pg.AxisItem):
         line_h = fm.height()
         x_node, x_rank, x_lane = self.column_x()
         lane_w = max(10.0, bounds.right() - PAD - x_lane)
-        text = QColor("#333")
-        muted = QColor("#555")
+        # the axis's text colour (the theme's), the lanes a little fainter than the ranks
+        text = QColor(self.textPen().color())
+        muted = QColor(text)
+        muted.setAlphaF(0.8)
         specs = []
         visible = lambda a, b: b >= v0 and a <= v1
         for y, name in self.rows.rows:

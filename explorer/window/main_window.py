@@ -50,6 +50,7 @@ from ..timeline.lane_rows import ROW_ZOOM
 from ..widgets import ErrorBar, PredictionProgress, stacked
 from .autosave import Autosave
 from .help import USER_GUIDE, ShortcutsDialog, UserGuideDialog, action_shortcuts
+from .theme import install_theme
 
 __all__ = ["MainWindow", "ErrorBar", "PlatformPage", "DEFAULT_SCENARIO", "APP_NAME"]
 
@@ -95,6 +96,7 @@ class MainWindow(QMainWindow):
         self.profiles = install_profiles(self, calibrate_fn)  # Profiles tab, calibration
         self.sharding = install_sharding(self, rank_fn)  # Sharding dock, Rank Shardings
         self.sweep = install_sweep(self, sweep_fn)  # Sweep dock, Run ▸ Sweep
+        self.theme = install_theme(self)  # View ▸ Theme; light or dark as the desktop is
         # unsaved work goes to the app's own folder (None: tests and batch runs write none)
         self.autosave = (Autosave(self.editor, Path(autosave_folder), lambda: self.path,
                                   parent=self) if autosave_folder is not None else None)
@@ -174,7 +176,7 @@ class MainWindow(QMainWindow):
         self.progress = self.run_status.progress
         self.cancel_button = self.run_status.cancel_button
         self.platform_label = QLabel("")
-        self.platform_label.setStyleSheet("color: #445; padding: 0 6px;")
+        self.platform_label.setStyleSheet("padding: 0 6px;")   # the palette's text colour
         # Both permanent: Qt paints a temporary message ("Loaded …", "Saved …") over the
         # normal widgets without hiding them here, so the two texts overlapped.
         bar.addPermanentWidget(self.run_status)
