@@ -38,6 +38,7 @@ from ..model.op_classes import VIEW_OPS
 from ..profiles import DeviceProfile, OpOverheads, OverheadTable
 from ..utils.metrics import gmae
 from ..utils.progress import check_cancelled
+from .host_check import measure_host
 from .hostload import OtherProcesses
 from .microbench import (
     embedding_cases,
@@ -226,6 +227,10 @@ def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
         sorting = sort_ns(seed)
         tick("page faults and DRAM bandwidth")
         faulting, streaming = page_fault_ns(), stream_bw()
+        tick("host check (GEMM, streaming, dispatch)")
+        # the figures `host-check` takes on another host, so that a prediction there can
+        # scale this profile, dispatch costs included (profiles.host_ratios)
+        host = measure_host(threads)
         # Budget split: training steps first (they cover every op class), then sweeps.
         steps, samples = [], defaultdict(list)
         # The largest LM step it draws takes ~gflop / 100 s on one core, ~20 of them
@@ -336,6 +341,7 @@ def calibrate_cpu(threads: int = 1, budget_s: float = 600.0, seed: int = 0,
         "profiled_steps_per_scenario": steps[0].profiled_steps if steps else 0,
         "other_processes_cpus": load.cpus,
         "speed_reference": combine(speeds),
+        "host_check": host,
         "samples": {k: len(v) for k, v in samples.items()},
         "microbenchmarks_repeated": {k: len(v) for k, v in repeats.items()},
     }

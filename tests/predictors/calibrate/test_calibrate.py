@@ -8,7 +8,7 @@ from predictors.calibrate.calibrate import calibrate_cpu
 from predictors.calibrate.validate import format_report, validate_cpu
 from predictors.costs.op_features import unique_fraction
 from predictors.engine.predict import predict
-from predictors.profiles import load_profile, save_profile
+from predictors.profiles import host_ratios, load_profile, save_profile
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +33,10 @@ def test_quick_calibration_fits_every_class_and_round_trips(quick_profile):
     speed = prof.provenance["speed_reference"]  # one probe per profiled scenario at least
     assert speed["probes"] >= prof.provenance["profiled_steps"]
     assert 1 < speed["gemm_gflops"] < 500  # one thread: below one core's fp32 peak
+    # the host check's figures, so that another host can scale the profile's dispatch
+    check = prof.provenance["host_check"]
+    assert 0 < check["dispatch_us"] < 100
+    assert host_ratios(prof, check) == {"gemm": 1.0, "memory": 1.0, "dispatch": 1.0}
     loaded = load_profile(path)
     doc = json.loads(path.read_text())
     assert doc["format"] == "ml-dse/device-profile" and doc["arrays"].endswith(".npz")
