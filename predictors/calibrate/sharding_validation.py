@@ -24,7 +24,8 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["random_sharding_task", "validate_sharding", "MIN_SPREAD"]
+__all__ = ["random_sharding_task", "validate_sharding", "rescore", "plan_kind",
+           "MIN_SPREAD"]
 
 MIN_SPREAD = 1.10   # a task's slowest plan over its fastest, predicted, to be measured
 TOP = 5
@@ -126,26 +127,83 @@ def validate_sharding(ranks: int = 2, tasks: int = 20, seed: int = 0, profile=No
         noise = statistics.median(
             statistics.stdev(m["rounds_ms"]) / statistics.mean(m["rounds_ms"])
             if len(m["rounds_ms"]) > 1 else 0.0 for m in measured)
-        best = int(np.argmin(predicted))
-        tolerance = max(0.03, noise)
         rows.append({"task": doc["name"], "tables": len(graphs.tables),
                      "plans": len(chosen), "evaluated": found.evaluated,
-                     "predicted_ms": predicted.round(4).tolist(),
-                     "measured_ms": ms.round(4).tolist(),
                      "assignments": [p.to_json()["assignment"] for p, _ in chosen],
-                     "scenario": doc,
-                     "top1": bool(ms[best] <= ms.min() * (1 + tolerance)),
-                     "predicted_best_vs_measured_best_pct":
-                         round(100 * (ms[best] / ms.min() - 1), 2),
-                     "kendall_tau": round(_kendall_tau(predicted, ms), 4),
-                     "noise": round(noise, 4)})
-    summary = {"ranks": ranks, "tasks": len(rows), "left_out_as_ties": ties,
-               "top1": (sum(r["top1"] for r in rows) / len(rows)) if rows else math.nan,
-               "kendall_tau_mean": (statistics.mean(r["kendall_tau"] for r in rows)
-                                    if rows else math.nan),
-               "kendall_tau_median": (statistics.median(r["kendall_tau"] for r in rows)
-                                      if rows else math.nan),
-               "noise_median": (statistics.median(r["noise"] for r in rows)
-                                if rows else math.nan),
-               "seed": seed, "elapsed_s": round(time.perf_counter() - t0, 1)}
+                     "scenario": doc, "measured_ms": ms.round(4).tolist(),
+                     **_scores(predicted, ms, noise)})
+    summary = {**_summary(rows), "ranks": ranks, "left_out_as_ties": ties, "seed": seed,
+               "elapsed_s": round(time.perf_counter() - t0, 1)}
+    return {"summary": summary, "tasks": rows}
+
+
+def _scores(predicted: np.ndarray, measured: np.ndarray, noise: float) -> dict:
+    """One task's figures: top-1, Kendall's tau and the noise."""
+    best = int(np.argmin(predicted))
+    tolerance = max(0.03, noise)
+    return {"predicted_ms": np.round(predicted, 4).tolist(),
+            "top1": bool(measured[best] <= measured.min() * (1 + tolerance)),
+            "predicted_best_vs_measured_best_pct":
+                round(100 * (measured[best] / measured.min() - 1), 2),
+            "kendall_tau": round(_kendall_tau(predicted, measured), 4),
+            "noise": round(noise, 4)}
+
+
+def plan_kind(assignment: dict) -> str:
+    """What a plan mixes into table-wise: ``"tw"``, or its other kinds (``"rw+dp"``)."""
+    kinds = {v if isinstance(v, str) else v.get("kind") if isinstance(v, dict) else "tw"
+             for v in assignment.values()} - {"tw"}
+    return "+".join(sorted(kinds)) or "tw"
+
+
+def _by_kind(rows: list[dict]) -> dict:
+    """Per kind of plan (:func:`plan_kind`), its measured / predicted time over its
+    task's median of that ratio: how much slower than predicted each kind runs against
+    the others of the same task (1.0: as predicted, relative to them)."""
+    out: dict[str, list[float]] = {}
+    for r in rows:
+        ratio = np.array(r["measured_ms"]) / np.array(r["predicted_ms"])
+        ratio = ratio / np.median(ratio)
+        for a, x in zip(r["assignments"], ratio):
+            out.setdefault(plan_kind(a), []).append(float(x))
+    return {k: {"plans": len(v), "median": round(float(np.median(v)), 3),
+                "p10": round(float(np.percentile(v, 10)), 3),
+                "p90": round(float(np.percentile(v, 90)), 3)} for k, v in sorted(out.items())}
+
+
+def _summary(rows: list[dict]) -> dict:
+    def over(key, how):
+        return how(r[key] for r in rows) if rows else math.nan
+    return {"tasks": len(rows),
+            "top1": (sum(r["top1"] for r in rows) / len(rows)) if rows else math.nan,
+            "kendall_tau_mean": over("kendall_tau", statistics.mean),
+            "kendall_tau_median": over("kendall_tau", statistics.median),
+            "noise_median": over("noise", statistics.median),
+            "by_kind": _by_kind(rows)}
+
+
+def rescore(result: dict, profile=None,
+            progress: Callable[[float, str], None] | None = None) -> dict:
+    """A :func:`validate_sharding` result predicted again, with ``profile``: the same
+    measured plans, new predictions, their figures.  Measuring takes minutes a task;
+    this takes seconds, so a new calibration or model is checked against runs that were
+    measured before."""
+    from ..engine.parallel import RankGraphs
+    from ..engine.predict import prepare
+    from ..model.sharding import Plan, placement, tables_of
+
+    rows = []
+    for i, old in enumerate(result["tasks"]):
+        if progress is not None:
+            progress(i / len(result["tasks"]), f"predicting {old['task']}")
+        doc, platform, prof = prepare(old["scenario"], profile)
+        graphs = RankGraphs(doc, platform, prof)
+        dims = {t.key: t.dim for t in tables_of(doc)}
+        predicted = np.array([
+            max(graphs.rank_spans_ms(Plan("measured", platform.ranks, {
+                k: placement(v, dims[k], platform.ranks) for k, v in a.items()})))
+            for a in old["assignments"]])
+        rows.append({**old, **_scores(predicted, np.array(old["measured_ms"]),
+                                      old["noise"])})
+    summary = {**result["summary"], **_summary(rows), "rescored": True}
     return {"summary": summary, "tasks": rows}

@@ -101,15 +101,29 @@ def measure_ranks(args, doc: dict) -> int:
 
 
 def _cmd_validate_sharding(args) -> int:
-    from ..calibrate.sharding_validation import validate_sharding  # deferred: torch
+    from ..calibrate.sharding_validation import rescore, validate_sharding  # torch
 
     def show(fraction: float, stage: str) -> None:
         if not args.json:
             print(f"[{100 * fraction:5.1f}%] {stage}", flush=True)
 
-    result = validate_sharding(ranks=args.ranks, tasks=args.tasks, seed=args.seed,
-                               profile=profile_arg(args), budget_s=args.budget_s,
-                               rounds=args.rounds, iters=args.iters, progress=show)
+    if args.rescore:
+        try:
+            with open(args.rescore, encoding="utf-8") as f:
+                measured = json.load(f)
+            tasks = measured["tasks"]
+            if not isinstance(tasks, list) or not all(
+                    {"scenario", "assignments", "measured_ms", "noise"} <= set(t)
+                    for t in tasks):
+                raise KeyError("tasks")
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            return usage_error(f"--rescore {args.rescore}: not the JSON of "
+                               f"`validate-sharding --json` ({exc})")
+        result = rescore(measured, profile_arg(args), progress=show)
+    else:
+        result = validate_sharding(ranks=args.ranks, tasks=args.tasks, seed=args.seed,
+                                   profile=profile_arg(args), budget_s=args.budget_s,
+                                   rounds=args.rounds, iters=args.iters, progress=show)
     if args.json:
         print(json.dumps(result))
         return 0
@@ -121,7 +135,13 @@ def _cmd_validate_sharding(args) -> int:
     print(f"{s['tasks']} tasks on {s['ranks']} CPU ranks ({s['left_out_as_ties']} left out "
           f"as ties): top-1 {100 * s['top1']:.0f} %, Kendall tau mean "
           f"{s['kendall_tau_mean']:.2f} (median {s['kendall_tau_median']:.2f}), noise "
-          f"{100 * s['noise_median']:.1f} % (median), {s['elapsed_s']:.0f} s")
+          f"{100 * s['noise_median']:.1f} % (median), {s['elapsed_s']:.0f} s"
+          + (" to measure; predicted again" if s.get("rescored") else ""))
+    print("measured / predicted, over the task's median (1.00: as predicted against the "
+          "task's other plans):")
+    for kind, k in s["by_kind"].items():
+        print(f"  {kind:10s} {k['plans']:3d} plans  median {k['median']:.2f}  "
+              f"(10-90 %: {k['p10']:.2f}-{k['p90']:.2f})")
     return 0
 
 
@@ -160,7 +180,8 @@ def register(sub) -> None:
         "validate-sharding", help="rank random DLRM tasks on this host's CPU ranks, then "
                                   "train their plans for real and compare the orders",
         **examples("%(prog)s --ranks 2 --tasks 20 --seed 1",
-                   "%(prog)s --ranks 2 --tasks 3 --profile my-cpu.json --json"))
+                   "%(prog)s --ranks 2 --tasks 3 --profile my-cpu.json --json > runs.json",
+                   "%(prog)s --rescore runs.json --profile new-cpu.json"))
     vs.add_argument("--ranks", type=positive_int, default=2, help="processes (default 2)")
     vs.add_argument("--tasks", type=positive_int, default=20,
                     help="tasks measured (default 20); ties are drawn again")
@@ -172,5 +193,9 @@ def register(sub) -> None:
                     help="interleaved rounds per plan (default 8)")
     vs.add_argument("--iters", type=positive_int, default=20,
                     help="timed steps per round (default 20)")
+    vs.add_argument("--rescore", metavar="RESULT.json",
+                    help="measure nothing: predict the plans of an earlier "
+                         "`validate-sharding --json` result again (with --profile) and "
+                         "score them against its measurements")
     vs.add_argument("--json", action="store_true", help="print one JSON object")
     vs.set_defaults(func=_cmd_validate_sharding)

@@ -1,0 +1,68 @@
+"""validate-sharding's tasks and scores, and predicting measured runs again (--rescore)."""
+import json
+
+import numpy as np
+import pytest
+
+from predictors.calibrate.sharding_validation import plan_kind, random_sharding_task, rescore
+from predictors.cli import main
+from predictors.engine.parallel import RankGraphs
+from predictors.engine.predict import prepare
+from predictors.model.sharding import Plan
+
+
+def test_tasks_are_skewed_dlrms_on_cpu_ranks():
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        doc = random_sharding_task(rng, 3)
+        tables = doc["model"]["nodes"][2]["params"]["tables"]
+        assert 4 <= len(tables) <= 12 and doc["platform"]["ranks"] == 3
+        assert {t["distribution"]["kind"] for t in tables} <= {"uniform", "zipf"}
+        prepare(doc, None)   # a valid scenario
+
+
+def test_plan_kinds():
+    assert plan_kind({"t/0": 0, "t/1": 1}) == "tw"
+    assert plan_kind({"t/0": "rw", "t/1": {"kind": "cw", "ranks": [0, 1]},
+                      "t/2": {"kind": "tw", "rank": 0}}) == "cw+rw"
+
+
+@pytest.fixture(scope="module")
+def measured_result():
+    """Three plans of one task, 'measured' as the prediction orders them."""
+    doc, platform, prof = prepare(random_sharding_task(np.random.default_rng(3), 2), None)
+    keys = [f"tables/{j}" for j in range(len(doc["model"]["nodes"][2]["params"]["tables"]))]
+    plans = [{k: j % 2 for j, k in enumerate(keys)},
+             {k: "rw" for k in keys},
+             {**{k: 0 for k in keys}, keys[-1]: "dp"}]
+    graphs = RankGraphs(doc, platform, prof)
+    predicted = [max(graphs.rank_spans_ms(Plan("p", 2, p))) for p in plans]
+    return {"summary": {"ranks": 2, "left_out_as_ties": 0, "seed": 3, "elapsed_s": 1.0},
+            "tasks": [{"task": doc["name"], "scenario": doc, "assignments": plans,
+                       "measured_ms": predicted, "predicted_ms": [0.0] * 3,
+                       "noise": 0.01}]}, predicted
+
+
+def test_rescore_predicts_the_measured_plans_again(measured_result):
+    result, predicted = measured_result
+    again = rescore(result)
+    row = again["tasks"][0]
+    assert row["predicted_ms"] == pytest.approx(predicted, rel=1e-4)
+    assert row["kendall_tau"] == 1.0 and row["top1"]
+    assert again["summary"]["top1"] == 1.0 and again["summary"]["rescored"]
+    assert set(again["summary"]["by_kind"]) == {"tw", "rw", "dp"}
+    # the same plans measured in the reverse order: the ranking is wrong
+    flipped = json.loads(json.dumps(result))
+    order = np.argsort(predicted)
+    m = np.array(predicted)
+    m[order] = m[order][::-1]
+    flipped["tasks"][0]["measured_ms"] = m.tolist()
+    row = rescore(flipped)["tasks"][0]
+    assert row["kendall_tau"] == -1.0 and not row["top1"]
+
+
+def test_rescore_refuses_a_file_that_is_no_result(tmp_path, capsys):
+    bad = tmp_path / "runs.json"
+    bad.write_text(json.dumps({"tasks": [{"task": "x"}]}))
+    assert main(["validate-sharding", "--rescore", str(bad)]) == 2
+    assert "not the JSON of `validate-sharding --json`" in capsys.readouterr().err
