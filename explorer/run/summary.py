@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QIcon, QPixmap
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtGui import QColor, QIcon, QPalette, QPixmap
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -40,9 +40,28 @@ def _swatch(color: str) -> QIcon:
 
 VALUE_STYLE = "font-size: 17px; font-weight: 600; border: none; color: {};"
 CAPTION_STYLE = "border: none; color: {};"
-# (value, caption) colours: fresh, and greyed out while a newer prediction is on its way.
-FIGURE_COLORS = {False: ("#1f2d3d", "#667"), True: ("#b4bac2", "#b8bcc2")}
+CARD_STYLE = ("#summaryFigure {{ background: {}; border: 1px solid {};"
+              " border-radius: 4px; }}")
 OVER_COLOR = "#c0392b"   # a step that does not fit its device's memory
+
+
+def css(color: QColor) -> str:
+    """``color`` for a style sheet, its alpha kept (placeholder text is translucent)."""
+    return f"rgba({color.red()}, {color.green()}, {color.blue()}, {color.alpha()})"
+
+
+def tones(palette: QPalette, stale: bool) -> dict[str, str]:
+    """Text and card colours from ``palette`` (light or dark theme); greyed out while a
+    newer prediction is on its way."""
+    if stale:
+        grey = css(palette.color(QPalette.Disabled, QPalette.Text))
+        text = muted = grey
+    else:
+        text = css(palette.color(QPalette.Text))
+        muted = css(palette.color(QPalette.PlaceholderText))
+    return {"value": text, "caption": muted, "text": text,
+            "card": css(palette.color(QPalette.AlternateBase)),
+            "edge": css(palette.color(QPalette.Midlight))}
 
 
 class _Figure(QFrame):
@@ -51,10 +70,11 @@ class _Figure(QFrame):
     def __init__(self, caption: str, parent=None):
         super().__init__(parent)
         self.setObjectName("summaryFigure")
-        self.setStyleSheet("#summaryFigure { background: #f5f7fa; border: 1px solid #e1e5ea;"
-                           " border-radius: 4px; }")
+        self.palette_ = QPalette(self.palette())   # the theme's; set by the panel
         self.value = QLabel("–", self)
         self.caption = QLabel(caption, self)
+        for label in (self.value, self.caption):
+            label.setTextFormat(Qt.PlainText)   # names shown as written
         # One line each: in a narrow dock the figures wrap onto more rows (FlowLayout)
         box = QVBoxLayout(self)
         box.setContentsMargins(10, 6, 10, 6)
@@ -81,12 +101,17 @@ class _Figure(QFrame):
         self.tip = tip
         self._restyle()
 
+    def set_palette(self, palette: QPalette) -> None:
+        """Take the card's and the text's colours from ``palette`` (the theme's)."""
+        self.palette_ = QPalette(palette)
+        self._restyle()
+
     def _restyle(self) -> None:
-        value, caption = FIGURE_COLORS[self.stale]
-        if self.alert and not self.stale:
-            value = OVER_COLOR
+        t = tones(self.palette_, self.stale)
+        value = OVER_COLOR if self.alert and not self.stale else t["value"]
+        self.setStyleSheet(CARD_STYLE.format(t["card"], t["edge"]))
         self.value.setStyleSheet(VALUE_STYLE.format(value))
-        self.caption.setStyleSheet(CAPTION_STYLE.format(caption))
+        self.caption.setStyleSheet(CAPTION_STYLE.format(t["caption"]))
         self.setToolTip("Out of date: a new prediction is on its way" if self.stale
                         else self.tip)
 
@@ -110,6 +135,7 @@ class SummaryPanel(QWidget):
             figures.addWidget(f)
         self.verdict = WrappingLabel("", self)   # what bounds the step; what-ifs on hover
         self.verdict.setObjectName("summaryVerdict")
+        self.verdict.setTextFormat(Qt.PlainText)   # shown as written: no entities
         self.verdict.setStyleSheet("font-weight: bold;")
         self.notes = WrappingLabel("", self)
         self.notes.setObjectName("summaryNotes")
@@ -170,9 +196,22 @@ class SummaryPanel(QWidget):
         for f in self.figures():
             f.set_stale(stale)
             f.setEnabled(not stale)
-        self.notes.setStyleSheet(f"color: {'#b0b6be' if stale else '#555'};")
-        self.verdict.setStyleSheet(f"font-weight: bold; color: {'#b0b6be' if stale else '#222'};")
         self.table.setEnabled(not stale)
+        self._retone()
+
+    def _retone(self) -> None:
+        """Text and card colours from the palette (the theme's) and the staleness."""
+        palette = self.palette()
+        t = tones(palette, self.is_stale())
+        for f in self.figures():
+            f.set_palette(palette)
+        self.notes.setStyleSheet(f"color: {t['text']};")
+        self.verdict.setStyleSheet(f"font-weight: bold; color: {t['text']};")
+
+    def changeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().changeEvent(event)
+        if event.type() == QEvent.PaletteChange and hasattr(self, "verdict"):
+            self._retone()   # the theme changed
 
     def is_stale(self) -> bool:
         return bool(self.property("stale"))
@@ -195,7 +234,7 @@ class SummaryPanel(QWidget):
                                "80 % of measured steps of this kind of prediction fell in "
                                "this range (see the notes for the validation it comes from)")
         verdict = getattr(prediction, "verdict", None) or {}
-        self.verdict.setText(html.escape(verdict.get("text", "")))
+        self.verdict.setText(verdict.get("text", ""))
         self.verdict.setToolTip("What would move it:\n" + "\n".join(
             f"• {w}" for w in verdict.get("what_if", [])) if verdict.get("what_if") else "")
         frac = device_active_fraction(prediction)
@@ -210,7 +249,7 @@ class SummaryPanel(QWidget):
         self._show_memory(prediction.per_rank or [])
         self.ops.value.setText(f"{prediction.num_ops:,}")
         self.ops.caption.setText(f"ops · {len(prediction.timeline):,} events")
-        self.where.value.setText(html.escape(str(prediction.platform)))
+        self.where.value.setText(str(prediction.platform))
         self.where.caption.setText(f"{prediction.device} · {ranks} rank{'s' * (ranks != 1)}")
         notes = [f"<span style='color:{OVER_COLOR}'>• {html.escape(n)}</span>"
                  if n.startswith("does not fit") else f"• {html.escape(n)}"

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QLabel, QToolTip, QVBoxLayout, QWidget
 
 from ..timeline.colors import CATEGORY_COLORS
@@ -46,7 +47,6 @@ class BreakdownChart(QWidget):
             f"<span style='color:{PART_COLORS[p]}'>■</span> {p}" for p in PARTS))
         self.key.setTextFormat(Qt.RichText)
         self.key.setToolTip("<br>".join(f"<b>{p}</b>: {PART_TIPS[p]}" for p in PARTS))
-        self.key.setStyleSheet("color: #333;")
         self.key.setWordWrap(True)
         self.plot = pg.PlotWidget(background="w")
         self.plot.setMouseEnabled(x=False, y=False)
@@ -70,6 +70,16 @@ class BreakdownChart(QWidget):
         self.plot.scene().sigMouseMoved.connect(self._on_mouse_moved)
         self._width = 0.0
         self.plot.getPlotItem().vb.sigResized.connect(self._on_resized)
+
+    def ink(self) -> str:
+        """The colour of text drawn in the chart: the palette's (the theme's) foreground,
+        as the plot's background follows the theme too."""
+        return self.palette().color(QPalette.WindowText).name()
+
+    def changeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().changeEvent(event)
+        if event.type() == QEvent.PaletteChange and getattr(self, "results", None):
+            self.set_plans(self.results)   # the theme changed: redraw the plans' names
 
     def _on_resized(self, *_args) -> None:
         """Redraw when the width changes much: the plans' names are fitted to it."""
@@ -132,7 +142,7 @@ class BreakdownChart(QWidget):
                 res.plan.name[:room - 1] + "…"
             gap = "" if res.iteration_ms == best else \
                 f" {100 * (res.iteration_ms / best - 1):+.1f} %"
-            label = pg.TextItem(html=f"<div style='color:#222;font-size:8pt'><b>"
+            label = pg.TextItem(html=f"<div style='color:{self.ink()};font-size:8pt'><b>"
                                 f"{_escape(name)}</b><br>{res.iteration_ms:.3f} ms{gap}</div>",
                                 anchor=(0.5, 0.0))   # its top edge at the chart's top
             label.setPos(float(x.mean()) if len(x) else 0.0, top * 1.31)
@@ -142,7 +152,7 @@ class BreakdownChart(QWidget):
         if len(self.results) == 1:
             self.plot.setTitle(f"{_escape(self.results[0].plan.name)}: where each rank's "
                                f"{self.results[0].iteration_ms:.3f} ms go", size="9pt",
-                               color="#333")
+                               color=self.ink())
         else:
             self.plot.setTitle("")
 

@@ -9,6 +9,8 @@ table, the rank, the value and the rank's total.
 """
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
@@ -79,7 +81,6 @@ class PlacementMap(QWidget):
                                 "time per step (forward, backward, update) or its bytes; "
                                 "a row-wise table's share on each rank")
         self.caption = QLabel("")
-        self.caption.setStyleSheet("color: #444;")
         self.caption.setTextFormat(Qt.RichText)
         self.plot = pg.PlotWidget(background="w")
         self.plot.setMouseEnabled(x=False, y=False)
@@ -165,7 +166,7 @@ class PlacementMap(QWidget):
         rw, dp = kinds.count("rw"), kinds.count("dp")
         cw = sum(isinstance(k, dict) for k in kinds)
         self.caption.setText(
-            f"<b>{self.result.plan.name}</b>: {n} tables, costliest first"
+            f"<b>{html.escape(self.result.plan.name)}</b>: {n} tables, costliest first"
             + (f", {rw} row-wise (a share on every rank)" if rw else "")
             + (f", {dp} data-parallel (on every rank)" if dp else "")
             + (f", {cw} column-wise (a share on each of their ranks)" if cw else "")

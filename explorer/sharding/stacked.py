@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -65,7 +66,7 @@ class StackedTimelines(QWidget):
         self.rank.setSizeAdjustPolicy(QComboBox.AdjustToContents)
         self.hint = QLabel(HINT)
         self.hint.setWordWrap(True)
-        self.hint.setStyleSheet("color: #555;")
+        self.hint.setForegroundRole(QPalette.PlaceholderText)   # follows the theme
         self.legend = QLabel("")
         self.legend.setTextFormat(Qt.RichText)
         self.legend.setWordWrap(True)
@@ -129,6 +130,7 @@ class StackedTimelines(QWidget):
         self._panels, self.gantts, self.labels = [], [], []
 
     def _redraw(self) -> None:
+        from ..window.theme import style_new_plots   # here: the window package imports this
         self._dirty = False
         self._clear()
         which = self.rank.currentData()
@@ -143,7 +145,7 @@ class StackedTimelines(QWidget):
             where = "all ranks" if rank is None else (
                 f"rank {rank}" + (" (its slowest)" if rank == slowest_rank(res) else ""))
             label = QLabel(f"<b>{html.escape(res.plan.name)}</b> &nbsp;{res.iteration_ms:.3f} ms"
-                           f" &nbsp;<span style='color:#666'>{where}</span>")
+                           f" &nbsp;<span style='color:#888'>{where}</span>")
             label.setTextFormat(Qt.RichText)
             label.setToolTip(res.plan.how or res.plan.name)
             gantt = GanttWidget()
@@ -158,6 +160,7 @@ class StackedTimelines(QWidget):
                 gantt.plot.getPlotItem().getAxis("bottom").setLabel("")
             lay.addWidget(label)
             lay.addWidget(gantt, 1)
+            style_new_plots(panel)   # dark, when the theme is
             self.stack.addWidget(panel, 1)
             self._panels.append(panel)
             self.gantts.append(gantt)

@@ -17,6 +17,8 @@ import os
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import QEvent
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFileDialog,
@@ -94,6 +96,9 @@ class ShardingView(ResultsView):
                                         "plan selected)"),
                          controls=(budget_box,), parent=parent)
         self.budget = budget
+        # the intro and the ranking's summary in the theme's secondary text colour
+        self.header.setStyleSheet("")
+        self.header.setForegroundRole(QPalette.PlaceholderText)
         # several plans selected (Ctrl/Shift+click) are compared side by side
         self.table.setSelectionMode(QAbstractItemView.ExtendedSelection)
         self.image_button = QToolButton()
@@ -236,6 +241,12 @@ class ShardingView(ResultsView):
         elif len(chosen) >= 2:
             self.timelines.hint.setText("")
 
+    def changeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().changeEvent(event)
+        if event.type() == QEvent.PaletteChange and hasattr(self, "tabs"):
+            chosen = self.compared()   # the theme changed: redraw the Ranks chart's text
+            self.draw(chosen[0] if chosen else None)
+
     def _refresh_tab(self) -> None:
         if self.tabs.currentWidget() is self.timelines:
             self.timelines.refresh()
@@ -300,7 +311,8 @@ class ShardingView(ResultsView):
         comm = np.array([r.get("exposed_comm_ms", 0.0) for r in res.per_rank])
         its = np.array([r["iteration_ms"] for r in res.per_rank])
         slowest = int(np.argmax(its))
-        brushes = ["#222"] * len(ranks)
+        ink = self.palette().color(QPalette.WindowText).name()   # the theme's foreground
+        brushes = [ink] * len(ranks)
         brushes[slowest] = "#d32f2f"
         self.add_plot_item(pg.BarGraphItem(x=ranks, height=busy, width=0.6,
                                            brush=CATEGORY_COLORS["gemm"]))
@@ -321,7 +333,7 @@ class ShardingView(ResultsView):
             f"{res.plan.name}: {res.iteration_ms:.3f} ms (rank {int(ranks[slowest])})<br>"
             f"<span style='color:{CATEGORY_COLORS['gemm']}'>■</span> compute "
             f"<span style='color:{CATEGORY_COLORS['communication']}'>■</span> exposed comm "
-            f"<b>–</b> iteration", size="9pt", color="#333")
+            f"<b>–</b> iteration", size="9pt", color=ink)
         self.plot.getAxis("bottom").setTicks([[(int(r), str(int(r))) for r in ranks]])
         self.plot.setXRange(-0.6, max(ranks) + 0.6 if len(ranks) else 1, padding=0)
         top = float(max((busy + comm).max(), its.max())) if len(ranks) else 1.0

@@ -13,7 +13,8 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QEvent, Signal
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QComboBox, QLineEdit, QPushButton, QWidget
 
 from predictors.plan.sweep import SWEEPABLE
@@ -83,9 +84,17 @@ class SweepView(ResultsView):
                          controls=(self.param_box, self.values_edit, self.fit_button),
                          parent=parent)
         self.fit_button.clicked.connect(self.sigFitRequested)
+        # the intro and the sweep's summary in the theme's secondary text colour
+        self.header.setStyleSheet("")
+        self.header.setForegroundRole(QPalette.PlaceholderText)
         self.plot.setLabel("left", "samples/s")
         self.param_box.currentIndexChanged.connect(self._on_param_box)
         self.values_edit.returnPressed.connect(self.sigRunRequested)
+
+    def changeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().changeEvent(event)
+        if event.type() == QEvent.PaletteChange and getattr(self, "shown", None) is not None:
+            self.draw(self.selected())   # the theme changed: the title's colour
 
     def _on_param_box(self, _index: int) -> None:
         self.fit_button.setVisible(self.param() == "batch_size")
@@ -200,4 +209,5 @@ class SweepView(ResultsView):
             self.plot.setLabel("bottom", "samples/s")
             self.plot.setYRange(-0.6, len(ok) - 0.4, padding=0)
             self.plot.setXRange(0, float(ys.max()) * 1.15, padding=0)
-        self.plot.setTitle("throughput by " + label, size="9pt", color="#333")
+        self.plot.setTitle("throughput by " + label, size="9pt",
+                           color=self.palette().color(QPalette.WindowText))   # the theme's

@@ -178,12 +178,13 @@ class GanttWidget(QWidget):
         self._empty = pg.TextItem("No prediction yet", color="#888", anchor=(0.5, 0.5))
         self._stale_text = pg.TextItem("out of date", color="#777", anchor=(1, 0))
         self._stale_text.setZValue(20)
+        from ..window.theme import outline_pen   # here: the window package imports gantt
         self._hover_box = QGraphicsRectItem()
-        self._hover_box.setPen(pg.mkPen("#222", width=1.5, cosmetic=True))
+        self._hover_box.setPen(outline_pen(self._hover_box, 1.5))
         self._hover_box.setBrush(QBrush(Qt.NoBrush))
         self._hover_box.setZValue(10)
         self._sel_box = QGraphicsRectItem()
-        self._sel_box.setPen(pg.mkPen("#000", width=2.5, cosmetic=True))
+        self._sel_box.setPen(outline_pen(self._sel_box, 2.5, strong=True))
         self._sel_box.setBrush(QBrush(QColor(255, 255, 255, 60)))
         self._sel_box.setZValue(11)
         for item in (self._hover_box, self._sel_box):

@@ -11,11 +11,12 @@ from dataclasses import dataclass
 
 import pyqtgraph as pg
 from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtGui import QAction, QActionGroup, QColor, QPalette
-from PySide6.QtWidgets import QApplication, QMenu, QWidget
+from PySide6.QtGui import QAction, QActionGroup, QColor, QPalette, QPen
+from PySide6.QtWidgets import QApplication, QGraphicsItem, QMenu, QWidget
 
 __all__ = ["FOLLOW", "LIGHT", "DARK", "PlotColors", "ThemeController", "apply_theme",
-           "dark_palette", "desktop_is_dark", "install_theme", "style_plots"]
+           "dark_palette", "desktop_is_dark", "install_theme", "outline_pen", "style_new_plots",
+           "style_plots"]
 
 FOLLOW, LIGHT, DARK = "desktop", "light", "dark"
 SETTING = "view/theme"
@@ -24,15 +25,18 @@ _CHOICES = ((FOLLOW, "Follow &Desktop"), (LIGHT, "&Light"), (DARK, "D&ark"))
 
 @dataclass(frozen=True)
 class PlotColors:
-    """Colours of a pyqtgraph plot: background, axis lines, axis text."""
+    """Colours of a pyqtgraph plot: background, axis lines, axis text, and the
+    strongest foreground (a selected bar's outline)."""
 
     background: str
     axis: str
     text: str
+    outline: str
 
 
-LIGHT_PLOTS = PlotColors("#ffffff", "#888888", "#333333")
-DARK_PLOTS = PlotColors("#1b1e23", "#80868f", "#d5d9df")
+LIGHT_PLOTS = PlotColors("#ffffff", "#888888", "#333333", "#000000")
+DARK_PLOTS = PlotColors("#1b1e23", "#80868f", "#d5d9df", "#ffffff")
+OUTLINE = 0x7E51   # QGraphicsItem data key of an outline that follows the theme
 
 _state = {"dark": False, "light": None}   # what is applied; the app's own light palette
 
@@ -76,9 +80,22 @@ def _light_palette(app: QApplication) -> QPalette:
     return QPalette(_state["light"])
 
 
+def _outline(colors: PlotColors, width: float, strong: bool) -> QPen:
+    return pg.mkPen(colors.outline if strong else colors.text, width=width, cosmetic=True)
+
+
+def outline_pen(item, width: float, strong: bool = False) -> QPen:
+    """A pen in the theme's foreground for ``item`` (a box drawn around bars), which
+    :func:`style_plots` recolours when the theme changes; ``strong``: the strongest
+    colour (a selection)."""
+    QGraphicsItem.setData(item, OUTLINE, [float(width), bool(strong)])
+    return _outline(DARK_PLOTS if _state["dark"] else LIGHT_PLOTS, width, strong)
+
+
 def style_plots(root: QWidget, colors: PlotColors) -> None:
     """Give every pyqtgraph plot under ``root`` the background and axis colours
-    ``colors`` (the items drawn in them keep theirs)."""
+    ``colors``, and its :func:`outline_pen` items their outline (the other items drawn
+    in them keep their colours)."""
     dark = colors is DARK_PLOTS
     for plot in root.findChildren(pg.PlotWidget):
         if not dark and not plot.property("darkTheme"):
@@ -88,7 +105,18 @@ def style_plots(root: QWidget, colors: PlotColors) -> None:
             item = axis["item"]
             item.setPen(pg.mkPen(colors.axis))
             item.setTextPen(pg.mkPen(colors.text))
+        for item in plot.scene().items():
+            spec = QGraphicsItem.data(item, OUTLINE)   # some items' own .data is their data
+            if spec:
+                item.setPen(_outline(colors, *spec))
         plot.setProperty("darkTheme", dark)
+
+
+def style_new_plots(root: QWidget) -> None:
+    """Give the plots under ``root``, made after the theme was applied, its colours
+    (a plot that passes its own background starts light)."""
+    if _state["dark"]:
+        style_plots(root, DARK_PLOTS)
 
 
 def apply_theme(dark: bool) -> None:

@@ -2,8 +2,12 @@
 from types import SimpleNamespace
 
 import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QPalette
+from PySide6.QtWidgets import QApplication
 
 from explorer.run.summary import SummaryPanel
+from explorer.window import theme
 from explorer.timeline.sample import synthetic_timeline
 
 
@@ -134,3 +138,49 @@ def test_the_verdict_and_the_stated_range_are_shown(panel, prediction):
     assert "80 % range 2–3.1 ms" in panel.iteration.caption.text()
     panel.clear()
     assert panel.verdict.text() == "" and "range" not in panel.iteration.caption.text()
+
+
+def test_a_verdict_with_an_apostrophe_is_shown_as_written(panel, prediction):
+    prediction.verdict = {"bound": "host", "text": "host-bound: the CPU's launches & syncs"}
+    prediction.platform = "Tom's <rig> & co"
+    panel.set_prediction(prediction)
+    for label, text in ((panel.verdict, "host-bound: the CPU's launches & syncs"),
+                        (panel.where.value, "Tom's <rig> & co")):
+        # shown as plain text, so the text is what the label displays
+        assert label.textFormat() == Qt.PlainText
+        assert label.text() == text
+        assert "&#x27;" not in label.text() and "&amp;" not in label.text()
+
+
+def lightest(label) -> int:
+    image = label.grab().toImage()
+    return max(image.pixelColor(x, y).lightness()
+               for x in range(image.width()) for y in range(image.height()))
+
+
+def card(figure) -> int:
+    """The lightness of a figure card's background, just inside its border."""
+    return figure.grab().toImage().pixelColor(4, figure.height() // 2).lightness()
+
+
+def test_the_dark_theme_gives_light_text_on_dark_cards(qtbot, panel, prediction):
+    prediction.verdict = {"bound": "host", "text": "host-bound"}
+    panel.set_prediction(prediction)
+    assert card(panel.iteration) > 200 and darkest(panel.iteration.value) < 90
+    assert panel.verdict.palette().color(QPalette.WindowText).lightness() < 100
+    theme.apply_theme(True)
+    try:
+        QApplication.processEvents()   # the widgets hear of the new palette
+        for label in (panel.verdict, panel.notes):
+            assert label.palette().color(QPalette.WindowText).lightness() > 128
+        assert card(panel.iteration) < 80
+        assert lightest(panel.iteration.value) > 180
+        panel.set_stale(True)   # greyed: dimmer than fresh text, still on a dark card
+        assert 80 < panel.verdict.palette().color(QPalette.WindowText).lightness() < 180
+        assert card(panel.iteration) < 80
+    finally:
+        theme.apply_theme(False)
+    QApplication.processEvents()
+    panel.set_stale(False)
+    assert card(panel.iteration) > 200 and darkest(panel.iteration.value) < 90
+    assert panel.verdict.palette().color(QPalette.WindowText).lightness() < 100

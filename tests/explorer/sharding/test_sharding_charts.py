@@ -9,13 +9,17 @@ import os
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import numpy as np
+import pyqtgraph as pg
 import pytest
 from paths import SCENARIOS
 from PySide6.QtCore import QItemSelectionModel, Qt
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QApplication
 
 from explorer.sharding.breakdown import PARTS
 from explorer.sharding.view import COLUMNS
 from explorer.widgets.table_export import table_csv
+from explorer.window import theme
 from predictors.engine.timeline import TimelineBuilder
 from predictors.model.sharding import ColumnWise, Plan
 from predictors.plan.rank_sharding import PlanResult, ShardingRanking
@@ -205,3 +209,37 @@ def test_csv_and_image_exports(ranked, tmp_path):
         assert view.save_image(out) and out.stat().st_size > 2_000
     assert not view.save_image(tmp_path / "missing" / "x.png")
     assert view.error.isVisible()
+
+
+def _text_lightness(label) -> int:
+    return label.palette().color(label.foregroundRole()).lightness()
+
+
+def test_the_charts_text_follows_the_dark_theme(ranked, monkeypatch):
+    w, view, _ = ranked
+    monkeypatch.setattr(theme, "desktop_is_dark", lambda: False)
+    select_rows(view, [0, 2])
+    chart = view.breakdown
+    names = [i for i in chart._items if isinstance(i, pg.TextItem)]
+    assert names and _text_lightness(chart.key) < 100
+    try:
+        w.theme.set_choice(theme.DARK)
+        QApplication.processEvents()   # the widgets hear of the new palette
+        assert _text_lightness(chart.key) > 180          # the legend's labels
+        assert _text_lightness(view.header) > 110        # the intro / summary line
+        ink = QColor(chart.ink())
+        assert ink.lightness() > 180
+        names = [i for i in chart._items if isinstance(i, pg.TextItem)]
+        assert names and all(ink.name() in i.textItem.toHtml() for i in names)
+        view.table.selectRow(0)                          # one plan: the Ranks chart
+        assert ink.name() in view.plot.getPlotItem().titleLabel.item.toHtml()
+        select_rows(view, [0, 2])                        # timelines made while dark
+        view.tabs.setCurrentWidget(view.timelines)
+        for g in view.timelines.gantts:
+            assert g.plot.backgroundBrush().color().lightness() < 60
+            assert g._hover_box.pen().color().lightness() > 180
+        w.theme.set_choice(theme.LIGHT)
+        QApplication.processEvents()
+        assert _text_lightness(chart.key) < 100 and QColor(chart.ink()).lightness() < 100
+    finally:
+        w.theme.set_choice(theme.FOLLOW)

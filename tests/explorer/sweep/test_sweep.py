@@ -252,3 +252,40 @@ def test_a_sweep_over_platforms_names_them_on_the_axis(qtbot, tmp_path):
     assert view.plot.getAxis("left")._tickLevels is None
     assert [label for _, label in view.plot.getAxis("bottom")._tickLevels[0]] == ["64", "128"]
     assert view.plot.getAxis("left").labelText == "samples/s"
+
+
+def test_the_intro_and_the_title_stay_readable_in_the_dark_theme(qtbot):
+    from PySide6.QtGui import QColor, QPalette
+    from PySide6.QtWidgets import QApplication
+
+    from explorer.sweep.view import SweepView
+    from explorer.window import theme
+    from predictors.plan.sweep import SweepResult, SweepRow
+
+    def contrast(label) -> int:
+        """How far the label's text is from its background, in lightness."""
+        pal = label.palette()
+        text = pal.color(label.foregroundRole())
+        back = pal.color(QPalette.Window)
+        a = text.alphaF()   # placeholder text is translucent
+        seen = a * text.lightness() + (1 - a) * back.lightness()
+        return abs(seen - back.lightness())
+
+    view = SweepView()
+    qtbot.addWidget(view)
+    view.show()
+    assert contrast(view.header) > 90
+    view.set_sweep(SweepResult("dlrm", "batch_size", [
+        SweepRow(b, 10.0, 100.0 * b, 8.0, 0.0, 1, 10**9, True) for b in (64, 128)]))
+    title = view.plot.getPlotItem().titleLabel
+    theme.apply_theme(True)
+    try:
+        QApplication.processEvents()   # the widgets hear of the new palette
+        assert contrast(view.header) > 70
+        ink = view.palette().color(QPalette.WindowText)
+        assert ink.lightness() > 180 and ink.name() in title.item.toHtml()
+    finally:
+        theme.apply_theme(False)
+    QApplication.processEvents()
+    assert contrast(view.header) > 90
+    assert QColor(view.palette().color(QPalette.WindowText)).name() in title.item.toHtml()

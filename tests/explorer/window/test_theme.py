@@ -86,3 +86,19 @@ def test_choice_is_remembered_and_the_desktop_followed(qtbot, window, make_windo
     monkeypatch.setattr(theme, "desktop_is_dark", lambda: False)
     w.theme.set_choice(theme.FOLLOW)
     assert _plot_background(w.gantt).lightness() > 200
+
+
+def test_hover_and_selection_outlines_take_the_theme_foreground(qtbot, window):
+    from explorer.timeline.gantt import GanttWidget
+
+    w = window
+    boxes = (w.gantt._hover_box, w.gantt._sel_box)
+    assert all(b.pen().color().lightness() < 60 for b in boxes)
+    w.theme.set_choice(theme.DARK)
+    assert all(b.pen().color().lightness() > 180 for b in boxes)
+    assert w.gantt._sel_box.pen().widthF() > w.gantt._hover_box.pen().widthF()
+    fresh = GanttWidget()   # made while dark (the Sharding dock's stacked timelines)
+    qtbot.addWidget(fresh)
+    assert fresh._hover_box.pen().color().lightness() > 180
+    w.theme.set_choice(theme.LIGHT)
+    assert all(b.pen().color().lightness() < 60 for b in boxes)
