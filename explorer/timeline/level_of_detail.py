@@ -9,8 +9,10 @@ columns: a stream that runs mostly GEMMs looks mostly GEMM blue at any zoom, a c
 any bar in it is never blank, and a frame draws at most a few rectangles per pixel row.
 
 Each colour's bars are kept as :class:`CoverageBins`: per row, the time its bars cover in
-each bin of a power-of-two width.  A coarse view reads the bins of its pixel width (cached,
-so a pan reuses them); a fine view, with few bars in its window, measures them exactly.
+each bin of a power-of-two width.  A coarse view reads the bins of its pixel width, binned
+the first time for the rows in view and a view's width of time on either side, and cached
+(a pan or scroll bins only what it uncovers); a fine view, with few bars in its window,
+measures them exactly.
 
 Examples
 --------
@@ -62,18 +64,35 @@ def busy_intervals(start, end, row) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     return s[first], run[last], r[first], np.diff(np.r_[first, n])
 
 
+def _bin_span(s, e, origin: float, width: float):
+    """The first and last bin ``[origin + k width, + width)`` each interval touches."""
+    b0 = np.floor((s - origin) / width + 1e-9).astype(np.int64)
+    b1 = np.ceil((e - origin) / width - 1e-9).astype(np.int64) - 1
+    return b0, b1
+
+
+def _pieces(s, e, b0, n, origin: float, width: float):
+    """``(interval, bin, cover)``: the time each interval covers in its ``n`` bins from
+    ``b0`` on (none where ``n`` is 0), in the order of the intervals, then of the bins."""
+    total = int(n.sum())
+    if total == len(n) and (not total or n.min() == 1):     # one bin each
+        src, k = np.arange(total), b0
+    else:
+        src = np.repeat(np.arange(len(n)), n)
+        k = np.repeat(b0 - np.cumsum(n) + n, n) + np.arange(total)
+    ss, ee = s[src], e[src]
+    left = origin + k * width
+    cover = np.minimum(ee, left + width) - np.maximum(ss, left)
+    return src, k, np.maximum(cover, _MIN_SHARE * width)
+
+
 def _spread(s, e, r, origin: float, width: float, lo: int, hi: int):
     """``(row, bin, cover)`` of intervals over bins ``[origin + k width, + width)``,
     ``k`` in ``lo .. hi``: the time each interval covers in each bin it touches."""
-    b0 = np.clip(np.floor((s - origin) / width + 1e-9).astype(np.int64), lo, hi)
-    b1 = np.clip(np.ceil((e - origin) / width - 1e-9).astype(np.int64) - 1, b0, hi)
-    n = b1 - b0 + 1
-    k = np.repeat(b0 - np.cumsum(n) + n, n) + np.arange(int(n.sum()))
-    rows = np.repeat(r, n)
-    ss, ee = np.repeat(s, n), np.repeat(e, n)
-    left = origin + k * width
-    cover = np.minimum(ee, left + width) - np.maximum(ss, left)
-    return rows, k, np.maximum(cover, _MIN_SHARE * width)
+    b0, b1 = _bin_span(s, e, origin, width)
+    b0 = np.clip(b0, lo, hi)
+    src, k, cover = _pieces(s, e, b0, np.clip(b1, b0, hi) - b0 + 1, origin, width)
+    return r[src], k, cover
 
 
 def _combine(rows, bins, cover):
@@ -86,9 +105,69 @@ def _combine(rows, bins, cover):
     return rows[first], bins[first], np.add.reduceat(cover, first)
 
 
+def _bin_parts(s, e, lo, hi, first, last, width: float):
+    """``(bin, cover, cuts)``: per part ``p``, in ``bin[cuts[p]:cuts[p + 1]]`` (sorted),
+    what the intervals ``first[p] .. last[p] - 1`` of one row (those of them that touch the
+    bins) cover in the bins ``lo[p] .. hi[p]`` of ``[k width, (k + 1) width)``; to the bit
+    what :func:`_spread` from 0 over all the bins, then :func:`_combine`, gives there."""
+    count = last - first
+    if np.array_equal(first[1:], last[:-1]):     # one run of intervals: no copy
+        ss, ee = s[first[0]:last[-1]], e[first[0]:last[-1]]
+    else:
+        idx = np.repeat(first - np.cumsum(count) + count, count) + np.arange(int(count.sum()))
+        ss, ee = s[idx], e[idx]
+    if len(first) == 1:
+        lo_i, hi_i = int(lo[0]), int(hi[0])
+    else:
+        lo_i, hi_i = np.repeat(lo, count), np.repeat(hi, count)
+    b0, b1 = _bin_span(ss, ee, 0.0, width)
+    keep = (np.maximum(b1, b0) >= lo_i) & (b0 <= hi_i)
+    b0 = np.clip(b0, lo_i, hi_i)
+    n = np.clip(b1, b0, hi_i)
+    n -= b0
+    n += 1
+    n[~keep] = 0
+    _, bins, cover = _pieces(ss, ee, b0, n, 0.0, width)
+    # the first piece of each part, then of each bin in it: the sums of the bins
+    at = np.r_[0, np.cumsum(n)][np.r_[0, np.cumsum(count)]]
+    new = np.ones(len(bins), bool)
+    new[1:] = bins[1:] != bins[:-1]
+    new[at[:-1][at[:-1] < len(bins)]] = True
+    first_piece = np.flatnonzero(new)
+    if not len(first_piece):
+        return bins, cover, np.zeros(len(first) + 1, np.int64)
+    return (bins[first_piece], np.add.reduceat(cover, first_piece),
+            np.searchsorted(first_piece, at))
+
+
+# Rows above and below the view that a frame bins with it, so that a scroll of a few rows
+# finds them binned; and the time binned on either side of the view, in view widths.
+_ROW_MARGIN = 4
+_TIME_MARGIN = 1
+_CHUNK = 1 << 15    # intervals binned at a time
+
+
+class _Level:
+    """The bins of one power-of-two width, per row, for the bins ``lo[r] .. hi[r]`` (both
+    included) binned so far: ``bins[r]`` (sorted) and ``cover[r]``."""
+
+    def __init__(self, bounds):
+        nrows = len(bounds) - 1
+        empty = bounds[1:] == bounds[:-1]
+        big = np.iinfo(np.int64).max // 4
+        self.lo = np.where(empty, -big, 0)    # a row with no bars: binned everywhere
+        self.hi = np.where(empty, big, -1)
+        self.bins = [np.zeros(0, np.int64)] * nrows
+        self.cover = [np.zeros(0)] * nrows
+
+    def missing(self, rows: np.ndarray, b_lo: int, b_hi: int) -> np.ndarray:
+        """The rows among ``rows`` not binned for all of ``b_lo .. b_hi``."""
+        return rows[(self.lo[rows] > b_lo) | (self.hi[rows] < b_hi)]
+
+
 class CoverageBins:
     """The bars of one colour, per row: their busy intervals, and how much of each bin of a
-    power-of-two width they cover (cached per width).
+    power-of-two width they cover (binned where a view needs them, and cached).
 
     Parameters
     ----------
@@ -103,26 +182,111 @@ class CoverageBins:
         self.base = busy_intervals(start, end, row)
         self.nrows = int(self.base[2].max()) + 1 if len(self.base[2]) else 0
         self._bounds = np.searchsorted(self.base[2], np.arange(self.nrows + 1))
-        self._levels: dict[int, tuple] = {}
+        self._levels: dict[int, _Level] = {}
 
     def busy(self) -> float:
         """The time the bars cover, overlaps counted once."""
         return float((self.base[1] - self.base[0]).sum())
 
     def level(self, k: int):
-        """``(row, bin, cover)`` over bins ``[j 2**k, (j + 1) 2**k)``, sorted, cached."""
-        if k not in self._levels:
-            finer = [j for j in self._levels if j < k]
-            if finer:   # halve a finer level's bins: no interval is spread twice
-                j = max(finer)
-                rows, bins, cover = self._levels[j][0]
-                level = _combine(rows, bins >> (k - j), cover)
-            else:
-                s, e, r, _ = self.base
-                big = np.iinfo(np.int64).max // 4
-                level = _combine(*_spread(s, e, r, 0.0, math.ldexp(1.0, k), -big, big))
-            self._levels[k] = (level, np.searchsorted(level[0], np.arange(self.nrows + 1)))
-        return self._levels[k][0]
+        """``(row, bin, cover)`` over bins ``[j 2**k, (j + 1) 2**k)``, every row and bin,
+        sorted: the time the bars cover in each bin (each bar at least a ``_MIN_SHARE`` of
+        the bin), binned from all the intervals, uncached.  :meth:`window` reads parts."""
+        s, e, r, _ = self.base
+        big = np.iinfo(np.int64).max // 4
+        return _combine(*_spread(s, e, r, 0.0, math.ldexp(1.0, k), -big, big))
+
+    def window(self, k: int, row0: int, row1: int, b_lo: int, b_hi: int):
+        """The part of :meth:`level` ``k`` in rows ``row0 .. row1`` and bins ``b_lo ..
+        b_hi``, equal to it to the bit.  Binned the first time a view needs it, with a
+        margin of :data:`_ROW_MARGIN` rows and :data:`_TIME_MARGIN` view widths, so that
+        a zoom bins only what is near the view, and a pan or scroll only what it uncovers."""
+        row1 = min(row1, self.nrows - 1)
+        if row1 < row0:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+        lvl = self._levels.get(k)
+        if lvl is None:
+            lvl = self._levels[k] = _Level(self._bounds)
+        if len(lvl.missing(np.arange(row0, row1 + 1), b_lo, b_hi)):
+            near = np.arange(max(row0 - _ROW_MARGIN, 0),
+                             min(row1 + _ROW_MARGIN, self.nrows - 1) + 1)
+            m = _TIME_MARGIN * (b_hi - b_lo + 1)
+            self._extend(lvl, k, lvl.missing(near, b_lo, b_hi), b_lo - m, b_hi + m)
+        bins, cover, count = [], [], np.zeros(row1 - row0 + 1, np.int64)
+        for r in range(row0, row1 + 1):
+            b = lvl.bins[r]
+            i, j = np.searchsorted(b, b_lo, side="left"), np.searchsorted(b, b_hi, side="right")
+            if i < j:
+                bins.append(b[i:j])
+                cover.append(lvl.cover[r][i:j])
+                count[r - row0] = j - i
+        if not bins:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+        return (np.repeat(np.arange(row0, row1 + 1), count), np.concatenate(bins),
+                np.concatenate(cover))
+
+    def _extend(self, lvl: _Level, k: int, rows, lo: int, hi: int) -> None:
+        """Bin ``rows`` of ``lvl`` for ``lo .. hi`` too: the bins each lacks."""
+        # jobs: (row, first bin, last bin, side): a row's new bins go before (-1) or after
+        # (1) those it has, or replace them (0) where the two would not touch
+        jobs = []
+        for r in rows.tolist():
+            old_lo, old_hi = int(lvl.lo[r]), int(lvl.hi[r])
+            if old_hi < old_lo or hi < old_lo - 1 or lo > old_hi + 1:
+                jobs.append((r, lo, hi, 0))
+                lvl.lo[r], lvl.hi[r] = lo, hi
+                continue
+            if lo < old_lo:
+                jobs.append((r, lo, old_lo - 1, -1))
+            if hi > old_hi:
+                jobs.append((r, old_hi + 1, hi, 1))
+            lvl.lo[r], lvl.hi[r] = min(lo, old_lo), max(hi, old_hi)
+        width = math.ldexp(1.0, k)
+        done = self._bin_jobs(jobs, width)
+        for (r, _, _, side), (bins, cover) in zip(jobs, done):
+            if side > 0:
+                bins, cover = [lvl.bins[r]] + bins, [lvl.cover[r]] + cover
+            elif side < 0:
+                bins, cover = bins + [lvl.bins[r]], cover + [lvl.cover[r]]
+            lvl.bins[r] = np.concatenate(bins) if len(bins) > 1 else bins[0]
+            lvl.cover[r] = np.concatenate(cover) if len(cover) > 1 else cover[0]
+
+    def _bin_jobs(self, jobs, width: float) -> list:
+        """Per job ``(row, first bin, last bin, _)``: ``([bins, ...], [cover, ...])``, the
+        part of the level in those bins, as pieces to concatenate.  Binned a few thousand
+        intervals at a time: small arrays stay in the cache and need no fresh memory."""
+        s, e, _, _ = self.base
+        # parts of the jobs, split by bins to hold at most _CHUNK intervals each, and the
+        # intervals that may touch each part (a bin of slack; :func:`_bin_parts` keeps
+        # exactly those)
+        parts = []
+        for n, (r, b0, b1, _) in enumerate(jobs):
+            a, b = int(self._bounds[r]), int(self._bounds[r + 1])
+            ends, starts = e[a:b], s[a:b]
+            i, j = np.searchsorted(ends, (b0 - 1) * width), np.searchsorted(
+                starts, (b1 + 2) * width, side="right")
+            split = min(-(-(j - i) // _CHUNK), b1 - b0 + 1)
+            edges = [b0 + (b1 - b0 + 1) * m // split for m in range(split + 1)] if split > 1 \
+                else [b0, b1 + 1]
+            for lo, hi in zip(edges[:-1], np.subtract(edges[1:], 1).tolist()):
+                if len(edges) > 2:
+                    i = np.searchsorted(ends, (lo - 1) * width)
+                    j = np.searchsorted(starts, (hi + 2) * width, side="right")
+                parts.append((n, lo, hi, a + int(i), a + max(int(j), int(i))))
+        out = [([], []) for _ in jobs]
+        batch, size = [], 0
+        for part in parts + [None]:
+            if part is None or (batch and size + part[4] - part[3] > _CHUNK):
+                _, lo, hi, first, last = map(np.array, zip(*batch))
+                bins, cover, cuts = _bin_parts(s, e, lo, hi, first, last, width)
+                for m, (n, *_) in enumerate(batch):
+                    out[n][0].append(bins[cuts[m]:cuts[m + 1]])
+                    out[n][1].append(cover[cuts[m]:cuts[m + 1]])
+                batch, size = [], 0
+            if part is not None:
+                batch.append(part)
+                size += part[4] - part[3]
+        return out
 
     def columns(self, t0: float, px: float, ncol: int, row0: int, row1: int):
         """``(row, column, cover)``: the time the bars of rows ``row0 .. row1`` cover in
@@ -138,15 +302,12 @@ class CoverageBins:
         if len(idx) <= DIRECT_LIMIT:
             return _spread(s[idx], e[idx], r[idx], t0, px, 0, ncol - 1)
         k = math.frexp(px)[1] - 1          # 2**k <= px: a bin falls in one or two columns
-        rows, bins, cover = self.level(k)
         width = math.ldexp(1.0, k)
-        b_lo, b_hi = math.floor(t0 / width) - 1, math.ceil(t1 / width) + 1
-        idx = _window(self._levels[k][1], row0, row1, lambda a, b: (
-            a + int(np.searchsorted(bins[a:b], b_lo, side="left")),
-            a + int(np.searchsorted(bins[a:b], b_hi, side="right"))))
-        col = np.floor(((bins[idx] + 0.5) * width - t0) / px).astype(np.int64)
+        rows, bins, cover = self.window(k, row0, row1, math.floor(t0 / width) - 1,
+                                        math.ceil(t1 / width) + 1)
+        col = np.floor(((bins + 0.5) * width - t0) / px).astype(np.int64)
         keep = (col >= 0) & (col < ncol)
-        return rows[idx][keep], col[keep], cover[idx][keep]
+        return rows[keep], col[keep], cover[keep]
 
 
 def _window(bounds, row0: int, row1: int, span) -> np.ndarray:
@@ -233,18 +394,27 @@ class PixelColumns:
             if len(rows):
                 cover[k] = np.bincount((rows - r0) * ncol + cols, time, nrow * ncol)
         z = np.array([self._bars[key][1] for key in keys])
-        score = np.where(cover > 0, cover / px + 1e-6 * (z[:, None] + 1), 0.0)
+        score = cover / px
+        score += 1e-6 * (z[:, None] + 1)
+        score[~(cover > 0)] = 0.0
         winner = score.argmax(axis=0).reshape(nrow, ncol)
-        drawn = (score.max(axis=0) > 0).reshape(nrow, ncol)
+        # each row's runs of one winner, found for all colours at once: a run starts at
+        # each change of winner and ends at the next (-1: none drawn, also in the margins)
+        won = np.full((nrow, ncol + 2), -1, np.int64)
+        won[:, 1:-1] = np.where((score.max(axis=0) > 0).reshape(nrow, ncol), winner, -1)
+        rs, cs = np.nonzero(won[:, 1:] != won[:, :-1])       # row-major
+        ce = np.r_[cs[1:], 0]
+        of = won[rs, cs + 1]
+        run = of >= 0
+        rs, cs, ce, of = rs[run], cs[run], ce[run], of[run]
+        order = np.argsort(of, kind="stable")                 # by colour, row-major in each
+        cuts = np.searchsorted(of[order], np.arange(len(keys) + 1))
         out = {}
         for k, key in enumerate(keys):
-            mine = (winner == k) & drawn
-            if not mine.any():
+            if cuts[k] == cuts[k + 1]:
                 continue
-            edges = np.diff(np.pad(mine, ((0, 0), (1, 1))).astype(np.int8), axis=1)
-            rs, cs = np.nonzero(edges == 1)
-            _, ce = np.nonzero(edges == -1)       # row-major: pairs with the starts
-            rows = rs + r0
-            out[key] = (t0 + cs * px, (ce - cs) * px, self.row_top[rows],
+            mine = order[cuts[k]:cuts[k + 1]]
+            rows, start = rs[mine] + r0, cs[mine]
+            out[key] = (t0 + start * px, (ce[mine] - start) * px, self.row_top[rows],
                         self.row_bottom[rows] - self.row_top[rows])
         return out

@@ -127,3 +127,31 @@ def test_the_gantt_draws_per_pixel_column_in_view_only(gantt, qtbot):
     assert 0 < sum(item.drawn for item in items) <= in_view + 2 * len(tl.lanes)
     # Qt asks an item under the mouse for its shape: the bounds, not a million rectangles
     assert items[0].shape().elementCount() == 5
+
+
+@pytest.mark.parametrize("chunk", [1 << 15, 7])
+def test_bins_binned_near_the_view_as_it_moves_equal_those_binned_from_all_the_bars(
+        monkeypatch, chunk):
+    # chunk 7: a row's bins are binned in parts, and parts of several rows at once
+    monkeypatch.setattr(lod, "_CHUNK", chunk)
+    rng = np.random.default_rng(3)
+    n = 4000
+    start = rng.uniform(0, 500, n)
+    end = start + np.where(rng.random(n) < 0.1, 0.0, rng.lognormal(-1, 1.5, n))
+    row = rng.integers(0, 12, n)
+    row[row == 5] = 6                               # a row with no bars
+    bins = CoverageBins(start, end, row)
+    for k in (-3, 0, 2):
+        whole = bins.level(k)
+        width = 2.0 ** k
+        # zoom in on a window, pan right and left, scroll down, jump far, zoom out
+        for t0, t1, row0, row1 in [(200, 260, 2, 6), (215, 275, 2, 6), (290, 350, 2, 6),
+                                   (150, 210, 2, 6), (150, 210, 6, 11), (-40, 20, 0, 3),
+                                   (480, 540, 0, 11), (-100, 600, 0, 11)]:
+            b_lo, b_hi = int(np.floor(t0 / width)) - 1, int(np.ceil(t1 / width)) + 1
+            got = bins.window(k, row0, row1, b_lo, b_hi)
+            sel = ((whole[0] >= row0) & (whole[0] <= row1) & (whole[1] >= b_lo)
+                   & (whole[1] <= b_hi))
+            for a, b in zip(got, whole):
+                np.testing.assert_array_equal(a, b[sel])   # to the bit
+        assert len(bins._levels[k].bins) == 12
