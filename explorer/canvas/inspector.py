@@ -210,16 +210,7 @@ class Inspector(QWidget):
             self.fields[name].widget.setEnabled(preset == "local-cpu")
         sharding = self.document.parallelism().get("embedding_sharding", "auto")
         if isinstance(sharding, dict):
-            rowwise = sum(1 for v in sharding.values() if v == ROW_WISE)
-            replicated = sum(1 for v in sharding.values() if v == REPLICATED)
-            ranks = len({v for v in sharding.values() if v not in (ROW_WISE, REPLICATED)})
-            whole = len(sharding) - rowwise - replicated
-            parts = [f"{whole} table(s) on {ranks} rank(s)"] if ranks else []
-            if rowwise:
-                parts.append(f"{rowwise} row-wise")
-            if replicated:
-                parts.append(f"{replicated} data-parallel")
-            self.sharding_label.setText("a plan: " + ", ".join(parts))
+            self.sharding_label.setText("a plan: " + _plan_summary(sharding))
         else:
             self.sharding_label.setText("auto (greedy by predicted kernel time)")
         self.sharding_reset.setEnabled(isinstance(sharding, dict))
@@ -310,3 +301,22 @@ class Inspector(QWidget):
             issues = [i for i in self.document.issues() if not i.field.startswith("model")]
         self.issues_label.setText("\n".join(str(i) for i in issues))
         self.issues_label.setVisible(bool(issues))
+
+
+_KIND_NAMES = {ROW_WISE: "row-wise", REPLICATED: "data-parallel", "cw": "column-wise",
+               "twrw": "table-row-wise"}
+
+
+def _plan_summary(sharding: dict) -> str:
+    """``3 table(s) on 2 rank(s), 1 row-wise``: a scenario's sharding in a line."""
+    ranks, kinds = set(), {}
+    for value in sharding.values():
+        kind = value.get("kind") if isinstance(value, dict) else value
+        if kind == "tw" or not isinstance(kind, str):
+            ranks.add(value.get("rank") if isinstance(value, dict) else value)
+        else:
+            kinds[kind] = kinds.get(kind, 0) + 1
+    whole = len(sharding) - sum(kinds.values())
+    parts = [f"{whole} table(s) on {len(ranks)} rank(s)"] if ranks else []
+    parts += [f"{n} {_KIND_NAMES.get(k, k)}" for k, n in kinds.items()]
+    return ", ".join(parts)

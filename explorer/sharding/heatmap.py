@@ -40,8 +40,9 @@ def placement_matrix(tables: list[dict], assignment: dict, ranks: int,
     """The tables sorted by ``field`` (largest first) and a ``len(tables) × ranks`` array of
     ``field`` per table and rank: a table-wise table's whole value in its rank's column, a
     row-wise table's (``"rw"``) value split evenly over every rank, a data-parallel one's
-    (``"dp"``) bytes whole on every rank and its lookups split, a column-wise one's
-    (``{"kind": "cw", "ranks": [...]}``) split evenly over its ranks."""
+    (``"dp"``) bytes whole on every rank and its lookups split, a column-wise or
+    table-row-wise one's (``{"kind": "cw" | "twrw", "ranks": [...]}``) split evenly over
+    its ranks."""
     order = sorted(tables, key=lambda t: -float(t.get(field, 0.0) or 0.0))
     values = np.zeros((len(order), max(1, ranks)))
     for row, t in enumerate(order):
@@ -53,7 +54,7 @@ def placement_matrix(tables: list[dict], assignment: dict, ranks: int,
             values[row, :] = value if field == "bytes" else value / max(1, ranks)
         elif isinstance(where, (int, np.integer)) and 0 <= int(where) < ranks:
             values[row, int(where)] = value
-        elif isinstance(where, dict) and where.get("kind") == "cw":
+        elif isinstance(where, dict) and where.get("kind") in ("cw", "twrw"):
             on = [r for r in where.get("ranks", []) if 0 <= r < ranks]
             for r in on:
                 values[row, r] = value / len(on)
@@ -164,12 +165,14 @@ class PlacementMap(QWidget):
         unit = "ms" if field == "lookup_ms" else "bytes"
         kinds = [self._assignment().get(t["key"]) for t in self.order]
         rw, dp = kinds.count("rw"), kinds.count("dp")
-        cw = sum(isinstance(k, dict) for k in kinds)
+        cw = sum(isinstance(k, dict) and k.get("kind") == "cw" for k in kinds)
+        twrw = sum(isinstance(k, dict) and k.get("kind") == "twrw" for k in kinds)
         self.caption.setText(
             f"<b>{html.escape(self.result.plan.name)}</b>: {n} tables, costliest first"
             + (f", {rw} row-wise (a share on every rank)" if rw else "")
             + (f", {dp} data-parallel (on every rank)" if dp else "")
             + (f", {cw} column-wise (a share on each of their ranks)" if cw else "")
+            + (f", {twrw} table-row-wise (a share on each rank of a node)" if twrw else "")
             + f"; white: none on that rank, darkest: {self._fmt(top, field)}"
             + ("" if unit == "bytes" else " of lookups"))
 
@@ -202,7 +205,8 @@ class PlacementMap(QWidget):
         where = self._assignment().get(t["key"])
         how = ("row-wise: a share on every rank" if where == "rw"
                else "data-parallel: on every rank" if where == "dp"
-               else f"column-wise on ranks {', '.join(map(str, where['ranks']))}"
+               else f"{'table-row-wise' if where.get('kind') == 'twrw' else 'column-wise'} "
+                    f"on ranks {', '.join(map(str, where['ranks']))}"
                if isinstance(where, dict) else f"table-wise on rank {where}")
         total = float(self.values[:, rank].sum())
         return (f"{t['key']} ({t.get('rows', 0):,} × {t.get('dim', 0)}, {how})\n"

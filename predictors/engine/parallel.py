@@ -29,6 +29,7 @@ from ..model.sharding import (
     TableRef,
     candidate_plans,
     check_memory,
+    check_nodes,
     greedy_with_rowwise,
     plan_from_scenario,
     tables_of,
@@ -59,36 +60,39 @@ class RankGraphs:
         self.notes: list[str] = []  # what the collective model assumed
 
     def costed(self, local: frozenset, rank: int = 0, rowwise: frozenset = frozenset(),
-               replicated: frozenset = frozenset(), columns: dict | None = None
-               ) -> CostedGraph:
+               replicated: frozenset = frozenset(), columns: dict | None = None,
+               row_groups: dict | None = None) -> CostedGraph:
         """The costed graph of a rank holding the tables ``local``, its block of the
         ``rowwise`` tables' rows and the ``replicated`` (data-parallel) tables (cached;
         with row-wise tables, per rank); ``columns``: the column-wise tables (key -> the
-        ranks of their shards), a shard of which ``local`` names."""
-        columns = columns or {}
+        ranks of their shards), a shard of which ``local`` names; ``row_groups``: the
+        table-row-wise ones among ``rowwise`` (key -> their node's ranks)."""
+        columns, row_groups = columns or {}, row_groups or {}
         key = (local, rowwise, replicated, rank if rowwise else None,
-               tuple(sorted(columns.items())))
+               tuple(sorted(columns.items())), tuple(sorted(row_groups.items())))
         hit = self._costed.get(key)
         if hit is None:
             hit = self._costed[key] = cost_op_graph(
-                self.capture(local, rank, rowwise, replicated, columns), self.platform,
-                self.profile, self.overheads)
+                self.capture(local, rank, rowwise, replicated, columns, row_groups),
+                self.platform, self.profile, self.overheads)
         return hit
 
     def rank_graph(self, plan: Plan, rank: int) -> CostedGraph:
         """The costed graph of ``rank`` under ``plan``."""
         return self.costed(plan.local(rank), rank, plan.rowwise, plan.replicated,
-                           plan.columns)
+                           plan.columns, plan.row_groups)
 
     def capture(self, local: frozenset, rank: int = 0, rowwise: frozenset = frozenset(),
-                replicated: frozenset = frozenset(), columns: dict | None = None):
+                replicated: frozenset = frozenset(), columns: dict | None = None,
+                row_groups: dict | None = None):
         """The captured op graph of a rank holding ``local``, its block of the ``rowwise``
         tables' rows and the ``replicated`` tables."""
         check_cancelled(self.cancelled, "capturing a rank")
         # a padded batch: every rank's share is looked up, padding included
         shard = RankShard(rank, self.ranks, local, self.local_batch,
                           self.local_batch * self.ranks, rowwise=rowwise,
-                          replicated=replicated, columns=dict(columns or {}))
+                          replicated=replicated, columns=dict(columns or {}),
+                          row_groups=dict(row_groups or {}))
         return capture_scenario(self.doc, gpu=self.platform.device != "cpu", shard=shard)
 
     @property
@@ -161,6 +165,7 @@ def scenario_plan(graphs: RankGraphs) -> Plan:
     overfill it."""
     plan = plan_from_scenario(graphs.doc, graphs.tables, graphs.ranks,
                               lambda: auto_plan(graphs))
+    check_nodes(plan, graphs.platform.ranks_per_node)
     check_memory(plan, graphs.tables, graphs.memory_bytes())
     return plan
 
@@ -207,6 +212,14 @@ class collective_timer:  # noqa: N801 - used like the function it replaced
             network = platform_network(self.platform)
             if network is None:
                 self.loads[key] = ("", [])
+            elif key[0] in NODE_KINDS:   # its two collectives' loads, link by link
+                loads: dict = {}
+                for part in self.node_parts(*key):
+                    self.timed(*part)
+                    for link, nbytes in network.link_loads(*part,
+                                                           self.algorithms.get(part, "none")):
+                        loads[link] = loads.get(link, 0.0) + nbytes
+                self.loads[key] = (f"{key[0]}, {key[1] / 1e6:,.2f} MB", list(loads.items()))
             else:
                 self.timed(*key)
                 algorithm = self.algorithms.get(key, "none")
@@ -214,9 +227,24 @@ class collective_timer:  # noqa: N801 - used like the function it replaced
                                    network.link_loads(*key, algorithm))
         return self.loads[key]
 
+    def node_parts(self, kind: str, nbytes: float, ranks: int) -> list[tuple[str, float, int]]:
+        """A table-row-wise exchange as the collectives it runs, ``(kind, bytes, ranks)``:
+        a reduce-scatter of the partial bags over one node's ranks, then an all-to-all
+        of each rank's share of the sums (``nbytes`` / the node's ranks) over every rank,
+        which moves what crosses the network; backward, the reverse."""
+        node = max(1, min(ranks, self.platform.gpus or ranks))
+        inside, across = ("reduce_scatter", nbytes, node), ("all_to_all", nbytes / node, ranks)
+        return [inside, across] if kind == "node_reduce_scatter" else \
+            [across, ("all_gather", nbytes, node)]
+
     def timed(self, kind: str, nbytes: float, ranks: int) -> tuple[float, str]:
         """``(seconds, detail)`` of one ``kind`` collective of ``nbytes`` over ``ranks``."""
         key = (kind, nbytes, ranks)
+        if key not in self.cache and kind in NODE_KINDS:
+            parts = [(part, *self.timed(*part)) for part in self.node_parts(*key)]
+            self.cache[key] = (sum(t for _, t, _ in parts),
+                               " then ".join(f"{k.replace('_', '-')} over {n} ranks: {how}"
+                                             for (k, _, n), _, how in parts))
         if key not in self.cache and self.platform.device == "cpu":
             us, how = gloo_time_us(kind, nbytes, ranks, self.measured)
             if "default" in how:
@@ -235,6 +263,9 @@ class collective_timer:  # noqa: N801 - used like the function it replaced
             self.algorithms[key] = est.algorithm
         return self.cache[key]
 
+
+# a table-row-wise exchange: two collectives (collective_timer.node_parts)
+NODE_KINDS = ("node_reduce_scatter", "node_all_gather")
 
 _PRESET_NETWORKS: dict[str, Network] = {}
 

@@ -33,7 +33,7 @@ import numpy as np
 from ..costs.fused_lookups import split_fused
 from ..costs.op_costs import CostedGraph, cost_op_graph, kernel_seconds
 from ..model.comm_ops import COLLECTIVE_OPS
-from ..model.sharding import ColumnWise, Plan, holders, is_rank
+from ..model.sharding import ColumnWise, Plan, TableRowWise, holders, is_rank
 from .parallel import RankGraphs, collective_timer
 from .simulate import rank_items
 from .simulator import Call, Item, simulate_batch
@@ -80,7 +80,9 @@ class _Template:
     touched: np.ndarray                         # per table: bytes its bag forward touches
     rw_touched: np.ndarray                      # per rank: bytes of its row-wise blocks
                                                 # and data-parallel tables
-    empty: _Rank | None = None                  # a rank that holds no table at all
+    # a rank that holds no table at all: one program, or per rank (table-row-wise
+    # tables make the ranks' exchanges differ)
+    empty: _Rank | dict[int, _Rank] | None = None
 
 
 class PlanEvaluator:
@@ -107,16 +109,20 @@ class PlanEvaluator:
     # -- templates ---------------------------------------------------------------------
 
     def template(self, rowwise: frozenset, replicated: frozenset = frozenset(),
-                 columns: frozenset = frozenset()) -> _Template:
+                 columns: frozenset = frozenset(), groups: frozenset = frozenset()
+                 ) -> _Template:
         """The template of a set of row-wise, data-parallel and column-wise tables
-        (``columns``: (key, shard count) pairs)."""
-        key = (rowwise, replicated, columns)
+        (``columns``: (key, shard count) pairs; ``groups``: (key, node's ranks) pairs of
+        the table-row-wise ones among ``rowwise``)."""
+        key = (rowwise, replicated, columns, groups)
         hit = self._templates.get(key)
         if hit is None:
-            hit = self._templates[key] = self._build(rowwise, replicated, dict(columns))
+            hit = self._templates[key] = self._build(rowwise, replicated, dict(columns),
+                                                     dict(groups))
         return hit
 
-    def _build(self, rowwise: frozenset, replicated: frozenset, shards: dict) -> _Template:
+    def _build(self, rowwise: frozenset, replicated: frozenset, shards: dict,
+               groups: dict | None = None) -> _Template:
         g = self.graphs
         whole = frozenset(t.key for t in self.tables) - rowwise - replicated
         # the template holds a shard of each column-wise table: which ranks do not matter
@@ -131,13 +137,22 @@ class PlanEvaluator:
         rw_touched = np.zeros(self.ranks)
         out = []
         for r in ranks:
-            graph = g.capture(whole, r, rowwise, replicated, columns)
+            graph = g.capture(whole, r, rowwise, replicated, columns, groups)
             costed = cost_op_graph(graph, g.platform, g.profile, g.overheads)
             rank, t_rw = self._template_rank(graph, costed, slots, slot_list, touched,
                                              rowwise, replicated)
             rw_touched[r] = t_rw
             out.append(rank)
         empty = None
+        if rowwise and groups and not rowwise - set(groups):
+            # only table-row-wise tables: a rank off their nodes may hold nothing
+            members = {r for on in groups.values() for r in on}
+            empty = {}
+            for r in set(ranks) - members:
+                graph = g.capture(frozenset(), r, rowwise, replicated, columns, groups)
+                empty[r], _ = self._template_rank(graph, cost_op_graph(
+                    graph, g.platform, g.profile, g.overheads), slots, slot_list,
+                    np.zeros_like(touched), rowwise, replicated)
         if not rowwise:
             out = out * self.ranks
             rw_touched[:] = rw_touched[0]
@@ -252,15 +267,18 @@ class PlanEvaluator:
         for i, p in enumerate(plans):
             rowwise, replicated = p.rowwise, p.replicated
             columns = frozenset((k, len(on)) for k, on in p.columns.items())
+            groups = frozenset(p.row_groups.items())
             # a rank with no sparse table steps its dense parameters together: a program
             # of its own
             busy = {r for w in p.assignment.values()
-                    if is_rank(w) or isinstance(w, ColumnWise) for r in holders(w, p.ranks)}
-            idle = () if rowwise else tuple(sorted(set(range(self.ranks)) - busy))
-            batches.setdefault((rowwise, replicated, columns, idle), []).append(i)
-        for (rowwise, replicated, columns, idle), idx in batches.items():
+                    if is_rank(w) or isinstance(w, (ColumnWise, TableRowWise))
+                    for r in holders(w, p.ranks)}
+            spread = rowwise - set(p.row_groups)   # row-wise over every rank: none idle
+            idle = () if spread else tuple(sorted(set(range(self.ranks)) - busy))
+            batches.setdefault((rowwise, replicated, columns, groups, idle), []).append(i)
+        for (rowwise, replicated, columns, groups, idle), idx in batches.items():
             out[idx] = self._batch([plans[i] for i in idx],
-                                   self.template(rowwise, replicated, columns), idle)
+                                   self.template(rowwise, replicated, columns, groups), idle)
         return out
 
     def _batch(self, plans: list[Plan], tpl: _Template, idle: tuple = ()) -> np.ndarray:
@@ -274,7 +292,8 @@ class PlanEvaluator:
         share = self._share_l2()
         programs, absent = [], []
         sent = np.zeros((n_plans, self.ranks))
-        ranks = [tpl.empty if r in idle else rank for r, rank in enumerate(tpl.ranks)]
+        ranks = [(tpl.empty[r] if isinstance(tpl.empty, dict) else tpl.empty)
+                 if r in idle else rank for r, rank in enumerate(tpl.ranks)]
         for r, rank in enumerate(ranks):
             held = holds[r]                                     # [plan, table]
             sent[:, r] = (held * tpl.width).sum(axis=1)

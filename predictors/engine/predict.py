@@ -102,8 +102,10 @@ def _predict_ranks(doc, platform, profile, overheads, step, cancelled, notes):
         step(0.2 + 0.6 * (rank + 1) / ranks, f"capturing rank {rank + 1} of {ranks}")
 
     timeline = graphs.simulate(plan, doc["name"] or "prediction", cancelled, captured)
-    rowwise, replicated = len(plan.rowwise), len(plan.replicated)
+    node_wise = len(plan.row_groups)
+    rowwise, replicated = len(plan.rowwise) - node_wise, len(plan.replicated)
     kinds = [f"{n} of them {kind}" for n, kind in ((rowwise, "row-wise"),
+                                                    (node_wise, "table-row-wise"),
                                                     (replicated, "data-parallel")) if n]
     how = (f"; tables sharded row-wise ({plan.name})" if rowwise == len(graphs.tables) else
            f"; tables sharded table-wise{', ' if kinds else ''}{', '.join(kinds)} "

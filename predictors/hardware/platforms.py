@@ -48,6 +48,11 @@ class Platform:
     def ranks(self) -> int:
         return self.processes if self.device == "cpu" else max(1, self.gpus * self.nodes)
 
+    @property
+    def ranks_per_node(self) -> int:
+        """The ranks of one node (a host's CPU processes are one node)."""
+        return self.ranks if self.device == "cpu" else max(1, self.gpus)
+
 
 V100 = "Tesla V100-SXM2-32GB"
 A100 = "NVIDIA A100-SXM4-40GB"

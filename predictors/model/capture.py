@@ -401,6 +401,7 @@ def capture_scenario(doc: dict, *, gpu: bool, shard=None) -> nx.DiGraph:
                                                   sorted(shard.rowwise),
                                                   sorted(shard.replicated),
                                                   sorted(shard.columns.items()),
+                                                  sorted(shard.row_groups.items()),
                                                   # its row blocks differ by rank
                                                   shard.rank if shard.rowwise else None]],
                      sort_keys=True, default=str)

@@ -1,5 +1,6 @@
 """Collectives as ops a capture can record: ``mldse::all_to_all``, ``mldse::all_reduce``,
-``mldse::reduce_scatter`` and its backward ``mldse::all_gather``.
+``mldse::reduce_scatter`` and its backward ``mldse::all_gather``, and the table-row-wise
+exchange ``mldse::node_reduce_scatter`` with its backward ``mldse::node_all_gather``.
 
 A rank of a data- and model-parallel job calls NCCL where a single-device step has no op.
 These custom ops stand in for those calls on the meta device: they have shapes (their fake
@@ -25,14 +26,18 @@ COLLECTIVE_OPS = {"mldse::all_to_all": "all_to_all",
                   "mldse::all_to_all_backward": "all_to_all",
                   "mldse::all_reduce": "all_reduce",
                   "mldse::reduce_scatter": "reduce_scatter",
-                  "mldse::all_gather": "all_gather"}
+                  "mldse::all_gather": "all_gather",
+                  "mldse::node_reduce_scatter": "node_reduce_scatter",
+                  "mldse::node_all_gather": "node_all_gather"}
 
 # what a profiler calls them (the record_param_comms / NCCL names of a Kineto trace)
 PROFILER_NAMES = {"mldse::all_to_all": "nccl:all_to_all",
                   "mldse::all_to_all_backward": "nccl:all_to_all",
                   "mldse::all_reduce": "nccl:all_reduce",
                   "mldse::reduce_scatter": "nccl:reduce_scatter",
-                  "mldse::all_gather": "nccl:all_gather"}
+                  "mldse::all_gather": "nccl:all_gather",
+                  "mldse::node_reduce_scatter": "nccl:reduce_scatter + all_to_all",
+                  "mldse::node_all_gather": "nccl:all_to_all + all_gather"}
 
 FIRST_BUCKET_BYTES = 1 << 20   # torch.distributed's _DEFAULT_FIRST_BUCKET_BYTES
 BUCKET_BYTES = 25 << 20        # DistributedDataParallel(bucket_cap_mb=25)
@@ -135,6 +140,43 @@ def _rs_backward(ctx, grads):
 
 
 _reduce_scatter.register_autograd(_rs_backward, setup_context=_rs_setup)
+
+
+@torch.library.custom_op("mldse::node_reduce_scatter", mutates_args=())
+def _node_reduce_scatter(partial: list[torch.Tensor], rows: int) -> list[torch.Tensor]:
+    """Table-row-wise tables' exchange (TorchRec's TWRW): each node sums its ranks'
+    partial bags ([global batch, dim]; [0, dim] for a table of another node) in a
+    reduce-scatter over its own links, then an all-to-all across the nodes hands each
+    rank its ``rows`` samples of every table."""
+    _capture_only()
+
+
+@_node_reduce_scatter.register_fake
+def _(partial, rows):
+    return [p.new_empty((rows, p.shape[1])) for p in partial]
+
+
+@torch.library.custom_op("mldse::node_all_gather", mutates_args=())
+def _node_all_gather(grads: list[torch.Tensor], rows: list[int]) -> list[torch.Tensor]:
+    """The node reduce-scatter's backward: the samples' gradients back across the nodes,
+    then gathered over each node's ranks, [rows[i], dim] each."""
+    _capture_only()
+
+
+@_node_all_gather.register_fake
+def _(grads, rows):
+    return [g.new_empty((r, g.shape[1])) for g, r in zip(grads, rows)]
+
+
+def _node_rs_setup(ctx, inputs, output):
+    ctx.rows = [p.shape[0] for p in inputs[0]]
+
+
+def _node_rs_backward(ctx, grads):
+    return list(torch.ops.mldse.node_all_gather(list(grads), ctx.rows)), None
+
+
+_node_reduce_scatter.register_autograd(_node_rs_backward, setup_context=_node_rs_setup)
 
 
 # -- a real exchange on CPU ranks, over torch.distributed (gloo) ---------------------------
@@ -275,9 +317,15 @@ def _all_gather_real(grads: list[torch.Tensor]) -> list[torch.Tensor]:
     return out
 
 
-def reduce_scatter(partial: list[torch.Tensor], local_batch: int) -> list[torch.Tensor]:
+def reduce_scatter(partial: list[torch.Tensor], local_batch: int,
+                   node: bool = False) -> list[torch.Tensor]:
     """Row-wise tables' exchange: ``partial`` bags of this rank's rows for the global
-    batch in, this rank's ``local_batch`` samples of their sums out."""
+    batch in, this rank's ``local_batch`` samples of their sums out; ``node``: table-row-wise
+    tables, summed per node (``mldse::node_reduce_scatter``)."""
+    if node:
+        if _real_run():   # one host is one node: its table-row-wise tables are row-wise
+            raise ValueError("table-row-wise tables need a platform of several nodes")
+        return list(torch.ops.mldse.node_reduce_scatter(partial, local_batch))
     if _real_run():
         return list(_ReduceScatter.apply(local_batch, *partial))
     return list(torch.ops.mldse.reduce_scatter(partial, local_batch))

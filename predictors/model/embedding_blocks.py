@@ -75,9 +75,21 @@ class EmbeddingTablesBlock(nn.Module):
                                  [f"{nid}/{j}" for j in whole])
             for j, pooled in zip(whole, got):
                 out[j] = pooled
-        if rowwise:
-            got = shard.reduce_scatter(self.look_up(sparse, rowwise))
-            for j, pooled in zip(rowwise, got):
+        nodes = [j for j in rowwise if f"{nid}/{j}" in shard.row_groups]
+        spread = [j for j in rowwise if j not in nodes]
+        if spread:
+            got = shard.reduce_scatter(self.look_up(sparse, spread))
+            for j, pooled in zip(spread, got):
+                out[j] = pooled
+        if nodes:   # table-row-wise: this node's tables looked up, the others' empty
+            mine = [j for j in nodes if shard.row_slot(f"{nid}/{j}") is not None]
+            looked = dict(zip(mine, self.look_up(sparse, mine)))
+            # another node's table: an empty partial, in autograd's graph through the
+            # anchor so that this rank takes part in the backward exchange too
+            partial = [looked[j] if j in looked
+                       else shard.anchor.view(0, 1).expand(0, self.dims[j])
+                       for j in nodes]
+            for j, pooled in zip(nodes, shard.reduce_scatter(partial, node=True)):
                 out[j] = pooled
         if replicated:   # this rank's own samples, no exchange
             for j, pooled in zip(replicated, self.look_up(sparse, replicated)):
@@ -125,6 +137,10 @@ def fused_groups(tables: list[dict], nid: str, shard=None) -> list[list[int]]:
     for j, t in enumerate(tables):
         if shard is None or shard.has(nid, j):
             how = 0          # whole
+        elif shard.is_rowwise(nid, j) and f"{nid}/{j}" in shard.row_groups:
+            if shard.row_slot(f"{nid}/{j}") is None:
+                continue     # a table-row-wise table of another node
+            how = 3          # a block of a table-row-wise table's rows (its own exchange)
         elif shard.is_rowwise(nid, j):
             how = 1          # a block of a row-wise table's rows
         elif shard.is_replicated(nid, j):

@@ -11,8 +11,12 @@ up its own samples; the table's gradient is dense and all-reduced with the dense
 which suits small tables.  *Column-wise* (TorchRec's CW), the table's dim is cut into
 equal shards on several ranks; each shard is looked up like a table-wise table of that
 width, and the receiving rank joins the shards' pooled columns after the all-to-all: it
-spreads one heavy table's lookups.  A plan maps table keys (``"<block id>/<table
-index>"``) to a rank, ``"rw"``, ``"dp"`` or a :class:`ColumnWise`.  The scenario gives
+spreads one heavy table's lookups.  *Table-row-wise* (TorchRec's TWRW), the rows are
+split over the GPUs of one node only: the partial bags are summed by a reduce-scatter
+over the node's fast links, and each sample's sum crosses the network once, in an
+all-to-all, where a row-wise table's reduce-scatter spans every node.  A plan maps table
+keys (``"<block id>/<table index>"``) to a rank, ``"rw"``, ``"dp"``, a
+:class:`ColumnWise` or a :class:`TableRowWise`.  The scenario gives
 one (``parallelism.embedding_sharding``) or ``"auto"``; the planners here make
 candidates, and :mod:`predictors.plan.rank_sharding` predicts each one.
 """
@@ -43,6 +47,17 @@ class ColumnWise:
         return {"kind": "cw", "ranks": list(self.ranks)}
 
 
+@dataclass(frozen=True)
+class TableRowWise:
+    """A table whose rows are split over the ranks of one node (``ranks``, consecutive),
+    a contiguous block on each."""
+
+    ranks: tuple[int, ...]
+
+    def to_json(self) -> dict:
+        return {"kind": "twrw", "ranks": list(self.ranks)}
+
+
 def is_rank(where) -> bool:
     """Whether a plan's value places its table whole on one rank (table-wise)."""
     return isinstance(where, int) and not isinstance(where, bool)
@@ -52,16 +67,27 @@ def holders(where, ranks: int) -> tuple[int, ...]:
     """The ranks that look up some of a table placed at ``where``."""
     if is_rank(where):
         return (where,)
-    if isinstance(where, ColumnWise):
+    if isinstance(where, (ColumnWise, TableRowWise)):
         return where.ranks
     return tuple(range(ranks))
+
+
+def row_group(where, ranks: int) -> tuple[int, ...] | None:
+    """The ranks a row-wise or table-row-wise table's rows are split over; None for
+    other placements."""
+    if where == ROW_WISE:
+        return tuple(range(ranks))
+    if isinstance(where, TableRowWise):
+        return where.ranks
+    return None
 
 
 def placement(value, dim: int | None = None, ranks: int | None = None):
     """A plan value from its JSON (a rank, ``"rw"``, ``"dp"``, or an object
     ``{"kind": "tw", "rank": r}``, ``{"kind": "rw"}``, ``{"kind": "dp"}``,
-    ``{"kind": "cw", "ranks": [...]}``); :class:`PlanError` says what is wrong, given
-    the table's ``dim`` and the platform's ``ranks``."""
+    ``{"kind": "cw", "ranks": [...]}``, ``{"kind": "twrw", "ranks": [...]}``: a
+    table-row-wise table over all the ranks is row-wise); :class:`PlanError` says what
+    is wrong, given the table's ``dim`` and the platform's ``ranks``."""
     if isinstance(value, dict):
         kind = value.get("kind")
         if kind in KINDS:
@@ -81,8 +107,20 @@ def placement(value, dim: int | None = None, ranks: int | None = None):
                 raise PlanError(f"column-wise over {len(on)} ranks: the dim {dim} does not "
                                 f"split into {len(on)} equal shards")
             return ColumnWise(tuple(on))
+        elif kind == "twrw":
+            on = value.get("ranks")
+            if (not isinstance(on, list) or len(on) < 2 or not all(is_rank(r) for r in on)
+                    or sorted(on) != list(range(min(on), min(on) + len(on)))):
+                raise PlanError(f"a table-row-wise table needs the ranks of one node, two "
+                                f"or more consecutive ones, got {on!r}")
+            if ranks is not None and (min(on) < 0 or max(on) >= ranks):
+                raise PlanError(f"table-row-wise ranks {on}: the platform has ranks 0-"
+                                f"{ranks - 1}")
+            if ranks is not None and len(on) == ranks:
+                return ROW_WISE   # one node: its rows over every rank
+            return TableRowWise(tuple(sorted(on)))
         else:
-            raise PlanError(f"unknown sharding kind {kind!r} (tw, rw, cw, dp)")
+            raise PlanError(f"unknown sharding kind {kind!r} (tw, rw, twrw, cw, dp)")
     if value in KINDS:
         return value
     if not is_rank(value) or value < 0 or (ranks is not None and value >= ranks):
@@ -93,10 +131,11 @@ def placement(value, dim: int | None = None, ranks: int | None = None):
 
 def placement_json(where):
     """A plan value as the scenario and the JSON outputs write it."""
-    return where.to_json() if isinstance(where, ColumnWise) else where
+    return where.to_json() if isinstance(where, (ColumnWise, TableRowWise)) else where
 
 
-__all__ = ["TableRef", "Plan", "PlanError", "ColumnWise", "is_rank", "holders", "placement",
+__all__ = ["TableRef", "Plan", "PlanError", "ColumnWise", "TableRowWise", "is_rank", "holders",
+           "row_group", "check_nodes", "placement",
            "placement_json", "tables_of", "plan_from_scenario", "greedy_plan", "greedy_with_rowwise", "round_robin_plan", "rowwise_plan",
            "candidate_plans", "PLANNERS", "ROW_WISE", "REPLICATED", "KINDS"]
 
@@ -158,8 +197,14 @@ class Plan:
 
     @property
     def rowwise(self) -> frozenset[str]:
-        """The tables whose rows are split over every rank."""
-        return frozenset(k for k, r in self.assignment.items() if r == ROW_WISE)
+        """The tables whose rows are split over ranks: every rank, or one node's."""
+        return frozenset(k for k, r in self.assignment.items()
+                         if r == ROW_WISE or isinstance(r, TableRowWise))
+
+    @property
+    def row_groups(self) -> dict[str, tuple[int, ...]]:
+        """The table-row-wise tables: key -> the ranks of the node holding its rows."""
+        return {k: r.ranks for k, r in self.assignment.items() if isinstance(r, TableRowWise)}
 
     @property
     def replicated(self) -> frozenset[str]:
@@ -170,9 +215,10 @@ class Plan:
         out = [0.0] * self.ranks
         for t in tables:
             where = self.assignment[t.key]
-            if where == ROW_WISE:
-                for r in range(self.ranks):
-                    out[r] += t.shard_bytes(self.ranks)
+            if where == ROW_WISE or isinstance(where, TableRowWise):
+                group = row_group(where, self.ranks)
+                for r in group:
+                    out[r] += t.shard_bytes(len(group))
             elif where == REPLICATED:   # the table and its dense gradient, everywhere
                 for r in range(self.ranks):
                     out[r] += 2 * t.bytes
@@ -195,6 +241,8 @@ class Plan:
             where = self.assignment[t.key]
             if where == ROW_WISE:
                 rowwise.append(spec)
+            elif isinstance(where, TableRowWise):   # which node: its ranks differ
+                rowwise.append(spec + where.ranks)
             elif where == REPLICATED:
                 replicated.append(spec)
             elif isinstance(where, ColumnWise):
@@ -204,7 +252,8 @@ class Plan:
                 groups[where].append(spec)  # each block has its own exchange
         placed = [tuple(sorted(g)) for g in groups]
         uneven = any(self.assignment[t.key] == ROW_WISE and (
-            t.distribution["kind"] != "uniform" or t.rows % self.ranks) for t in tables)
+            t.distribution["kind"] != "uniform" or t.rows % self.ranks)
+            or isinstance(self.assignment[t.key], TableRowWise) for t in tables)
         return (tuple(placed if uneven else sorted(placed)), tuple(sorted(rowwise)),
                 tuple(sorted(replicated)))
 
@@ -227,6 +276,17 @@ def tables_of(doc: dict) -> list[TableRef]:
                      int(t["pooling"]), dict(t["distribution"]), itemsize)
             for n in doc["model"]["nodes"] if n["kind"] == "embedding_tables"
             for j, t in enumerate(n["params"]["tables"])]
+
+
+def check_nodes(plan: Plan, per_node: int) -> None:
+    """Raise :class:`PlanError` when a table-row-wise table's ranks are not one node's
+    (``per_node`` ranks a node, node after node)."""
+    for key, where in plan.assignment.items():
+        if isinstance(where, TableRowWise) and (
+                len(where.ranks) != per_node or where.ranks[0] % per_node):
+            raise PlanError(f"{key}: table-row-wise ranks {list(where.ranks)} are not the "
+                            f"ranks of one node (nodes of {per_node}: 0-{per_node - 1}, "
+                            f"{per_node}-{2 * per_node - 1}, ...)")
 
 
 def check_memory(plan: Plan, tables: list[TableRef], memory_bytes: float) -> None:
@@ -257,11 +317,13 @@ def greedy_plan(name: str, tables: list[TableRef], ranks: int,
     by_key = {t.key: t for t in tables}
     for key, rank in fixed.items():
         t = by_key[key]
-        if rank == ROW_WISE:   # each rank does its block's share of the lookups
-            shares = [1.0 / ranks] * ranks if by_bytes else t.row_shares(ranks)
-            for r, share in enumerate(shares):
+        group = row_group(rank, ranks)
+        if group is not None:   # each rank does its block's share of the lookups
+            n = len(group)
+            shares = [1.0 / n] * n if by_bytes else t.row_shares(n)
+            for r, share in zip(group, shares):
                 load[r] += weight(t) * share
-                used[r] += t.shard_bytes(ranks)
+                used[r] += t.shard_bytes(n)
         elif rank == REPLICATED:   # every rank looks up its own samples
             for r in range(ranks):
                 load[r] += weight(t) / ranks

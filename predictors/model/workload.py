@@ -166,6 +166,9 @@ class RankShard:
     # the key on those ranks); ``dims``: their full dims (set by build_workload)
     columns: dict = field(default_factory=dict)
     dims: dict = field(default_factory=dict)
+    # table-row-wise tables (in ``rowwise`` too): key -> the ranks of the node holding
+    # their rows; the others' rows are split over every rank
+    row_groups: dict = field(default_factory=dict)
 
     def has(self, nid: str, index: int) -> bool:
         """Whether this rank looks the table up for the global batch (whole, or its
@@ -182,12 +185,23 @@ class RankShard:
     def is_replicated(self, nid: str, index: int) -> bool:
         return f"{nid}/{index}" in self.replicated
 
-    def row_block(self, table: dict) -> tuple[int, float]:
+    def row_slot(self, key: str) -> tuple[int, int] | None:
+        """``(this rank's block, blocks)`` of a row-wise table; None where a
+        table-row-wise table's rows lie on another node."""
+        group = self.row_groups.get(key)
+        if group is None:
+            return self.rank, self.ranks
+        return (group.index(self.rank), len(group)) if self.rank in group else None
+
+    def row_block(self, table: dict, key: str = "") -> tuple[int, float]:
         """This rank's rows of a row-wise ``table`` (a contiguous block, as torchrec's
         row-wise sharding cuts them) and the share of the lookups that land in it under
-        the table's index distribution (a Zipf table's hot rows are all in rank 0's)."""
-
-        return row_block(int(table["rows"]), table["distribution"], self.rank, self.ranks)
+        the table's index distribution (a Zipf table's hot rows are all in the first
+        block); none of a table-row-wise table on another node."""
+        slot = self.row_slot(key)
+        if slot is None:
+            return 0, 0.0
+        return row_block(int(table["rows"]), table["distribution"], *slot)
 
     def exchange(self, pooled: list, widths: list[int], keys: list[str]) -> list:
         """This rank's pooled tables out, every table's share of the local batch in
@@ -209,11 +223,13 @@ class RankShard:
             at += n
         return out
 
-    def reduce_scatter(self, partial: list) -> list:
+    def reduce_scatter(self, partial: list, node: bool = False) -> list:
         """The row-wise tables' partial bags ([global batch, dim]) summed over the ranks,
-        each rank keeping its ``local_batch`` samples."""
+        each rank keeping its ``local_batch`` samples; ``node``: table-row-wise tables,
+        summed over each node, then sent to their samples' ranks (a rank off a
+        table's node gives an empty partial)."""
 
-        return reduce_scatter(partial, self.local_batch)
+        return reduce_scatter(partial, self.local_batch, node=node)
 
 
 class ScenarioModel(nn.Module):
@@ -479,10 +495,11 @@ def _cut_rowwise(doc: dict, shard: RankShard) -> dict:
             continue
         for j, table in enumerate(node["params"]["tables"]):
             if shard.is_rowwise(node["id"], j):
-                rows, share = shard.row_block(table)
+                key = f"{node['id']}/{j}"
+                rows, share = shard.row_block(table, key)
                 table["rows"] = max(1, rows)   # a table with fewer rows than ranks
                 table["pooling"] = table["pooling"] * share
-                if shard.rank > 0:
+                if (shard.row_slot(key) or (1,))[0] > 0:
                     # past rank 0's block a Zipf table's tail is nearly flat: priced as
                     # uniform (its L2 hot set is rank 0's)
                     table["distribution"] = {"kind": "uniform"}

@@ -23,12 +23,12 @@ from __future__ import annotations
 from ..engine.parallel import RankGraphs
 from ..model.sharding import (
     REPLICATED,
-    ROW_WISE,
     ColumnWise,
     Plan,
     PlanError,
     TableRef,
     is_rank,
+    row_group,
 )
 from ..utils.formatting import format_bytes
 
@@ -72,9 +72,10 @@ class PlanMemory:
                 for r in where.ranks:
                     out[r]["tables"] += t.bytes / n
                     out[r]["buffers"] += self._looked_up(t, t.dim // n)
-            elif where == ROW_WISE:
-                for r, share in enumerate(t.row_shares(self.ranks)):
-                    out[r]["tables"] += t.shard_bytes(self.ranks)
+            elif row_group(where, self.ranks) is not None:   # row-wise, table-row-wise
+                group = row_group(where, self.ranks)
+                for r, share in zip(group, t.row_shares(len(group))):
+                    out[r]["tables"] += t.shard_bytes(len(group))
                     out[r]["buffers"] += self._looked_up(t, t.dim, share)
             elif where == REPLICATED:
                 for r in range(self.ranks):

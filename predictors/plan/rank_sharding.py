@@ -24,7 +24,7 @@ from ..engine.predict import (
     torch_errors_as_scenario_errors,
 )
 from ..engine.timeline import Timeline
-from ..model.sharding import Plan, PlanError, check_memory, plan_from_scenario
+from ..model.sharding import Plan, PlanError, check_memory, check_nodes, plan_from_scenario
 from ..scenario.format import Issue, ScenarioError
 from .plan_memory import PlanMemory
 from .search import EXHAUSTIVE_LIMIT, SLOW_EXHAUSTIVE_LIMIT, search_plans
@@ -191,6 +191,7 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
         try:
             own = plan_from_scenario(doc, graphs.tables, graphs.ranks, lambda: None)
             own.name = "the scenario's plan"
+            check_nodes(own, platform.ranks_per_node)
             check_memory(own, graphs.tables, memory)
             seeds.insert(0, own)
         except PlanError as exc:
@@ -207,6 +208,7 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
     for name, document in torchrec_plans:
         try:
             plan = from_torchrec(document, graphs.tables, graphs.ranks, name)
+            check_nodes(plan, platform.ranks_per_node)
             check_memory(plan, graphs.tables, memory)
         except PlanError as exc:
             raise ScenarioError([Issue(name, str(exc))]) from None
@@ -263,6 +265,7 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
             found = search_plans(graphs.tables, graphs.ranks, evaluate, seeds,
                                  budget_s=budget_s, fits=fits, batch=batch, seed=seed,
                                  exhaustive_limit=limit, cancelled=cancelled,
+                                 node_size=graphs.platform.ranks_per_node,
                                  progress=searching)
     except WorkerError as exc:
         raise ScenarioError([Issue("dask" if dask else "workers", str(exc))]) from None

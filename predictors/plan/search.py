@@ -28,7 +28,15 @@ from typing import Callable
 
 import numpy as np
 
-from ..model.sharding import REPLICATED, ROW_WISE, ColumnWise, Plan, TableRef, is_rank
+from ..model.sharding import (
+    REPLICATED,
+    ROW_WISE,
+    ColumnWise,
+    Plan,
+    TableRef,
+    TableRowWise,
+    is_rank,
+)
 from ..utils.progress import Cancelled
 
 __all__ = ["SearchResult", "search_plans", "enumerate_plans", "EXHAUSTIVE_LIMIT",
@@ -92,11 +100,13 @@ def search_plans(tables: list[TableRef], ranks: int, evaluate: Evaluate,
                  fits: Callable[[Plan], bool] = lambda p: True, batch: int = 64,
                  patience: int = 25, seed: int = 0,
                  exhaustive_limit: int = EXHAUSTIVE_LIMIT, kinds: bool = True,
+                 node_size: int = 0,
                  cancelled: Callable[[], bool] | None = None,
                  progress: Callable[[float, str], None] | None = None) -> SearchResult:
     """Search the plans around ``seeds`` for ``budget_s`` seconds, or until ``patience``
     kicks in a row found nothing better (see the module); ``batch`` moves are tried at
-    a time; ``kinds``: kicks also change tables' sharding kinds.  Up to
+    a time; ``kinds``: kicks also change tables' sharding kinds (table-row-wise over a
+    node of ``node_size`` ranks too, on a platform of several).  Up to
     ``exhaustive_limit`` table-wise placements are enumerated instead, within the budget
     too (``exhaustive`` says whether they all were)."""
     t0 = time.perf_counter()
@@ -159,7 +169,8 @@ def search_plans(tables: list[TableRef], ranks: int, evaluate: Evaluate,
                 for t in tables:
                     if stop():
                         break
-                    run(_other_kinds(res.plans[best], res.spans[best], t, ranks))
+                    run(_other_kinds(res.plans[best], res.spans[best], t, ranks,
+                                     node_size))
             res.cancelled = bool(cancelled and cancelled())
         else:
             if best is None:
@@ -182,7 +193,7 @@ def search_plans(tables: list[TableRef], ranks: int, evaluate: Evaluate,
                     best, kicks = current, 0
                 if stale >= 2:   # a local optimum: kick the best plan and descend again
                     kicked = (_change_kind(res.plans[best], res.spans[best], tables, ranks,
-                                           rng) if kinds and kicks % 2 else None)
+                                           rng, node_size) if kinds and kicks % 2 else None)
                     kicked = kicked or _kick(res.plans[best], tables, ranks, rng)
                     idx = run([kicked])
                     current = idx[0] if idx else best
@@ -237,7 +248,7 @@ def _kick(plan: Plan, tables: list[TableRef], ranks: int, rng: random.Random,
 
 
 def _change_kind(plan: Plan, spans: np.ndarray, tables: list[TableRef], ranks: int,
-                 rng: random.Random) -> Plan | None:
+                 rng: random.Random, node_size: int = 0) -> Plan | None:
     """``plan`` with one table of another kind: a table of the slowest rank row-wise,
     column-wise over the least loaded ranks or data-parallel; or a table that is not
     placed whole, back on the least loaded rank."""
@@ -252,21 +263,30 @@ def _change_kind(plan: Plan, spans: np.ndarray, tables: list[TableRef], ranks: i
         return _moved(plan, {key: least}, f"{key} back whole on rank {least}")
     if not on_slow:
         return None
-    return rng.choice(_other_kinds(plan, spans, by_key[rng.choice(on_slow)], ranks))
+    return rng.choice(_other_kinds(plan, spans, by_key[rng.choice(on_slow)], ranks,
+                                   node_size))
 
 
-def _other_kinds(plan: Plan, spans: np.ndarray, table: TableRef, ranks: int) -> list[Plan]:
-    """``plan`` with ``table`` row-wise, data-parallel, or column-wise over the 2, 3, ...
-    least loaded ranks (as many as divide its dim), each kind it is not already."""
+def _other_kinds(plan: Plan, spans: np.ndarray, table: TableRef, ranks: int,
+                 node_size: int = 0) -> list[Plan]:
+    """``plan`` with ``table`` row-wise, data-parallel, column-wise over the 2, 3, ...
+    least loaded ranks (as many as divide its dim), or table-row-wise over the node of
+    the least loaded rank (``node_size`` ranks a node, when there are several), each
+    kind it is not already."""
     order = [int(r) for r in np.argsort(spans, kind="stable")]
     shards = [n for n in range(2, ranks + 1) if table.dim % n == 0]
     options = [ROW_WISE, REPLICATED] + [ColumnWise(tuple(sorted(order[:n]))) for n in shards]
+    if 1 < node_size < ranks:
+        first = order[0] // node_size * node_size
+        options.append(TableRowWise(tuple(range(first, first + node_size))))
     out = []
     for where in options:
         if where == plan.assignment[table.key]:
             continue
         how = (f"{table.key} column-wise over ranks {list(where.ranks)}"
                if isinstance(where, ColumnWise)
+               else f"{table.key} table-row-wise over ranks {where.ranks[0]}-{where.ranks[-1]}"
+               if isinstance(where, TableRowWise)
                else f"{table.key} {'row-wise' if where == ROW_WISE else 'data-parallel'}")
         out.append(_moved(plan, {table.key: where}, how))
     return out

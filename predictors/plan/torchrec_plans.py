@@ -27,12 +27,14 @@ from ..model.sharding import (
     Plan,
     PlanError,
     TableRef,
+    TableRowWise,
     placement,
 )
 
 __all__ = ["FORMAT", "to_torchrec", "from_torchrec", "torchrec_planner_plan", "MODELLED"]
 
-MODELLED = ("table_wise", "row_wise", "column_wise", "data_parallel")   # sharding types
+MODELLED = ("table_wise", "row_wise", "column_wise", "table_row_wise",
+            "data_parallel")   # sharding types
 
 FORMAT = "torchrec/sharding"
 _TYPES = {ROW_WISE: "row_wise", REPLICATED: "data_parallel"}
@@ -46,6 +48,8 @@ def to_torchrec(plan: Plan) -> dict:
         where = plan.assignment[key]
         if isinstance(where, ColumnWise):
             tables[key] = {"sharding_type": "column_wise", "ranks": list(where.ranks)}
+        elif isinstance(where, TableRowWise):
+            tables[key] = {"sharding_type": "table_row_wise", "ranks": list(where.ranks)}
         elif where in _TYPES:
             tables[key] = {"sharding_type": _TYPES[where], "ranks": every}
         else:
@@ -83,6 +87,11 @@ def from_torchrec(doc: dict, tables: list[TableRef], ranks: int,
                 assignment[key] = placement({"kind": "cw", "ranks": on}, dim, ranks)
             except PlanError as exc:
                 raise PlanError(f"{key}: {exc}") from None
+        elif kind == "table_row_wise":
+            try:
+                assignment[key] = placement({"kind": "twrw", "ranks": on}, None, ranks)
+            except PlanError as exc:
+                raise PlanError(f"{key}: {exc}") from None
         elif kind in kinds:
             if sorted(on) != list(range(ranks)):
                 raise PlanError(f"{key}: {kind} spans every rank here (0-{ranks - 1}), "
@@ -90,7 +99,7 @@ def from_torchrec(doc: dict, tables: list[TableRef], ranks: int,
             assignment[key] = kinds[kind]
         else:
             raise PlanError(f"{key}: sharding type {kind!r} is not modelled (table_wise, "
-                            "row_wise, column_wise, data_parallel are)")
+                            "row_wise, column_wise, table_row_wise, data_parallel are)")
     missing = sorted(known - set(assignment))
     if missing:
         raise PlanError(f"the plan leaves out {len(missing)} table(s): "

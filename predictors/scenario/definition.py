@@ -260,14 +260,23 @@ class ColumnWise(Struct, tag_field="kind", tag="cw", forbid_unknown_fields=True)
     ranks: Annotated[list[RankNumber], _meta(min_length=2, expected="two or more ranks")]
 
 
+class TableRowWise(Struct, tag_field="kind", tag="twrw", forbid_unknown_fields=True):
+    """The table's rows split over the ranks of one node (all of them), summed there,
+    then sent across the nodes."""
+
+    ranks: Annotated[list[RankNumber], _meta(min_length=2, expected="a node's ranks")]
+
+
 Rank = Annotated[RankNumber | Literal[ROW_WISE, REPLICATED] | TableWise | RowWise
-                 | DataParallel | ColumnWise,
+                 | DataParallel | ColumnWise | TableRowWise,
                  _meta("a rank, 'rw' (the table's rows split over every rank), 'dp' (the "
                        "table on every rank, its gradients all-reduced) or an object: "
                        "{'kind': 'tw', 'rank': r}, {'kind': 'rw'}, {'kind': 'dp'}, "
-                       "{'kind': 'cw', 'ranks': [r, ...]} (the dim cut into equal shards)",
+                       "{'kind': 'cw', 'ranks': [r, ...]} (the dim cut into equal shards), "
+                       "{'kind': 'twrw', 'ranks': [r, ...]} (the rows split over one "
+                       "node's ranks)",
                        expected=f"a rank (0, 1, ...), {ROW_WISE!r}, {REPLICATED!r} or "
-                                f"{{'kind': 'tw'|'rw'|'dp'|'cw', ...}}")]
+                                f"{{'kind': 'tw'|'rw'|'dp'|'cw'|'twrw', ...}}")]
 
 
 class Parallelism(Struct, forbid_unknown_fields=True):

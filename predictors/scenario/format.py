@@ -286,7 +286,8 @@ def _check_sharding_ranks(doc: dict, issues: list[Issue]) -> None:
     sharding = doc["parallelism"]["embedding_sharding"]
     if not isinstance(sharding, dict):
         return
-    ranks = resolve_platform(doc["platform"]).ranks
+    platform = resolve_platform(doc["platform"])
+    ranks, per_node = platform.ranks, platform.ranks_per_node
     tables = {f"{n['id']}/{j}" for n in doc["model"]["nodes"]
               if n["kind"] == "embedding_tables" for j in range(len(n["params"]["tables"]))}
     dims = {f"{n['id']}/{j}": t["dim"] for n in doc["model"]["nodes"]
@@ -300,7 +301,7 @@ def _check_sharding_ranks(doc: dict, issues: list[Issue]) -> None:
             continue
         if isinstance(rank, dict):
             on = ([rank.get("rank")] if rank.get("kind") == "tw"
-                  else rank.get("ranks") if rank.get("kind") == "cw" else [])
+                  else rank.get("ranks") if rank.get("kind") in ("cw", "twrw") else [])
         else:
             on = [] if rank in (ROW_WISE, REPLICATED) else [rank]
         if any(r >= ranks for r in on):
@@ -308,6 +309,13 @@ def _check_sharding_ranks(doc: dict, issues: list[Issue]) -> None:
                                 f"expected ranks from 0 to {ranks - 1} (the platform has "
                                 f"{ranks}), {ROW_WISE!r} (row-wise over all of them) or "
                                 f"{REPLICATED!r} (on every rank), got {rank!r}"))
+        elif isinstance(rank, dict) and rank.get("kind") == "twrw":
+            if sorted(on) != list(range(on[0] // per_node * per_node,
+                                        on[0] // per_node * per_node + per_node)):
+                issues.append(Issue(f"parallelism.embedding_sharding.{key}",
+                                    f"a table-row-wise table's ranks are one node's, all of "
+                                    f"them (nodes of {per_node} here: 0-{per_node - 1}, ...), "
+                                    f"got {on}"))
         elif isinstance(rank, dict) and rank.get("kind") == "cw":
             if len(set(on)) != len(on):
                 issues.append(Issue(f"parallelism.embedding_sharding.{key}",

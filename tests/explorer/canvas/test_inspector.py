@@ -217,6 +217,14 @@ def test_the_sharding_plan_shows_and_resets_to_auto(qtbot, editor):
     editor.undo_stack.undo()
     assert editor.document.parallelism()["embedding_sharding"] == {"tables/0": 0,
                                                                    "tables/1": 0}
+    # every kind of placement is summed up (an object is not a rank)
+    editor.set_parallelism({"embedding_sharding": {
+        "tables/0": 0, "tables/1": {"kind": "tw", "rank": 1}, "tables/2": "rw",
+        "tables/3": {"kind": "cw", "ranks": [0, 1]}, "tables/4": {"kind": "twrw",
+                                                                  "ranks": [0, 1]}}},
+        "Apply sharding plan 'y'")
+    assert inspector.sharding_label.text() == ("a plan: 2 table(s) on 2 rank(s), 1 row-wise, "
+                                               "1 column-wise, 1 table-row-wise")
 
 
 @pytest.mark.parametrize("text,shown", [("99999999999", "99,999,999,999"), ("-3", "-3")])

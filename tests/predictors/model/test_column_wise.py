@@ -87,7 +87,7 @@ def test_placement_parses_and_refuses():
     with pytest.raises(PlanError, match="equal shards"):
         placement({"kind": "cw", "ranks": [0, 1, 2]}, 16, 4)
     with pytest.raises(PlanError, match="unknown sharding kind"):
-        placement({"kind": "twrw", "node": 0}, 16, 4)
+        placement({"kind": "grid", "ranks": [0, 1]}, 16, 4)
 
 
 def test_column_shards_split_a_table_that_fits_no_single_rank(dlrm):

@@ -23,7 +23,7 @@ def test_a_plan_round_trips_through_torchrec_terms():
     (lambda d: d["tables"]["t/0"].update(ranks=[7]), "not all among the platform's 0-3"),
     (lambda d: d["tables"]["t/0"].update(ranks=[0, 1]), "sits on one rank"),
     (lambda d: d["tables"]["t/1"].update(ranks=[0, 1]), "spans every rank"),
-    (lambda d: d["tables"]["t/0"].update(sharding_type="table_row_wise"), "not modelled"),
+    (lambda d: d["tables"]["t/0"].update(sharding_type="grid_shard"), "not modelled"),
     (lambda d: d["tables"]["t/0"].update(sharding_type="column_wise", ranks=[0, 0, 1]),
      "two or more ranks"),
     (lambda d: d["tables"]["t/0"].update(sharding_type="column_wise", ranks=[0, 1, 2]),

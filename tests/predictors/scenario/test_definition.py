@@ -157,7 +157,7 @@ def test_problems_inside_a_block_name_the_block():
     (lambda d: d["training"].update({"a\nb": 1}),
      "training['a\\nb']: unknown training setting (known: batch_size, batch_per_gpu, optimizer, dtype, lr)"),
     (lambda d: d.update(parallelism={"embedding_sharding": {"tables/0": "x"}}),
-     "parallelism.embedding_sharding.tables/0: expected a rank (0, 1, ...), 'rw', 'dp' or {'kind': 'tw'|'rw'|'dp'|'cw', ...}, got 'x'"),
+     "parallelism.embedding_sharding.tables/0: expected a rank (0, 1, ...), 'rw', 'dp' or {'kind': 'tw'|'rw'|'dp'|'cw'|'twrw', ...}, got 'x'"),
     (lambda d: d.update(version=10 ** 5000),
      ("version: version <16610-bit integer> is newer than this program understands (1); "
       "please upgrade")),
