@@ -228,6 +228,33 @@ def shot_sharding(d: Driver) -> None:
     save(s.dock, "sharding-stacked.png")
 
 
+def shot_sharding_nodes(d: Driver) -> None:
+    """The MLPerf DLRM on two nodes of 8 H100, its two largest tables table-row-wise (one
+    on each node), ranked with a 10 s search: the placement heat map of its plan."""
+    from PySide6.QtCore import Qt
+
+    doc = json.loads((SCENARIOS / "mlperf_dlrm_dcnv2.json").read_text())
+    doc["platform"] = {"preset": "2node-8x-h100"}
+    tables = doc["model"]["nodes"][[n["kind"] for n in doc["model"]["nodes"]].index(
+        "embedding_tables")]["params"]["tables"]
+    big = sorted(range(len(tables)), key=lambda j: -tables[j]["rows"])[:2]
+    doc["parallelism"] = {"embedding_sharding": {
+        f"tables/{j}": {"kind": "twrw", "ranks": list(range(8 * n, 8 * n + 8))}
+        for n, j in enumerate(big)}}
+    path = d.tmp / "mlperf_dlrm_2node_twrw.json"
+    path.write_text(json.dumps(doc))
+    w = d.window(path, size=(1400, 900))
+    s, v = w.sharding, w.sharding.view
+    v.budget.setValue(10)
+    d.run_until(s.runner.sigFinished, s.run, "the sharding ranking")
+    w.resizeDocks([s.dock], [430], Qt.Vertical)
+    names = [p.plan.name for p in v.ranking.plans]
+    v.table.selectRow(names.index("the scenario's plan"))
+    v.tabs.setCurrentWidget(v.placement)
+    d.settle()
+    save(s.dock, "sharding-nodes.png")
+
+
 def shot_sweep(d: Driver) -> None:
     """BERT-base on one A100-40GB: Up to What Fits, then the sweep up to that batch."""
     from PySide6.QtCore import Qt
@@ -364,7 +391,8 @@ SHOTS = {"main": shot_main, "inspector": shot_inspector,
          "sweep": shot_sweep,
          "compare": shot_compare, "profiles": shot_profiles, "dgx1": shot_dgx1,
          "compare-ranks": shot_compare_ranks, "timeline-range": shot_timeline_range,
-         "report": shot_report, "link-lanes": shot_link_lanes}
+         "report": shot_report, "link-lanes": shot_link_lanes,
+         "sharding-nodes": shot_sharding_nodes}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -114,7 +114,7 @@ def _rank_workload(doc: dict, assignment: dict, rank: int, world: int):
     owners = {k: r for k, r in assignment.items() if is_rank(r)}
     shard = RankShard(rank, world, plan.local(rank), local_batch, local_batch * world,
                       rowwise=plan.rowwise, owners=owners, replicated=plan.replicated,
-                      columns=plan.columns)
+                      columns=plan.columns, row_groups=plan.row_groups)
     workload = build_workload(doc, device="cpu", fast_init=True, shard=shard)
     buckets = gradient_buckets(workload.module, world)
     buckets.attach()

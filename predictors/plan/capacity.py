@@ -79,8 +79,11 @@ def _rank_memories(doc: dict, platform, plan, gpu: bool, cancelled=None) -> list
         rowwise = plan.rowwise if plan is not None else frozenset()
         key = (local, r if rowwise else None)   # row blocks differ by rank
         if key not in by_tables:
+            kinds = ({} if plan is None else
+                     {"replicated": plan.replicated, "columns": dict(plan.columns),
+                      "row_groups": dict(plan.row_groups)})
             shard = RankShard(r, ranks, local, local_batch, local_batch * ranks,
-                              rowwise=rowwise)
+                              rowwise=rowwise, **kinds)
             by_tables[key] = memory_of(shard)
         out.append(by_tables[key])
     return out

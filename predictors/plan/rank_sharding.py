@@ -36,9 +36,11 @@ __all__ = ["PlanResult", "ShardingRanking", "rank_shardings", "ranking_csv", "ra
 
 DEFAULT_BUDGET_S = 10.0
 TOP = 5          # plans predicted in full when the caller asks for no number
-# the embeddings' exchange: the all-to-all of table-wise tables, and the reduce-scatter
-# (forward) and all-gather (backward) of row-wise ones
-EXCHANGE = ("nccl:all_to_all", "nccl:reduce_scatter", "nccl:all_gather")
+# the embeddings' exchange: the all-to-all of table-wise tables, the reduce-scatter
+# (forward) and all-gather (backward) of row-wise ones, and the node exchanges of
+# table-row-wise ones
+EXCHANGE = ("nccl:all_to_all", "nccl:reduce_scatter", "nccl:all_gather",
+            "nccl:reduce_scatter + all_to_all", "nccl:all_to_all + all_gather")
 TIE_REL = 0.01   # plans this close to the best (relative) are ties: within a real run's noise
 
 
@@ -202,7 +204,8 @@ def rank_shardings(scenario: dict, *, profile=None, overheads=None, top: int | N
         try:
             torchrec_plans.append(("TorchRec planner", torchrec_planner_plan(
                 graphs.tables, graphs.ranks, graphs.local_batch, memory,
-                "cpu" if platform.device == "cpu" else "cuda")))
+                "cpu" if platform.device == "cpu" else "cuda",
+                ranks_per_node=platform.ranks_per_node)))
         except PlanError as exc:
             raise ScenarioError([Issue("torchrec_planner", str(exc))]) from None
     for name, document in torchrec_plans:

@@ -43,6 +43,7 @@ def test_a_pdf_report_and_bad_requests(predicted, make_window, tmp_path):
         export_report(fresh, tmp_path / "none.html")
 
 
+@pytest.mark.slow   # two app processes; the report itself is tested in process above
 def test_the_command_line_writes_a_report(tmp_path):
     import subprocess
     import sys

@@ -78,13 +78,15 @@ def test_each_rank_runs_the_node_exchange_and_only_its_node_looks_up(graphs):
         assert looked_up == (r in NODE1)
 
 
-def test_composed_plans_equal_captured_ones(graphs):
-    plans = [_plan(graphs, **{"0": TableRowWise(NODE0)}),
-             _plan(graphs, **{"0": TableRowWise(NODE1), "3": TableRowWise(NODE0)}),
-             _plan(graphs, **{"0": TableRowWise(NODE1), "1": ROW_WISE})]
-    composed = PlanEvaluator(graphs).spans_ms(plans)
-    for plan, spans in zip(plans, composed):
-        assert np.allclose(spans, graphs.rank_spans_ms(plan), rtol=1e-9)
+@pytest.mark.parametrize("kinds", [
+    {"0": TableRowWise(NODE0)},   # the other node's ranks hold no table at all
+    pytest.param({"0": TableRowWise(NODE1), "3": TableRowWise(NODE0)},
+                 marks=pytest.mark.slow),
+    pytest.param({"0": TableRowWise(NODE1), "1": ROW_WISE}, marks=pytest.mark.slow)])
+def test_composed_plans_equal_captured_ones(graphs, kinds):
+    plan = _plan(graphs, **kinds)
+    composed = PlanEvaluator(graphs).spans_ms([plan])[0]
+    assert np.allclose(composed, graphs.rank_spans_ms(plan), rtol=1e-9)
 
 
 def test_the_exchange_crosses_the_network_once(graphs):
@@ -120,3 +122,20 @@ def test_memory_torchrec_and_the_search_know_it(graphs):
     assert any(p.assignment[graphs.tables[1].key] == TableRowWise(NODE1) for p in moved)
     assert not any(isinstance(p.assignment[graphs.tables[1].key], TableRowWise)
                    for p in _other_kinds(plan, spans, graphs.tables[1], graphs.ranks))
+
+
+def test_the_exchange_is_booked_as_the_embeddings_exchange():
+    from predictors.model.comm_ops import PROFILER_NAMES
+    from predictors.plan.rank_sharding import EXCHANGE
+    # every collective but DDP's all-reduce carries the embeddings
+    assert set(PROFILER_NAMES.values()) - {"nccl:all_reduce"} <= set(EXCHANGE)
+
+
+def test_the_largest_batch_holds_the_rows_on_their_node(graphs):
+    from predictors.plan.capacity import _rank_memories
+    doc = json.loads(json.dumps(graphs.doc))
+    doc["model"]["nodes"][2]["params"]["tables"][0]["rows"] = 10_000_000
+    plan = _plan(graphs, **{"0": TableRowWise(NODE1)})
+    peaks = [m.peak for m in _rank_memories(doc, graphs.platform, plan, gpu=True)]
+    block = 10_000_000 / 8 * doc["model"]["nodes"][2]["params"]["tables"][0]["dim"] * 4
+    assert peaks[8] - peaks[0] > 0.9 * block   # node 1 holds the rows, node 0 none
