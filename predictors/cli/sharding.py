@@ -2,6 +2,7 @@
 ranks (``local-cpu`` with ``ranks``)."""
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -109,14 +110,15 @@ def _cmd_validate_sharding(args) -> int:
 
     if args.rescore:
         try:
-            with open(args.rescore, encoding="utf-8") as f:
+            opener = gzip.open if args.rescore.endswith(".gz") else open
+            with opener(args.rescore, "rt", encoding="utf-8") as f:
                 measured = json.load(f)
             tasks = measured["tasks"]
             if not isinstance(tasks, list) or not all(
                     {"scenario", "assignments", "measured_ms", "noise"} <= set(t)
                     for t in tasks):
                 raise KeyError("tasks")
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (OSError, EOFError, ValueError, KeyError, TypeError) as exc:
             return usage_error(f"--rescore {args.rescore}: not the JSON of "
                                f"`validate-sharding --json` ({exc})")
         result = rescore(measured, profile_arg(args), progress=show)
