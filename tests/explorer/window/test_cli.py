@@ -51,7 +51,8 @@ def test_screenshot_and_svg_export_of_the_default_scenario(tmp_path):
     assert any(e.tag.endswith(("rect", "path")) for e in root.iter())
 
 
-@pytest.mark.parametrize("ext", ["png", pytest.param("pdf", marks=pytest.mark.slow)])
+@pytest.mark.slow   # another app process; the batch path runs in the screenshot test
+@pytest.mark.parametrize("ext", ["png", "pdf"])
 def test_export_timeline_of_a_given_scenario(tmp_path, ext):
     out = tmp_path / f"dlrm.{ext}"
     r = run_cli(ROOT / "resources" / "scenarios" / "small_dlrm.json", "--export-timeline", out)

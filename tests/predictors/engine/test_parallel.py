@@ -2,14 +2,12 @@
 import copy
 import json
 import math
-import subprocess
-import sys
 
 import networkx as nx
 import numpy as np
 import pytest
 import torch
-from paths import ROOT, SCENARIOS
+from paths import SCENARIOS
 
 from predictors.costs.collectives import platform_collective
 from predictors.engine.parallel import RankGraphs
@@ -260,16 +258,17 @@ def test_rank_shardings_needs_ranks_and_tables():
         rank_shardings(bert)
 
 
-def test_rank_sharding_cli_contract(tmp_path, dlrm):
+def test_rank_sharding_cli_contract(tmp_path, dlrm, capsys):
+    from predictors.cli import main
+
     path = tmp_path / "dlrm8.json"
     path.write_text(json.dumps(dlrm))
     torchrec = tmp_path / "best.json"
-    out = subprocess.run([sys.executable, "-m", "predictors", "rank-sharding", str(path),
-                          "--top", "2", "--budget-s", "1", "--json", "--torchrec-out",
-                          str(torchrec), "--csv", str(tmp_path / "plans.csv")],
-                         capture_output=True, text=True, cwd=ROOT, timeout=300)
-    assert out.returncode == 0, out.stderr
-    ranking = json.loads(out.stdout)
+    code = main(["rank-sharding", str(path), "--top", "2", "--budget-s", "1", "--json",
+                 "--torchrec-out", str(torchrec), "--csv", str(tmp_path / "plans.csv")])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    ranking = json.loads(out.out)
     plans = ranking["plans"]
     assert 1 <= len(plans) <= 2 and ranking["evaluated"] >= len(plans)
     assert {"plan", "iteration_ms", "per_rank", "tie", "imbalance",
