@@ -36,7 +36,10 @@ def measure_plans(doc: dict, plans: list[dict], iters: int = 10, warmup: int = 3
     or a :class:`~predictors.model.sharding.ColumnWise`) measured for real on the
     scenario's ``local-cpu`` ranks.  Per plan: ``iteration_ms`` (the
     median over rounds of the slowest rank's median step), ``rounds_ms`` and
-    ``per_rank_ms`` (each rank's median step over all rounds).  ``trace``: after the
+    ``per_rank_ms`` (each rank's median step over all rounds), ``exchange_ms`` (per kind
+    of exchange, each rank's median wall time in it a step, waiting for its peers
+    included; ``all_reduce_wait``: DDP's all-reduces waited for when backward ends).
+    ``trace``: after the
     last round, each rank records one more step of each plan with torch.profiler, to
     ``trace`` with ``.plan<i>.rank<r>`` before its extension (Kineto JSON)."""
     from ..hardware.platforms import resolve_platform
@@ -64,12 +67,17 @@ def measure_plans(doc: dict, plans: list[dict], iters: int = 10, warmup: int = 3
         results = [json.load(open(f)) for f in files]
     out = []
     for i in range(len(plans)):
-        per_round = [max(statistics.median(res[i][k]) for res in results)
-                     for k in range(rounds)]
+        steps = [res["steps"][i] for res in results]
+        per_round = [max(statistics.median(rank[k]) for rank in steps) for k in range(rounds)]
+        kinds = sorted({kind for res in results for step in res["exchanges"][i]
+                        for kind in step})
         out.append({"iteration_ms": statistics.median(per_round), "rounds_ms": per_round,
-                    "per_rank_ms": [statistics.median(s for k in range(rounds)
-                                                      for s in res[i][k])
-                                    for res in results]})
+                    "per_rank_ms": [statistics.median(s for k in range(rounds) for s in rank[k])
+                                    for rank in steps],
+                    # per kind of exchange, each rank's median time in it a step
+                    "exchange_ms": {kind: [statistics.median(step.get(kind, 0.0) / 1e3
+                                                             for step in res["exchanges"][i])
+                                           for res in results] for kind in kinds}})
     return out
 
 
@@ -140,8 +148,11 @@ def trace_path(trace: str, plan: int, rank: int) -> str:
 
 def _plans_worker(rank, world, store, out_dir, doc, plans, iters, warmup, rounds, seed,
                   threads, trace=None):
+    from ..model.comm_ops import take_exchange_us
+
     dist = _init(rank, world, store, threads)
     samples = [[[] for _ in range(rounds)] for _ in plans]
+    exchanges = [[] for _ in plans]   # per step, the time in each kind of exchange
     try:
         for k in range(rounds):
             for i, assignment in enumerate(plans):
@@ -151,17 +162,19 @@ def _plans_worker(rank, world, store, out_dir, doc, plans, iters, warmup, rounds
                 for _ in range(warmup):
                     _step(workload, batch, optimizer, buckets)
                 dist.barrier()
+                take_exchange_us()
                 for _ in range(iters):
                     t0 = time.perf_counter()
                     _step(workload, batch, optimizer, buckets)
                     samples[i][k].append((time.perf_counter() - t0) * 1e3)
+                    exchanges[i].append(take_exchange_us())
                 if trace and k == rounds - 1:
                     _record(lambda: _step(workload, batch, optimizer, buckets),
                             trace_path(trace, i, rank))
                 buckets.detach()
                 del workload, batch, optimizer, buckets
         with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
-            json.dump(samples, f)
+            json.dump({"steps": samples, "exchanges": exchanges}, f)
     finally:
         dist.destroy_process_group()
 

@@ -131,6 +131,7 @@ def validate_sharding(ranks: int = 2, tasks: int = 20, seed: int = 0, profile=No
                      "plans": len(chosen), "evaluated": found.evaluated,
                      "assignments": [p.to_json()["assignment"] for p, _ in chosen],
                      "scenario": doc, "measured_ms": ms.round(4).tolist(),
+                     "exchange_ms": [m["exchange_ms"] for m in measured],
                      **_scores(predicted, ms, noise)})
     summary = {**_summary(rows), "ranks": ranks, "left_out_as_ties": ties, "seed": seed,
                "elapsed_s": round(time.perf_counter() - t0, 1)}

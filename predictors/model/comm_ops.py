@@ -16,10 +16,12 @@ into the gradients when backward ends.
 """
 from __future__ import annotations
 
+import time
+
 import torch
 
 __all__ = ["COLLECTIVE_OPS", "PROFILER_NAMES", "GradientBuckets", "all_to_all", "exchange_anchor",
-           "reduce_scatter", "all_reduce", "wait_pending"]
+           "reduce_scatter", "all_reduce", "wait_pending", "take_exchange_us"]
 
 # recorded op name -> the collective kind of devices/collectives.py
 COLLECTIVE_OPS = {"mldse::all_to_all": "all_to_all",
@@ -186,6 +188,32 @@ _node_reduce_scatter.register_autograd(_node_rs_backward, setup_context=_node_rs
 # costs a few hundred microseconds of Python per call, which a training job's own
 # collectives do not pay.  ``record_function`` keeps the ops' names in a recorded trace.
 
+# A real run's wall time in each exchange (us), by kind, summed until read: what a step
+# spends in them, waiting for its peers included (calibrate/ranks.py reads it per step).
+EXCHANGE_US: dict[str, float] = {}
+
+
+class _clock:  # noqa: N801 - a small context manager used like a function
+    """Add the wall time of the ``with`` body to :data:`EXCHANGE_US` under ``kind``."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+
+    def __enter__(self):
+        self.t0 = time.perf_counter()
+
+    def __exit__(self, *_exc):
+        EXCHANGE_US[self.kind] = (EXCHANGE_US.get(self.kind, 0.0)
+                                  + (time.perf_counter() - self.t0) * 1e6)
+
+
+def take_exchange_us() -> dict[str, float]:
+    """The exchanges' wall times since the last call, by kind; then cleared."""
+    out = dict(EXCHANGE_US)
+    EXCHANGE_US.clear()
+    return out
+
+
 def _real_run() -> bool:
     import torch.distributed as dist
     return dist.is_available() and dist.is_initialized()
@@ -246,12 +274,13 @@ class _AllToAll(torch.autograd.Function):
         ctx.anchor, ctx.owners = anchor, list(owners)
         ctx.rows = pooled[0].shape[0] if pooled else 0
         ctx.widths = [p.shape[1] for p in pooled]
-        with torch.profiler.record_function("mldse::all_to_all"):
+        with torch.profiler.record_function("mldse::all_to_all"), _clock("all_to_all"):
             return tuple(_a2a_real(list(pooled), anchor, rows, widths, owners))
 
     @staticmethod
     def backward(ctx, *grads):
-        with torch.profiler.record_function("mldse::all_to_all_backward"):
+        with torch.profiler.record_function("mldse::all_to_all_backward"), \
+                _clock("all_to_all_backward"):
             back = _a2a_backward_real([g.contiguous() for g in grads], ctx.anchor, ctx.rows,
                                       ctx.widths, ctx.owners)
         return (None, None, None, None, *back)
@@ -270,8 +299,11 @@ def _all_reduce_real(tensors: list[torch.Tensor]) -> None:
 
 def wait_pending() -> None:
     """Wait for a real run's all-reduces in flight (none in a capture)."""
-    while _PENDING:
-        _PENDING.pop(0).wait()
+    if not _PENDING:
+        return
+    with _clock("all_reduce_wait"):
+        while _PENDING:
+            _PENDING.pop(0).wait()
 
 
 class _ReduceScatter(torch.autograd.Function):
@@ -281,12 +313,12 @@ class _ReduceScatter(torch.autograd.Function):
     @staticmethod
     def forward(ctx, rows, *partial):
         ctx.rows = partial[0].shape[0] if partial else 0
-        with torch.profiler.record_function("mldse::reduce_scatter"):
+        with torch.profiler.record_function("mldse::reduce_scatter"), _clock("reduce_scatter"):
             return tuple(_reduce_scatter_real(list(partial), rows))
 
     @staticmethod
     def backward(ctx, *grads):
-        with torch.profiler.record_function("mldse::all_gather"):
+        with torch.profiler.record_function("mldse::all_gather"), _clock("all_gather"):
             return (None, *_all_gather_real([g.contiguous() for g in grads]))
 
 

@@ -52,6 +52,13 @@ def test_measure_trains_two_gloo_ranks_for_real(tmp_path):
     assert result["ranks"] == 2 and len(result["per_rank_ms"]) == 2
     assert result["iteration_ms"] == max(result["per_rank_ms"]) > 0
     assert result["assignment"] == plan
+    # the time each rank spends in each exchange a step, within its step
+    exchanges = result["exchange_ms"]
+    assert {"all_to_all", "all_to_all_backward", "reduce_scatter", "all_gather",
+            "all_reduce_wait"} <= set(exchanges)
+    for r in range(2):
+        inside = sum(ms[r] for ms in exchanges.values())
+        assert 0 < inside < result["per_rank_ms"][r]
 
 
 @pytest.mark.slow   # two more processes; `make test-full`
