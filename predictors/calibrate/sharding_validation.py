@@ -176,7 +176,7 @@ def _summary(rows: list[dict]) -> dict:
     def over(key, how):
         return how(r[key] for r in rows) if rows else math.nan
     return {"tasks": len(rows),
-            "top1": (sum(r["top1"] for r in rows) / len(rows)) if rows else math.nan,
+            "top1": over("top1", statistics.mean),
             "kendall_tau_mean": over("kendall_tau", statistics.mean),
             "kendall_tau_median": over("kendall_tau", statistics.median),
             "noise_median": over("noise", statistics.median),

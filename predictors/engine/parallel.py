@@ -232,7 +232,7 @@ class collective_timer:  # noqa: N801 - used like the function it replaced
         a reduce-scatter of the partial bags over one node's ranks, then an all-to-all
         of each rank's share of the sums (``nbytes`` / the node's ranks) over every rank,
         which moves what crosses the network; backward, the reverse."""
-        node = max(1, min(ranks, self.platform.gpus or ranks))
+        node = min(ranks, self.platform.ranks_per_node)
         inside, across = ("reduce_scatter", nbytes, node), ("all_to_all", nbytes / node, ranks)
         return [inside, across] if kind == "node_reduce_scatter" else \
             [across, ("all_gather", nbytes, node)]

@@ -80,9 +80,9 @@ class _Template:
     touched: np.ndarray                         # per table: bytes its bag forward touches
     rw_touched: np.ndarray                      # per rank: bytes of its row-wise blocks
                                                 # and data-parallel tables
-    # a rank that holds no table at all: one program, or per rank (table-row-wise
-    # tables make the ranks' exchanges differ)
-    empty: _Rank | dict[int, _Rank] | None = None
+    # per rank, its program when it holds no table at all (table-row-wise tables make
+    # the ranks' exchanges differ; without them every rank's is the same)
+    empty: dict[int, _Rank] = field(default_factory=dict)
 
 
 class PlanEvaluator:
@@ -143,25 +143,25 @@ class PlanEvaluator:
                                              rowwise, replicated)
             rw_touched[r] = t_rw
             out.append(rank)
-        empty = None
-        if rowwise and groups and not rowwise - set(groups):
-            # only table-row-wise tables: a rank off their nodes may hold nothing
-            members = {r for on in groups.values() for r in on}
-            empty = {}
-            for r in set(ranks) - members:
-                graph = g.capture(frozenset(), r, rowwise, replicated, columns, groups)
-                empty[r], _ = self._template_rank(graph, cost_op_graph(
-                    graph, g.platform, g.profile, g.overheads), slots, slot_list,
-                    np.zeros_like(touched), rowwise, replicated)
+        # without sparse parameters the optimizer steps the dense ones together
+        # (foreach): a rank with no table of its own is a step of its own; with
+        # table-row-wise tables only, a rank off their nodes may hold nothing
         if not rowwise:
             out = out * self.ranks
             rw_touched[:] = rw_touched[0]
-            # without sparse parameters the optimizer steps the dense ones together
-            # (foreach): a rank with no table of its own is a step of its own
-            graph = g.capture(frozenset(), 0, rowwise, replicated, columns)
-            empty, _ = self._template_rank(graph, cost_op_graph(
+            idle = {0: range(self.ranks)}
+        elif groups and not rowwise - set(groups):
+            members = {r for on in groups.values() for r in on}
+            idle = {r: (r,) for r in set(ranks) - members}
+        else:
+            idle = {}
+        empty = {}
+        for r, alike in idle.items():
+            graph = g.capture(frozenset(), r, rowwise, replicated, columns, groups)
+            program, _ = self._template_rank(graph, cost_op_graph(
                 graph, g.platform, g.profile, g.overheads), slots, slot_list,
                 np.zeros_like(touched), rowwise, replicated)
+            empty.update(dict.fromkeys(alike, program))
         return _Template(rowwise, replicated, shards, width, out, slot_list, touched,
                          rw_touched, empty)
 
@@ -292,8 +292,7 @@ class PlanEvaluator:
         share = self._share_l2()
         programs, absent = [], []
         sent = np.zeros((n_plans, self.ranks))
-        ranks = [(tpl.empty[r] if isinstance(tpl.empty, dict) else tpl.empty)
-                 if r in idle else rank for r, rank in enumerate(tpl.ranks)]
+        ranks = [tpl.empty[r] if r in idle else rank for r, rank in enumerate(tpl.ranks)]
         for r, rank in enumerate(ranks):
             held = holds[r]                                     # [plan, table]
             sent[:, r] = (held * tpl.width).sum(axis=1)

@@ -17,6 +17,7 @@ into the gradients when backward ends.
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 
 import torch
 
@@ -193,18 +194,14 @@ _node_reduce_scatter.register_autograd(_node_rs_backward, setup_context=_node_rs
 EXCHANGE_US: dict[str, float] = {}
 
 
-class _clock:  # noqa: N801 - a small context manager used like a function
+@contextmanager
+def _clock(kind: str):
     """Add the wall time of the ``with`` body to :data:`EXCHANGE_US` under ``kind``."""
-
-    def __init__(self, kind: str):
-        self.kind = kind
-
-    def __enter__(self):
-        self.t0 = time.perf_counter()
-
-    def __exit__(self, *_exc):
-        EXCHANGE_US[self.kind] = (EXCHANGE_US.get(self.kind, 0.0)
-                                  + (time.perf_counter() - self.t0) * 1e6)
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        EXCHANGE_US[kind] = EXCHANGE_US.get(kind, 0.0) + (time.perf_counter() - t0) * 1e6
 
 
 def take_exchange_us() -> dict[str, float]:

@@ -215,8 +215,8 @@ class Plan:
         out = [0.0] * self.ranks
         for t in tables:
             where = self.assignment[t.key]
-            if where == ROW_WISE or isinstance(where, TableRowWise):
-                group = row_group(where, self.ranks)
+            group = row_group(where, self.ranks)
+            if group is not None:
                 for r in group:
                     out[r] += t.shard_bytes(len(group))
             elif where == REPLICATED:   # the table and its dense gradient, everywhere

@@ -499,9 +499,10 @@ def _cut_rowwise(doc: dict, shard: RankShard) -> dict:
                 rows, share = shard.row_block(table, key)
                 table["rows"] = max(1, rows)   # a table with fewer rows than ranks
                 table["pooling"] = table["pooling"] * share
-                if (shard.row_slot(key) or (1,))[0] > 0:
-                    # past rank 0's block a Zipf table's tail is nearly flat: priced as
-                    # uniform (its L2 hot set is rank 0's)
+                slot = shard.row_slot(key)
+                if slot is None or slot[0] > 0:
+                    # past the first block a Zipf table's tail is nearly flat: priced as
+                    # uniform (its L2 hot set is the first block's)
                     table["distribution"] = {"kind": "uniform"}
     return doc
 
