@@ -28,7 +28,8 @@ __all__ = ["PROFILE_FORMAT", "PROFILE_VERSION", "OpOverheads", "OverheadTable", 
            "DeviceProfile", "save_profile", "load_profile", "ProfileError",
            "KERNEL_MODEL_TYPES", "record_validation", "profile_file", "other_cpu_note",
            "cache_dir", "host_check_path", "read_host_check", "write_host_check",
-           "host_ratios", "scaled_to_host", "from_another_cpu", "on_this_host"]
+           "host_ratios", "scaled_to_host", "from_another_cpu", "on_this_host",
+           "unsteady_note", "UNSTEADY_SPREAD"]
 
 PROFILE_FORMAT = "ml-dse/device-profile"
 PROFILE_VERSION = 1
@@ -448,6 +449,24 @@ def other_cpu_note(profile: DeviceProfile | None,
     theirs, host = profile.provenance["cpu_signature"], cpu_signature()
     return (f"the profile was calibrated on another CPU ({theirs}) than this one ({host}): "
             f"{how} measures this one")
+
+
+# The GEMM probe's 90th over its 10th percentile through a calibration beyond which the
+# machine's speed changed enough to shift the fitted models (a shared VM's neighbours).
+UNSTEADY_SPREAD = 1.15
+
+
+def unsteady_note(profile: DeviceProfile | None) -> str | None:
+    """A note when ``profile`` was calibrated while the machine's speed changed: the
+    speed probe taken through the calibration spread by more than
+    :data:`UNSTEADY_SPREAD`, so its models mix fast and slow spells."""
+    ref = (profile.provenance.get("speed_reference") or {}) if profile is not None else {}
+    low, high = ref.get("gemm_gflops_p10"), ref.get("gemm_gflops_p90")
+    if not low or not high or high <= UNSTEADY_SPREAD * low:
+        return None
+    return (f"the machine's speed changed while this profile was calibrated (a GEMM probe "
+            f"ran at {low:.0f}-{high:.0f} GFLOP/s, 10th-90th percentile): its figures mix "
+            f"fast and slow spells; calibrate again on an idle machine")
 
 
 # --- a bundled CPU profile scaled to this host -------------------------------------------

@@ -23,6 +23,8 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsObject, QGraphicsPathItem,
 
 from predictors.scenario.registry import BLOCK_KINDS, summarize
 
+from ..widgets.theme_colors import canvas_colors
+
 __all__ = ["CATEGORY_COLORS", "category_color", "PortItem", "BlockItem", "EdgeItem"]
 
 # One hue per category; the palette uses the same ones so a block looks like its palette entry.
@@ -35,9 +37,6 @@ CATEGORY_COLORS = {
 UNKNOWN_COLOR = QColor("#6b7280")
 SELECTED_COLOR = QColor("#1a73e8")
 INVALID_COLOR = QColor("#d93025")
-EDGE_COLOR = QColor("#5f6673")
-TEXT_COLOR = QColor("#1f2430")
-MUTED_TEXT = QColor("#5f6673")
 
 BLOCK_W, BLOCK_H, HEADER_H, RADIUS = 200.0, 64.0, 24.0, 8.0
 PORT_R = 6.0
@@ -86,7 +85,7 @@ class PortItem(QGraphicsObject):
         r = PORT_R + (2 if big else 0)
         painter.setRenderHint(QPainter.Antialiasing)
         painter.setPen(QPen(color.darker(120), 2))
-        painter.setBrush(color if big else QColor("white"))
+        painter.setBrush(color if big else canvas_colors(widget).body)
         painter.drawEllipse(QPointF(0, 0), r, r)
 
     def hoverEnterEvent(self, event):
@@ -168,7 +167,8 @@ class BlockItem(QGraphicsObject):
         body.addRoundedRect(rect, RADIUS, RADIUS)
         # A soft shadow lifts the blocks off the grid without a heavy border.
         painter.fillPath(body.translated(0, 2), QColor(0, 0, 0, 28))
-        painter.fillPath(body, QColor("white"))
+        colors = canvas_colors(widget)
+        painter.fillPath(body, colors.body)
         header = QPainterPath()
         header.addRect(rect.adjusted(0, 0, 0, -(BLOCK_H - HEADER_H)))
         painter.fillPath(body.intersected(header), self.color)
@@ -204,7 +204,7 @@ class BlockItem(QGraphicsObject):
         painter.drawText(text_rect.adjusted(0, 0, -(14 if self.issues else 0), 0),
                          Qt.AlignVCenter | Qt.AlignRight, id_text)
         if self.issues:  # a warning mark, so invalid blocks stand out even when selected
-            painter.setBrush(QColor("white"))
+            painter.setBrush(colors.body)
             painter.setPen(Qt.NoPen)
             centre = QPointF(rect.right() - 12, rect.top() + HEADER_H / 2)
             painter.drawEllipse(centre, 6.5, 6.5)
@@ -220,7 +220,7 @@ class BlockItem(QGraphicsObject):
         body_rect = QRectF(rect.left() + 10, rect.top() + HEADER_H, rect.width() - 20,
                            BLOCK_H - HEADER_H)
         summary = QFontMetricsF(font).elidedText(self.summary, Qt.ElideRight, body_rect.width())
-        painter.setPen(TEXT_COLOR)
+        painter.setPen(colors.text)
         painter.drawText(body_rect, Qt.AlignVCenter | Qt.AlignLeft, summary)
 
     def _adjust_edges(self) -> None:
@@ -271,8 +271,9 @@ class EdgeItem(QGraphicsPathItem):
     def paint(self, painter: QPainter, option, widget=None) -> None:
         painter.setRenderHint(QPainter.Antialiasing)
         selected = self.isSelected()
-        color = SELECTED_COLOR if selected else EDGE_COLOR.darker(130) if self._hover \
-            else EDGE_COLOR
+        colors = canvas_colors(widget)
+        color = SELECTED_COLOR if selected else colors.edge_hover if self._hover \
+            else colors.edge
         painter.setPen(QPen(color, 3.0 if selected else 2.0, Qt.SolidLine, Qt.RoundCap))
         painter.setBrush(Qt.NoBrush)
         painter.drawPath(self.path())

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import shiboken6
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QPainter, QPen
+from PySide6.QtGui import QPainter, QPen
 from PySide6.QtWidgets import QGraphicsScene, QGraphicsView
 
 from ..document.editor import DocumentEditor
+from ..widgets.theme_colors import canvas_colors
 from .interactions import ConnectInteraction
 from .items import BlockItem, EdgeItem, PortItem
 from .view import CanvasView
@@ -18,8 +19,6 @@ from .view import CanvasView
 __all__ = ["ModelScene", "ModelView", "BLOCK_MIME_TYPE"]
 
 BLOCK_MIME_TYPE = "application/x-ml-dse-block-kind"
-BACKGROUND = QColor("#f6f7f9")
-GRID_MINOR, GRID_MAJOR = QColor("#eceef2"), QColor("#dfe2e8")
 GRID = 20.0
 SCENE_MARGIN = 1500.0  # room to pan and drop around the blocks
 
@@ -266,7 +265,8 @@ class ModelView(CanvasView):
         return self.scene().editor.add_block(text, (pos.x(), pos.y())) is not None
 
     def drawBackground(self, painter: QPainter, rect: QRectF) -> None:
-        painter.fillRect(rect, BACKGROUND)
+        colors = canvas_colors(self)
+        painter.fillRect(rect, colors.background)
         if self.transform().m11() < 0.35:  # a dense grid at low zoom is only noise
             return
         left, top = int(rect.left() // GRID) * GRID, int(rect.top() // GRID) * GRID
@@ -281,7 +281,7 @@ class ModelView(CanvasView):
             (major if round(y / GRID) % 5 == 0 else minor).append(
                 (QPointF(rect.left(), y), QPointF(rect.right(), y)))
             y += GRID
-        for color, lines in ((GRID_MINOR, minor), (GRID_MAJOR, major)):
+        for color, lines in ((colors.grid_minor, minor), (colors.grid_major, major)):
             painter.setPen(QPen(color, 0))
             for a, b in lines:
                 painter.drawLine(a, b)

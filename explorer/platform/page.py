@@ -3,7 +3,7 @@ selected device's or link's settings, and a one-line summary of what the predict
 from __future__ import annotations
 
 from PySide6.QtCore import QMimeData, QPointF, Qt, QTimer
-from PySide6.QtGui import QDrag
+from PySide6.QtGui import QDrag, QPalette
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -23,6 +23,7 @@ from predictors.hardware.platforms import (
 from predictors.scenario.format import ScenarioError, validate_platform
 
 from ..canvas.view import CanvasView
+from ..widgets.theme_colors import style_by_theme
 from .scene import DEVICE_KINDS, DEVICE_MIME, PlatformScene, link_text
 
 __all__ = ["PlatformPage", "PlatformView", "DeviceButton"]
@@ -35,8 +36,10 @@ class DeviceButton(QPushButton):
         super().__init__(DEVICE_KINDS[kind][0], parent)
         self.kind, self.scene = kind, scene
         self.setToolTip(f"Drag onto the canvas (or click) to add a {DEVICE_KINDS[kind][0]}")
-        self.setStyleSheet(f"QPushButton {{ border-left: 5px solid {DEVICE_KINDS[kind][1]}; "
-                           "padding: 3px 8px; }")
+        edge = DEVICE_KINDS[kind][1]
+        style_by_theme(self, lambda dark: (
+            f"QPushButton {{ border-left: 5px solid {edge}; padding: 3px 8px; "
+            + ("background: #33373d; color: #e3e5e8; }" if dark else "}")))
         self._start = None
         self.clicked.connect(lambda: self.scene.add_device(self.kind))
 
@@ -105,7 +108,7 @@ class PlatformPage(QWidget):
         self.selection_label = QLabel("", self)
         self.description = QLabel(self)
         self.description.setWordWrap(True)
-        self.description.setStyleSheet("color: #445;")
+        self.description.setForegroundRole(QPalette.PlaceholderText)
         self._selected = None
         self._fitted = False
         self._build_layout()
@@ -137,7 +140,7 @@ class PlatformPage(QWidget):
         sel.addStretch(1)
         hint = QLabel("Drag devices in · Shift-drag between devices to link them · Delete "
                       "removes · F fits", self)
-        hint.setStyleSheet("color: #778;")
+        hint.setForegroundRole(QPalette.PlaceholderText)
         sel.addWidget(hint)
         box = QVBoxLayout(self)
         box.setContentsMargins(8, 8, 8, 8)

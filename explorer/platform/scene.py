@@ -39,6 +39,7 @@ from predictors.hardware.platforms import (
 )
 from predictors.hardware.specs import find_gpu_spec
 
+from ..widgets.theme_colors import DARK_CANVAS, canvas_colors
 from .routing import LABEL_H, LABEL_W, curve_point, label_box, link_path, place_labels, route_bend
 
 __all__ = ["PlatformScene", "DeviceItem", "LinkItem", "DEVICE_KINDS", "default_link",
@@ -202,7 +203,8 @@ class DeviceItem(QGraphicsObject):
         selected = self.isSelected()
         painter.setPen(QPen(QColor("#1a73e8") if selected else color.darker(130),
                             2.5 if selected else 1.2))
-        painter.setBrush(QBrush(QColor("white")))
+        colors = canvas_colors(widget)
+        painter.setBrush(QBrush(colors.body))
         painter.drawRoundedRect(rect, 7, 7)
         head = QPainterPath()
         head.addRoundedRect(QRectF(rect.left(), rect.top(), rect.width(), 20), 7, 7)
@@ -216,7 +218,7 @@ class DeviceItem(QGraphicsObject):
                          Qt.AlignVCenter | Qt.AlignLeft, self.title)
         font.setBold(False)
         painter.setFont(font)
-        painter.setPen(QColor("#1f2430"))
+        painter.setPen(colors.text)
         painter.drawText(QRectF(rect.left() + 8, rect.top() + 22, rect.width() - 12, 28),
                          Qt.AlignVCenter | Qt.AlignLeft | Qt.TextWordWrap, self.subtitle)
 
@@ -287,8 +289,9 @@ class LinkItem(QGraphicsPathItem):
         font.setPointSizeF(7.5)
         painter.setFont(font)
         box = label_box(spot)
-        painter.fillRect(box, QColor(255, 255, 255, 220))
-        painter.setPen(color.darker(120))
+        colors = canvas_colors(widget)
+        painter.fillRect(box, colors.label_box)
+        painter.setPen(color.lighter(135) if colors is DARK_CANVAS else color.darker(120))
         painter.drawText(box, Qt.AlignCenter, link_text(self.kind))
 
     def boundingRect(self) -> QRectF:

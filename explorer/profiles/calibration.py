@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from PySide6.QtCore import QObject, QStandardPaths, QTimer, Signal
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -176,7 +177,7 @@ class CalibrationDialog(QDialog):
         form.addRow("Save to", path_row)
         self.note = note = QLabel(self)
         note.setWordWrap(True)
-        note.setStyleSheet("color: #556;")
+        note.setForegroundRole(QPalette.PlaceholderText)
         self.error = ErrorBar(self)
         self.stage = QLabel("", self)
         self.progress = QProgressBar(self)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from PySide6.QtCore import QRect, QSize, Qt
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QGroupBox,
@@ -224,7 +225,7 @@ class ProfileDetails(QWidget):
         hh.setSectionResizeMode(QHeaderView.ResizeToContents)
         hh.setSectionResizeMode(0, QHeaderView.Stretch)  # figures stay beside their headers
         self.no_classes = QLabel("No per-op-class validation in this profile.", self)
-        self.no_classes.setStyleSheet("color: #667;")
+        self.no_classes.setForegroundRole(QPalette.PlaceholderText)
         self.other = _kv_tree(("figure", "value"))
         self.provenance = _kv_tree()
         validation = self.validation_box = QGroupBox("Validation (held-out shapes)", self)
@@ -233,7 +234,7 @@ class ProfileDetails(QWidget):
         vbox.addWidget(self.classes, 0, Qt.AlignTop)  # no floating mid-box when alone
         vbox.addWidget(self.no_classes)
         self.other_label = QLabel("Other figures", self)
-        self.other_label.setStyleSheet("color: #445; font-weight: 600;")
+        self.other_label.setStyleSheet("font-weight: 600;")
         vbox.addWidget(self.other_label)
         vbox.addWidget(self.other)
         prov = QGroupBox("Provenance", self)

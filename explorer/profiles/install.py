@@ -8,6 +8,7 @@ from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QLabel
 
+from ..widgets.theme_colors import style_by_theme
 from .calibration import CalibrationDialog, CalibrationRunner
 from .panel import ROOFLINE, ProfilesPanel
 
@@ -32,9 +33,10 @@ class ProfilesController(QObject):
         self.dialog: CalibrationDialog | None = None
         self.label = QLabel()
         self.label.setObjectName("profileLabel")
-        self.label.setStyleSheet("#profileLabel { color: #234; background: #eef2f7; border: 1px "
-                                 "solid #d5dce5; border-radius: 3px; padding: 1px 8px; "
-                                 "margin: 2px 6px; }")
+        style_by_theme(self.label, lambda dark: (
+            "#profileLabel { color: %s; background: %s; border: 1px solid %s; "
+            "border-radius: 3px; padding: 1px 8px; margin: 2px 6px; }"
+            % (("#e3e5e8", "#33373d", "#4a4f57") if dark else ("#234", "#eef2f7", "#d5dce5"))))
         self.label.setToolTip("The device profile predictions use, and whether the CPU "
                               "overheads come from your recorded trace (Profiles tab to "
                               "change)")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from PySide6.QtCore import QSettings, Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtGui import QBrush, QColor, QFont, QPalette
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
@@ -105,7 +105,7 @@ class ProfilesPanel(QWidget):
         self.choice_combo.setMinimumContentsLength(24)
         self.resolved = QLabel(self)
         self.resolved.setWordWrap(True)
-        self.resolved.setStyleSheet("color: #445;")
+        self.resolved.setForegroundRole(QPalette.PlaceholderText)
         self.tree = QTreeWidget(self)
         self.tree.setHeaderLabels(["profile", "kind"])
         self.tree.setRootIsDecorated(False)
@@ -194,7 +194,7 @@ class ProfilesPanel(QWidget):
         self.overheads_label.setObjectName("overheadsSource")
         self.overheads_label.setWordWrap(True)
         self.overheads_label.setTextFormat(Qt.RichText)
-        self.overheads_label.setStyleSheet("color: #445;")
+        self.overheads_label.setForegroundRole(QPalette.PlaceholderText)
         self.overheads_note = QLabel(group)  # not used on the CPU / the last error
         self.overheads_note.setWordWrap(True)
         for label in (self.overheads_label, self.overheads_note):

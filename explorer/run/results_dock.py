@@ -16,7 +16,7 @@ import re
 
 import pyqtgraph as pg
 from PySide6.QtCore import QItemSelectionModel, QObject, Qt, Signal
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtGui import QAction, QKeySequence, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -36,6 +36,7 @@ from predictors.scenario.format import ScenarioError
 from predictors.utils.formatting import format_bytes
 
 from ..widgets import ElidedLabel, ErrorBar, TableExport
+from ..widgets.theme_colors import style_by_theme
 from ..workers import BackgroundRunner
 
 __all__ = ["ResultsController", "ResultsView", "memory_text"]
@@ -102,7 +103,7 @@ class ResultsView(QWidget):
         self.empty_text = empty_text
         self.header = QLabel(empty_text)
         self.header.setWordWrap(True)
-        self.header.setStyleSheet("color: #555;")
+        self.header.setForegroundRole(QPalette.PlaceholderText)   # secondary text
         self.run_button = QPushButton(run[0])
         self.run_button.setToolTip(run[1])
         self.apply_button = QPushButton(apply[0])
@@ -114,7 +115,7 @@ class ResultsView(QWidget):
         self.progress.setMaximumWidth(220)
         self.progress.setTextVisible(False)
         self.stage = ElidedLabel("", mode=Qt.ElideRight)  # never widens the window
-        self.stage.setStyleSheet("color: #445;")
+        self.stage.setForegroundRole(QPalette.PlaceholderText)
         self.cancel_button = QPushButton("Cancel")
         self.error = ErrorBar()
         self.table = ResultsTable(0, len(columns))
@@ -134,8 +135,9 @@ class ResultsView(QWidget):
         head.sortIndicatorChanged.connect(self._on_sort)
         self.footer = QLabel("")
         self.footer.setWordWrap(True)
-        self.footer.setStyleSheet("color: #8a5a00;")
         self.footer.hide()
+        # the footer's caveat in amber, lighter on a dark palette
+        style_by_theme(self.footer, lambda dark: f"color: {'#e0a84a' if dark else '#8a5a00'};")
         self.plot = pg.PlotWidget(background="w")
         self.plot.setMouseEnabled(x=False, y=False)
         self.plot.setMenuEnabled(False)

@@ -4,7 +4,7 @@ Rows are the tables, the costliest first; columns are the ranks.  A table-wise t
 one cell, a row-wise one an equal share in every rank's cell, a column-wise one an equal
 share in the cells of the ranks that hold its column shards.  The colour is the table's
 predicted lookup time per step (forward, backward and update) or its bytes, switched with
-the combo box above the map; white cells hold nothing of the table.  Hover a cell for the
+the combo box above the map; empty cells hold nothing of the table.  Hover a cell for the
 table, the rank, the value and the rank's total.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import html
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QComboBox,
@@ -26,12 +26,13 @@ from PySide6.QtWidgets import (
 
 from predictors.utils.formatting import format_bytes
 
+from ..widgets.theme_colors import is_dark, plot_colors
+
 __all__ = ["MEASURES", "PlacementMap", "placement_matrix"]
 
 # what a cell can show: (combo text, ranking.tables field, unit)
 MEASURES = (("lookup time", "lookup_ms", "ms"), ("bytes", "bytes", "B"))
 LABEL_PX = 15   # a table's name on the left axis needs this much height: else every n-th
-_EMPTY = QColor("#ffffff")
 _STOPS = ((0.0, "#fff5e6"), (0.35, "#fdae61"), (0.7, "#e6550d"), (1.0, "#7f0000"))
 
 
@@ -61,12 +62,12 @@ def placement_matrix(tables: list[dict], assignment: dict, ranks: int,
     return order, values
 
 
-def _lookup_table() -> np.ndarray:
-    """256 colours from pale to dark; entry 0 (an empty cell) white."""
+def _lookup_table(empty: QColor) -> np.ndarray:
+    """256 colours from pale to dark; entry 0 (an empty cell) ``empty``."""
     pos = [p for p, _ in _STOPS]
     cmap = pg.ColorMap(pos, [QColor(c) for _, c in _STOPS])
     lut = cmap.getLookupTable(0.0, 1.0, 256, alpha=False)
-    lut[0] = [_EMPTY.red(), _EMPTY.green(), _EMPTY.blue()]
+    lut[0] = [empty.red(), empty.green(), empty.blue()]
     return lut
 
 
@@ -97,7 +98,7 @@ class PlacementMap(QWidget):
         pi.getAxis("left").setStyle(tickLength=0)
         pi.getAxis("bottom").setStyle(tickLength=0)
         self.image = pg.ImageItem(axisOrder="row-major")
-        self.image.setLookupTable(_lookup_table())
+        self.image.setLookupTable(_lookup_table(self._empty_colour()))
         pi.addItem(self.image)
         self.grid: list = []
         top = QHBoxLayout()
@@ -117,6 +118,16 @@ class PlacementMap(QWidget):
         self.measure.currentIndexChanged.connect(lambda *_: self._draw())
         self.plot.scene().sigMouseMoved.connect(self._on_mouse_moved)
         pi.vb.sigResized.connect(lambda *_: self._table_ticks())
+
+    def _empty_colour(self) -> QColor:
+        """An empty cell's colour: the plot's background (the theme's)."""
+        return QColor(plot_colors(self).background)
+
+    def changeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().changeEvent(event)
+        if event.type() == QEvent.PaletteChange:   # the theme changed
+            self.image.setLookupTable(_lookup_table(self._empty_colour()))
+            self._draw()
 
     @property
     def field(self) -> str:
@@ -151,10 +162,12 @@ class PlacementMap(QWidget):
         self.image.setImage(scaled, levels=(0, 255), autoLevels=False)
         n, r = self.values.shape
         self.image.setRect(-0.5, -0.5, r, n)
+        dark = is_dark(self.palette())
         if r <= 32:   # a faint line between ranks
             lines = pg.PlotDataItem(np.repeat(np.arange(r - 1) + 0.5, 3),
                                     np.tile([-0.5, n - 0.5, np.nan], r - 1),
-                                    pen=pg.mkPen("#e3e6ea", width=1), connect="finite")
+                                    pen=pg.mkPen("#3a3f46" if dark else "#e3e6ea", width=1),
+                                    connect="finite")
             pi.addItem(lines)
             self.grid.append(lines)
         self._table_ticks()

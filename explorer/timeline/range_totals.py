@@ -68,7 +68,7 @@ class RangeTotals(QWidget):
         self.gantt = gantt
         self.rows: list[dict] = []
         self.caption = QLabel("", self)
-        self.caption.setStyleSheet("color: #333; font-weight: 600; padding: 2px 4px;")
+        self.caption.setStyleSheet("font-weight: 600; padding: 2px 4px;")
         self.table = read_only_table(COLUMNS, self)
         self.error = ErrorBar(self)
         self.export = TableExport(self.table, self.export_name,

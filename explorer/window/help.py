@@ -11,6 +11,7 @@ from PySide6.QtGui import (
     QDesktopServices,
     QImageReader,
     QKeySequence,
+    QPalette,
     QTextCursor,
 )
 from PySide6.QtWidgets import (
@@ -90,7 +91,7 @@ class ShortcutsDialog(QDialog):
                       "Up/Down/Page scroll, Delete, Space-drag) are in Help ▸ User Guide.",
                       self)
         note.setWordWrap(True)
-        note.setStyleSheet("color: #556;")
+        note.setForegroundRole(QPalette.PlaceholderText)
         buttons = QDialogButtonBox(QDialogButtonBox.Close, self)
         buttons.rejected.connect(self.reject)
         box = QVBoxLayout(self)

@@ -7,12 +7,12 @@ both themes.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pyqtgraph as pg
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QAction, QActionGroup, QColor, QPalette, QPen
 from PySide6.QtWidgets import QApplication, QGraphicsItem, QMenu, QWidget
+
+from ..widgets.theme_colors import DARK_PLOTS, LIGHT_PLOTS, PlotColors, restyle
 
 __all__ = ["FOLLOW", "LIGHT", "DARK", "PlotColors", "ThemeController", "apply_theme",
            "dark_palette", "desktop_is_dark", "install_theme", "outline_pen", "style_new_plots",
@@ -23,19 +23,6 @@ SETTING = "view/theme"
 _CHOICES = ((FOLLOW, "Follow &Desktop"), (LIGHT, "&Light"), (DARK, "D&ark"))
 
 
-@dataclass(frozen=True)
-class PlotColors:
-    """Colours of a pyqtgraph plot: background, axis lines, axis text, and the
-    strongest foreground (a selected bar's outline)."""
-
-    background: str
-    axis: str
-    text: str
-    outline: str
-
-
-LIGHT_PLOTS = PlotColors("#ffffff", "#888888", "#333333", "#000000")
-DARK_PLOTS = PlotColors("#1b1e23", "#80868f", "#d5d9df", "#ffffff")
 OUTLINE = 0x7E51   # QGraphicsItem data key of an outline that follows the theme
 
 _state = {"dark": False, "light": None}   # what is applied; the app's own light palette
@@ -136,6 +123,7 @@ def apply_theme(dark: bool) -> None:
                            if dark else own))
     for root in app.topLevelWidgets():
         style_plots(root, colors)
+    restyle()
 
 
 class ThemeController(QObject):

@@ -9,7 +9,11 @@ one process per rank, the plans' rounds interleaved), and the two orders compare
   task's noise)`` of it;
 - **Kendall's tau** between the predicted and the measured times of the eight plans;
 - **noise**: the median over a task's plans of the spread of its rounds (the standard
-  deviation over the mean).
+  deviation over the mean);
+- **the measurement's own tau**: Kendall's tau between the medians of the odd and of the
+  even rounds, the order the measurement agrees with itself on, which bounds what a
+  prediction's tau can reach on this host (each half has half the rounds, so it is a
+  little below the bound of the whole).
 
 A task whose eight plans the prediction puts within 10 % of each other cannot be told
 apart on a noisy host: it is left out, and counted.
@@ -132,6 +136,8 @@ def validate_sharding(ranks: int = 2, tasks: int = 20, seed: int = 0, profile=No
                      "assignments": [p.to_json()["assignment"] for p, _ in chosen],
                      "scenario": doc, "measured_ms": ms.round(4).tolist(),
                      "exchange_ms": [m["exchange_ms"] for m in measured],
+                     "rounds_ms": [m["rounds_ms"] for m in measured],
+                     "measured_self_tau": _self_tau([m["rounds_ms"] for m in measured]),
                      **_scores(predicted, ms, noise)})
     summary = {**_summary(rows), "ranks": ranks, "left_out_as_ties": ties, "seed": seed,
                "elapsed_s": round(time.perf_counter() - t0, 1)}
@@ -148,6 +154,16 @@ def _scores(predicted: np.ndarray, measured: np.ndarray, noise: float) -> dict:
                 round(100 * (measured[best] / measured.min() - 1), 2),
             "kendall_tau": round(_kendall_tau(predicted, measured), 4),
             "noise": round(noise, 4)}
+
+
+def _self_tau(rounds: list[list[float]]) -> float | None:
+    """Kendall's tau between the plans' medians over their odd and over their even
+    rounds (None with fewer than two rounds a plan)."""
+    if min(len(r) for r in rounds) < 2:
+        return None
+    odd = [statistics.median(r[0::2]) for r in rounds]
+    even = [statistics.median(r[1::2]) for r in rounds]
+    return round(_kendall_tau(odd, even), 4)
 
 
 def plan_kind(assignment: dict) -> str:
@@ -175,10 +191,13 @@ def _by_kind(rows: list[dict]) -> dict:
 def _summary(rows: list[dict]) -> dict:
     def over(key, how):
         return how(r[key] for r in rows) if rows else math.nan
+    self_tau = [r["measured_self_tau"] for r in rows if r.get("measured_self_tau") is not None]
     return {"tasks": len(rows),
             "top1": over("top1", statistics.mean),
             "kendall_tau_mean": over("kendall_tau", statistics.mean),
             "kendall_tau_median": over("kendall_tau", statistics.median),
+            "measured_self_tau_mean": (round(statistics.mean(self_tau), 4) if self_tau
+                                       else None),
             "noise_median": over("noise", statistics.median),
             "by_kind": _by_kind(rows)}
 

@@ -37,6 +37,7 @@ from ..profiles import (
     record_validation,
     resolve_profile,
     save_profile,
+    unsteady_note,
 )
 from ..scenario.format import (
     OPTIMIZERS,
@@ -282,6 +283,9 @@ def _cmd_calibrate(args) -> int:
           f"{prof.provenance['profiled_steps']} profiled steps, "
           f"{prof.provenance['microbenchmarks']} microbenchmarks)")
     print("\n".join(format_classes(classes)))
+    unsteady = unsteady_note(prof)
+    if unsteady:
+        print(f"warning: {unsteady}", file=sys.stderr)
     return 0
 
 

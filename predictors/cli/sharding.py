@@ -139,6 +139,9 @@ def _cmd_validate_sharding(args) -> int:
           f"{s['kendall_tau_mean']:.2f} (median {s['kendall_tau_median']:.2f}), noise "
           f"{100 * s['noise_median']:.1f} % (median), {s['elapsed_s']:.0f} s"
           + (" to measure; predicted again" if s.get("rescored") else ""))
+    if s.get("measured_self_tau_mean") is not None:
+        print(f"the measurement against itself (odd against even rounds): Kendall tau mean "
+              f"{s['measured_self_tau_mean']:.2f}")
     print("measured / predicted, over the task's median (1.00: as predicted against the "
           "task's other plans):")
     for kind, k in s["by_kind"].items():

@@ -19,6 +19,7 @@ from ..profiles import (
     on_this_host,
     other_cpu_note,
     resolve_profile,
+    unsteady_note,
 )
 from ..scenario.format import Issue, ScenarioError, validate_scenario
 from ..utils.progress import check_cancelled
@@ -257,8 +258,9 @@ def predict(scenario: dict, *, profile=None, overheads=None, host: str | None = 
         notes.append(f"host: {profile.provenance['host_overheads']}")
     if platform.device == "cpu":
 
-        notes.extend(filter(None, [other_cpu_note(profile), (profile.provenance.get(
-            "host_scaling") or {}).get("note") if profile is not None else None]))
+        notes.extend(filter(None, [other_cpu_note(profile), unsteady_note(profile), (
+            profile.provenance.get("host_scaling") or {}).get("note")
+            if profile is not None else None]))
     sharding = None
     with torch_errors_as_scenario_errors():
         if platform.ranks > 1:

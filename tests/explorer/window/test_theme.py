@@ -102,3 +102,50 @@ def test_hover_and_selection_outlines_take_the_theme_foreground(qtbot, window):
     assert fresh._hover_box.pen().color().lightness() > 180
     w.theme.set_choice(theme.LIGHT)
     assert all(b.pen().color().lightness() < 60 for b in boxes)
+
+
+
+def _median_lightness(widget) -> int:
+    """The median lightness of ``widget`` as drawn (a grab, sampled on a grid)."""
+    image = widget.grab().toImage()
+    values = sorted(image.pixelColor(x, y).lightness()
+                    for x in range(0, image.width(), 7) for y in range(0, image.height(), 7))
+    return values[len(values) // 2]
+
+
+def _block_body(window) -> int:
+    """The lightness of the first block's body as drawn: just under its coloured header,
+    right of its text."""
+    from explorer.canvas.items import BLOCK_W, HEADER_H
+    rect = window.scene.block_items()[0].sceneBoundingRect()
+    spot = window.view.mapFromScene(rect.center().x() + BLOCK_W / 2 - 6,
+                                    rect.top() + 4 + HEADER_H + 4)
+    return window.view.viewport().grab().toImage().pixelColor(spot).lightness()
+
+
+def test_canvases_and_the_heat_maps_empty_cells_follow_the_theme(qtbot, window):
+    """The model canvas, a block's body, the platform canvas, the profile's label and the
+    sharding heat map's empty cells turn dark with the theme, and light again."""
+    w = window
+    w.resize(1200, 800)
+    w.show()
+    qtbot.waitExposed(w)
+    placement = w.sharding.view.placement
+    assert _median_lightness(w.view.viewport()) > 200
+    assert _block_body(w) > 200
+    assert int(placement.image.lut[0][0]) > 200
+    assert _median_lightness(w.profiles.label) > 200
+    w.theme.set_choice(theme.DARK)
+    qtbot.wait(20)   # the new palette reaches the widgets through the event loop
+    assert _median_lightness(w.view.viewport()) < 60
+    assert _block_body(w) < 80
+    assert int(placement.image.lut[0][0]) < 60
+    assert _median_lightness(w.profiles.label) < 80   # a style sheet's colours follow too
+    w.tabs.setCurrentWidget(w.platform_page)
+    assert _median_lightness(w.platform_page.view.viewport()) < 60
+    w.theme.set_choice(theme.LIGHT)
+    w.tabs.setCurrentIndex(0)
+    qtbot.wait(20)
+    assert _median_lightness(w.view.viewport()) > 200
+    assert _block_body(w) > 200
+    assert _median_lightness(w.profiles.label) > 200

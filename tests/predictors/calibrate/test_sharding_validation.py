@@ -4,7 +4,12 @@ import json
 import numpy as np
 import pytest
 
-from predictors.calibrate.sharding_validation import plan_kind, random_sharding_task, rescore
+from predictors.calibrate.sharding_validation import (
+    _self_tau,
+    plan_kind,
+    random_sharding_task,
+    rescore,
+)
 from predictors.cli import main
 from predictors.engine.parallel import RankGraphs
 from predictors.engine.predict import prepare
@@ -25,6 +30,16 @@ def test_plan_kinds():
     assert plan_kind({"t/0": 0, "t/1": 1}) == "tw"
     assert plan_kind({"t/0": "rw", "t/1": {"kind": "cw", "ranks": [0, 1]},
                       "t/2": {"kind": "tw", "rank": 0}}) == "cw+rw"
+
+
+def test_the_measurements_own_tau_splits_the_rounds():
+    """Odd against even rounds: 1 when every round orders the plans alike, -1 when the
+    two halves order them the other way round, None with one round."""
+    steady = [[10.0, 10.1, 10.0, 10.1], [12.0, 12.1, 12.0, 12.1], [11.0, 11.2, 11.1, 11.0]]
+    assert _self_tau(steady) == 1.0
+    swapped = [[10.0, 12.0, 10.0, 12.0], [12.0, 10.0, 12.0, 10.0], [11.0, 11.0, 11.0, 11.0]]
+    assert _self_tau(swapped) == -1.0
+    assert _self_tau([[10.0], [11.0]]) is None
 
 
 @pytest.fixture(scope="module")
@@ -50,6 +65,8 @@ def test_rescore_predicts_the_measured_plans_again(measured_result):
     assert row["predicted_ms"] == pytest.approx(predicted, rel=1e-4)
     assert row["kendall_tau"] == 1.0 and row["top1"]
     assert again["summary"]["top1"] == 1.0 and again["summary"]["rescored"]
+    # a result without rounds (measured before they were kept) has no self tau
+    assert again["summary"]["measured_self_tau_mean"] is None
     assert set(again["summary"]["by_kind"]) == {"tw", "rw", "dp"}
     # the same plans measured in the reverse order: the ranking is wrong
     flipped = json.loads(json.dumps(result))
