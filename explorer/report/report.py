@@ -27,6 +27,7 @@ from PySide6.QtGui import (
     QTextDocument,
 )
 
+from predictors.engine.uncertainty import range_remark
 from predictors.utils.fileio import atomic_write_bytes
 from predictors.utils.formatting import format_bytes
 
@@ -109,7 +110,9 @@ def _summary(prediction) -> str:
     parts = [f"<p><b>Iteration: {p.iteration_ms:,.3f} ms</b>"]
     low, high = getattr(p, "iteration_ms_low", None), getattr(p, "iteration_ms_high", None)
     if low is not None and high is not None:
-        parts.append(f" (80 % range {low:,.3f}–{high:,.3f} ms)")
+        remark = range_remark(p.iteration_ms, low, high)
+        parts.append(f" (80 % range {low:,.3f}–{high:,.3f} ms"
+                     + (f"; {remark}" if remark else "") + ")")
     parts.append(f" on {_esc(p.platform)} ({_esc(p.device)}), {p.num_ops:,} ops.</p>")
     verdict = getattr(p, "verdict", None)
     if verdict:

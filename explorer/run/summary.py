@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from predictors.engine.uncertainty import range_remark
 from predictors.utils.formatting import format_bytes
 
 from ..timeline.colors import CATEGORY_COLORS, CATEGORY_LABELS
@@ -227,9 +228,11 @@ class SummaryPanel(QWidget):
         self.iteration.value.setText(f"{prediction.iteration_ms:.3f} ms")
         low = getattr(prediction, "iteration_ms_low", None)
         high = getattr(prediction, "iteration_ms_high", None)
+        remark = range_remark(prediction.iteration_ms, low, high)
         self.iteration.caption.setText(
             "iteration (slowest rank)" if low is None else
-            f"iteration · 80 % range {low:.3g}–{high:.3g} ms")
+            f"iteration · 80 % range {low:.3g}–{high:.3g} ms"
+            + (f" ({remark})" if remark else ""))
         self.iteration.set_tip("" if low is None else
                                "80 % of measured steps of this kind of prediction fell in "
                                "this range (see the notes for the validation it comes from)")

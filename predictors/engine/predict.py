@@ -24,7 +24,7 @@ from ..profiles import (
 from ..scenario.format import Issue, ScenarioError, validate_scenario
 from ..utils.progress import check_cancelled
 from .timeline import Timeline
-from .uncertainty import stated_range
+from .uncertainty import range_remark, stated_range
 from .verdict import step_verdict
 
 __all__ = ["Prediction", "predict"]
@@ -306,8 +306,12 @@ def predict(scenario: dict, *, profile=None, overheads=None, host: str | None = 
     if band is not None:
         result.iteration_ms_low = band["iteration_ms_low"]
         result.iteration_ms_high = band["iteration_ms_high"]
+        remark = range_remark(iteration_ms, band["iteration_ms_low"],
+                              band["iteration_ms_high"])
         notes.append(f"80 % range {band['iteration_ms_low']:,.3f}–"
-                     f"{band['iteration_ms_high']:,.3f} ms, from {band['basis']}")
+                     f"{band['iteration_ms_high']:,.3f} ms, from {band['basis']}"
+                     + (f"; {remark}, so the range leaves out the prediction" if remark
+                        else ""))
     else:
         notes.append("no range: no validation of this profile's steps")
     result.elapsed_s = time.perf_counter() - t0

@@ -25,7 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["stated_range", "error_quantiles", "PUBLIC_GPU_ERRORS", "COVERAGE"]
+__all__ = ["stated_range", "error_quantiles", "range_remark", "PUBLIC_GPU_ERRORS",
+           "COVERAGE"]
 
 COVERAGE = 0.8
 MIN_ERRORS = 6
@@ -82,3 +83,15 @@ def stated_range(iteration_ms: float, profile, device: str, bound: str,
     # measured = predicted / (1 + error): the largest error gives the lowest measurement
     return {"iteration_ms_low": iteration_ms / (1.0 + hi),
             "iteration_ms_high": iteration_ms / (1.0 + lo), "basis": basis}
+
+
+def range_remark(iteration_ms: float, low: float | None, high: float | None) -> str:
+    """What to say when the range leaves out the prediction itself (its validation's
+    steps all ran faster, or all slower, than predicted), else ``""``."""
+    if low is None or high is None:
+        return ""
+    if high < iteration_ms:
+        return "steps like it ran faster than predicted"
+    if low > iteration_ms:
+        return "steps like it ran slower than predicted"
+    return ""

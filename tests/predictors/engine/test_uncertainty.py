@@ -4,7 +4,7 @@ import pytest
 from paths import SCENARIOS
 
 from predictors.engine.predict import predict
-from predictors.engine.uncertainty import error_quantiles, stated_range
+from predictors.engine.uncertainty import error_quantiles, range_remark, stated_range
 from predictors.profiles import resolve_profile
 from predictors.scenario.format import load_scenario
 
@@ -38,3 +38,18 @@ def test_a_gpu_profile_from_public_data_states_the_range_of_an_unseen_gpu():
     assert any("fitted on public data" in n for n in p.notes)
     out = p.to_json()
     assert out["iteration_ms_low"] == p.iteration_ms_low
+
+
+def test_a_range_that_leaves_out_the_prediction_says_why():
+    """Host-bound steps predicted with a public-data profile all ran faster than
+    predicted: the range lies below the prediction, and the note says so."""
+    assert range_remark(7.0, 3.3, 5.2) == "steps like it ran faster than predicted"
+    assert range_remark(7.0, 7.5, 9.0) == "steps like it ran slower than predicted"
+    assert range_remark(7.0, 6.0, 8.0) == "" and range_remark(7.0, None, None) == ""
+    p = predict(load_scenario(SCENARIOS / "small_dlrm.json"))   # one A100, host-bound
+    note = next(n for n in p.notes if n.startswith("80 % range"))
+    if p.iteration_ms_high < p.iteration_ms:
+        assert note.endswith("ran faster than predicted, so the range leaves out the "
+                             "prediction")
+    else:
+        assert "leaves out" not in note
