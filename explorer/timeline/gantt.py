@@ -34,6 +34,7 @@ from .level_of_detail import PixelColumns
 from .lane_rows import EDGE, MIN_ROW_PX, ROW_ZOOM, LaneRows
 from .layout import LaneLayout, counter_curves, lane_title, node_groups
 from .range_selection import TimeRangeSelection, TimeRangeViewBox, format_duration
+from .time_grid import TimeGrid
 
 __all__ = ["GanttWidget", "MIN_ROW_PX", "ROW_ZOOM"]
 
@@ -156,7 +157,6 @@ class GanttWidget(QWidget):
 
         pi = self.plot.getPlotItem()
         pi.invertY(True)
-        pi.showGrid(x=True, y=False, alpha=0.18)
         pi.setLabel("bottom", "time", units="ms")
         pi.getAxis("bottom").enableAutoSIPrefix(False)
         pi.hideButtons()
@@ -191,6 +191,9 @@ class GanttWidget(QWidget):
             item.setVisible(False)
             pi.addItem(item, ignoreBounds=True)
         pi.addItem(self._empty, ignoreBounds=True)
+        # a line at each time tick; pyqtgraph's own grid cost half a frame (time_grid)
+        self.grid = TimeGrid(pi.getAxis("bottom"), alpha=0.18)
+        pi.addItem(self.grid, ignoreBounds=True)
         self.range_selection = TimeRangeSelection(pi, self)
         self.vb.sigRangeDragged.connect(self.range_selection.on_drag)
         self.range_selection.sigChanged.connect(self._on_time_range)

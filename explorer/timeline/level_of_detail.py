@@ -145,6 +145,10 @@ def _bin_parts(s, e, lo, hi, first, last, width: float):
 _ROW_MARGIN = 4
 _TIME_MARGIN = 1
 _CHUNK = 1 << 15    # intervals binned at a time
+# Finer widths binned with a view of the whole span: the first zoom-ins from it would each
+# bin the whole span again (their view and its margins still cover it), the first drawing
+# does it once instead.
+_PREBIN = 3
 
 
 class _Level:
@@ -183,6 +187,8 @@ class CoverageBins:
         self.nrows = int(self.base[2].max()) + 1 if len(self.base[2]) else 0
         self._bounds = np.searchsorted(self.base[2], np.arange(self.nrows + 1))
         self._levels: dict[int, _Level] = {}
+        s, e = self.base[0], self.base[1]
+        self._span = (float(s.min()), float(e.max())) if len(s) else (0.0, 0.0)
 
     def busy(self) -> float:
         """The time the bars cover, overlaps counted once."""
@@ -303,6 +309,10 @@ class CoverageBins:
             return _spread(s[idx], e[idx], r[idx], t0, px, 0, ncol - 1)
         k = math.frexp(px)[1] - 1          # 2**k <= px: a bin falls in one or two columns
         width = math.ldexp(1.0, k)
+        if k not in self._levels and t0 <= self._span[0] and t1 >= self._span[1]:
+            for finer in range(k - _PREBIN, k):   # the whole span in view: see _PREBIN
+                w = math.ldexp(1.0, finer)
+                self.window(finer, row0, row1, math.floor(t0 / w) - 1, math.ceil(t1 / w) + 1)
         rows, bins, cover = self.window(k, row0, row1, math.floor(t0 / width) - 1,
                                         math.ceil(t1 / width) + 1)
         col = np.floor(((bins + 0.5) * width - t0) / px).astype(np.int64)

@@ -155,3 +155,33 @@ def test_bins_binned_near_the_view_as_it_moves_equal_those_binned_from_all_the_b
             for a, b in zip(got, whole):
                 np.testing.assert_array_equal(a, b[sel])   # to the bit
         assert len(bins._levels[k].bins) == 12
+
+
+def test_a_view_of_the_whole_span_bins_the_next_zoom_levels_once(monkeypatch):
+    """The first drawing of the whole span also bins the three finer widths, so that the
+    first zoom-ins (whose view and margins still cover the span) bin nothing, and their
+    bins equal those binned from all the bars; a view of part of the span bins only its
+    own width."""
+    monkeypatch.setattr(lod, "DIRECT_LIMIT", 10)   # every view reads the bins
+    rng = np.random.default_rng(5)
+    start = rng.uniform(0, 1000, 5000)
+    end, row = start + rng.uniform(0, 0.5, 5000), rng.integers(0, 8, 5000)
+    bins = CoverageBins(start, end, row)
+    extended = []
+    real = bins._extend
+    monkeypatch.setattr(bins, "_extend", lambda lvl, k, *a: (extended.append(k),
+                                                             real(lvl, k, *a)))
+    bins.columns(-1.0, 1.0, 1003, 0, 7)            # 1 ms a pixel: level 0
+    assert sorted(set(extended)) == [-3, -2, -1, 0]
+    extended.clear()
+    for width in (640.0, 512.0, 410.0, 328.0, 262.0):   # zoom in at the centre
+        bins.columns(500 - width / 2, width / 1000, 1000, 0, 7)
+    assert extended == []
+    whole = bins.level(-2)
+    got = bins.window(-2, 0, 7, 0, 3000)
+    sel = (whole[1] >= 0) & (whole[1] <= 3000)
+    for a, b in zip(got, whole):
+        np.testing.assert_array_equal(a, b[sel])    # to the bit
+    part = CoverageBins(start, end, row)
+    part.columns(200.0, 0.5, 400, 0, 7)             # 200-400 ms of 0-1000: level -1 only
+    assert set(part._levels) == {-1}
