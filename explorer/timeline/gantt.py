@@ -31,6 +31,7 @@ from .flows import FlowArrows
 from .lane_axis import AxisRows, LaneAxis, axis_rows
 from .lane_bars import LaneBarsItem
 from .level_of_detail import PixelColumns
+from .op_search import OpSearch
 from .lane_rows import EDGE, MIN_ROW_PX, ROW_ZOOM, LaneRows
 from .layout import LaneLayout, counter_curves, lane_title, node_groups
 from .range_selection import TimeRangeSelection, TimeRangeViewBox, format_duration
@@ -153,7 +154,11 @@ class GanttWidget(QWidget):
         row.addWidget(self.plot, 1)
         row.addWidget(self.rows)
         box.addLayout(row, 1)
-        box.addWidget(self.details)
+        self.search = OpSearch(self, BAR_HEIGHT, self)   # Find op (Ctrl+F), by the details
+        bottom = QHBoxLayout()
+        bottom.addWidget(self.details, 1)
+        bottom.addWidget(self.search, 0, Qt.AlignTop)
+        box.addLayout(bottom)
 
         pi = self.plot.getPlotItem()
         pi.invertY(True)
@@ -216,6 +221,7 @@ class GanttWidget(QWidget):
         self.lane_axis.set_rows(AxisRows())
         self.rows.set_layout(None)
         self._update_legend([])
+        self.search.redraw()   # no timeline: no matches
         self.set_stale(False)
         self.sigRedrawn.emit()
 
@@ -336,7 +342,7 @@ class GanttWidget(QWidget):
         span = max(t1 - t0, 1e-3)
         self.vb.setLimits(xMin=t0 - 0.5 * span, xMax=t1 + 0.5 * span,
                           minXRange=1e-6, yMin=-EDGE, yMax=lay.height + EDGE)
-        self._apply_opacity()
+        self.search.redraw()   # the found ops' bars on the new rows; the opacity
         self.sigRedrawn.emit()
 
     # --- critical path ----------------------------------------------------------------------
@@ -366,7 +372,7 @@ class GanttWidget(QWidget):
         if self._critical_item is not None:
             self._critical_item.setVisible(self.critical_path_shown)
             self._update_legend(self._present)
-        self._apply_opacity()
+        self.apply_opacity()
 
     def _draw_critical_path(self, start_ms, width_ms, y0, shown) -> None:
         """One bar item for every critical-path bar, in its category colour and outlined."""
@@ -384,11 +390,12 @@ class GanttWidget(QWidget):
         self._bands.append(item)
         self._critical_item = item
 
-    def _apply_opacity(self) -> None:
-        """Grey everything while stale; dim the bars off the critical path while it shows."""
+    def apply_opacity(self) -> None:
+        """Grey everything while stale; dim the bars off the critical path while it shows,
+        and those a search does not find while it marks some."""
         base = STALE_OPACITY if self._stale else 1.0
-        dim = CRITICAL_DIM if self.critical_path_shown and self._critical_item is not None \
-            else 1.0
+        dim = CRITICAL_DIM if (self.critical_path_shown and self._critical_item is not None
+                               or self.search.active()) else 1.0
         for item in self._bars.values():
             item.setOpacity(base * dim)
         for item in self._counter_items:
@@ -481,7 +488,7 @@ class GanttWidget(QWidget):
     def set_stale(self, stale: bool) -> None:
         """Grey the bars while a newer prediction is on its way."""
         self._stale = bool(stale)
-        self._apply_opacity()
+        self.apply_opacity()
         pi = self.plot.getPlotItem()
         if stale and self.timeline is not None:
             if self._stale_text.scene() is None:
@@ -583,6 +590,25 @@ class GanttWidget(QWidget):
         self._sel_box.setRect(self._rect_of(i))
         self._sel_box.setVisible(True)
         self.details.setText(self.describe(i))
+
+    def reveal_event(self, i: int) -> None:
+        """Bring event ``i`` into view (its rank unfolded, its row scrolled to, the time
+        centred on it and zoomed to at most a hundred times its length, or out to show it
+        whole) and pin its details."""
+        tl = self.timeline
+        rank = int(tl.lanes[int(tl.lane[i])].rank)
+        if rank in self.collapsed and not np.isfinite(self.layout_.y[tl.lane[i]]):
+            self.toggle_rank(rank)
+        s, e = tl.start_us[i] / 1e3, (tl.start_us[i] + tl.dur_us[i]) / 1e3
+        x0, x1 = self.x_range()
+        length = max(e - s, 1e-3)
+        half = max(min((x1 - x0) / 2, 50 * length), 0.6 * length)
+        self.vb.setXRange((s + e) / 2 - half, (s + e) / 2 + half, padding=0)
+        y, (y0, y1) = float(self.layout_.y[tl.lane[i]]), self.y_range()
+        if not y0 <= y <= y1:
+            self.rows.top = y - (y1 - y0) / 2
+            self.rows.apply()
+        self.select_event(i)
 
     # --- navigation -------------------------------------------------------------------------
 

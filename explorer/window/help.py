@@ -88,8 +88,9 @@ class ShortcutsDialog(QDialog):
             self.table.setItem(r, 0, QTableWidgetItem(where))
             self.table.setItem(r, 1, QTableWidgetItem(keys))
         note = QLabel("Keys of the canvases and the timeline (F, W/S/A/D, +/− row height, "
-                      "Up/Down/Page scroll, Delete, Space-drag) are in Help ▸ User Guide.",
-                      self)
+                      "Up/Down/Page scroll, Ctrl+F to find an op, Enter / Shift+Enter to "
+                      "step through what it finds, Delete, Space-drag) are in Help ▸ User "
+                      "Guide.", self)
         note.setWordWrap(True)
         note.setForegroundRole(QPalette.PlaceholderText)
         buttons = QDialogButtonBox(QDialogButtonBox.Close, self)
