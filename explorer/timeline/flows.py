@@ -1,5 +1,6 @@
-"""Flow arrows, as Perfetto draws them: click a kernel and an arrow comes from the CPU op
-that launched it; click a CPU op and arrows go to the kernels it launched.
+"""Flow arrows, as Perfetto draws them: hover or click a kernel and an arrow comes from the
+CPU op that launched it; hover or click a CPU op and arrows go to the kernels it launched.
+A hovered bar's arrows last while the pointer is on it; then the clicked bar's come back.
 
 A predicted timeline names a kernel after the op that launched it (same name and shapes,
 same rank), so the pairing is read off the timeline: the k-th kernel of an op and shapes
@@ -80,29 +81,35 @@ def kernels_of(timeline, i: int) -> list[int]:
 
 
 class FlowArrows(QObject):
-    """Draws the launch → kernel arrows of the bar clicked on ``gantt`` (a
-    :class:`~explorer.timeline.gantt.GanttWidget`), and keeps them on their bars while the
-    view zooms, scrolls or folds ranks; a click elsewhere or a new timeline clears them."""
+    """Draws the launch → kernel arrows of the bar hovered, else of the bar clicked, on
+    ``gantt`` (a :class:`~explorer.timeline.gantt.GanttWidget`), and keeps them on their
+    bars while the view zooms, scrolls or folds ranks; a click elsewhere or a new timeline
+    clears the clicked bar's."""
 
     def __init__(self, gantt):
         super().__init__(gantt)
         self.gantt = gantt
         self.pairs: list[tuple[int, int]] = []   # (launch, kernel) event indices
+        self.pinned = -1                          # the clicked bar
         self._items: list = []
         gantt.sigEventClicked.connect(self.show_for)
+        gantt.sigEventHovered.connect(self._on_hover)
         gantt.sigCriticalPathAvailable.connect(self._on_new_timeline)
         gantt.vb.sigRangeChanged.connect(self._on_range)
 
-    def show_for(self, i: int) -> None:
-        """Arrows of event ``i``: from its launch (a kernel) or to its kernels (a CPU op)."""
+    def pairs_of(self, i: int) -> list[tuple[int, int]]:
+        """``(launch, kernel)`` pairs of event ``i``: from its launch (a kernel) or to its
+        kernels (a CPU op); none for -1."""
         tl = self.gantt.timeline
-        self.pairs = []
-        if tl is not None and i is not None and i >= 0:
-            launch = launch_of(tl, i)
-            if launch is not None:
-                self.pairs = [(launch, i)]
-            else:
-                self.pairs = [(i, k) for k in kernels_of(tl, i)]
+        if tl is None or i is None or i < 0:
+            return []
+        launch = launch_of(tl, i)
+        return [(launch, i)] if launch is not None else [(i, k) for k in kernels_of(tl, i)]
+
+    def show_for(self, i: int) -> None:
+        """Arrows of the clicked event ``i`` (-1: none), named in its pinned details."""
+        self.pinned = -1 if i is None else i
+        self.pairs = self.pairs_of(self.pinned)
         self._redraw()
         if self.pairs and self.gantt.selected == i:   # the pinned details name the other end
             self.gantt.details.setText(self.gantt.details.text() + "<br>" + self.flow_text(i))
@@ -117,6 +124,12 @@ class FlowArrows(QObject):
                     f"{float(tl.start_us[a]) / 1e3:.3f} ms (arrow)")
         more = " …" if len(self.pairs) > 4 else ""
         return f"→ launched {len(self.pairs)} kernel(s), starting at {at}{more} ms (arrows)"
+
+    def _on_hover(self, i: int) -> None:
+        pairs = self.pairs_of(i if i >= 0 else self.pinned)
+        if pairs != self.pairs:
+            self.pairs = pairs
+            self._redraw()
 
     def _on_new_timeline(self, _has_critical_path: bool) -> None:
         self.show_for(-1)

@@ -1,6 +1,7 @@
 """Perfetto's flow arrows (a CPU op to the kernels it launched) and the per-op totals of a
 selected time range."""
 import pytest
+from PySide6.QtCore import QPointF
 
 from explorer.timeline.flows import kernels_of, launch_of
 from explorer.timeline.range_totals import RangeTotals, range_totals
@@ -64,6 +65,25 @@ def test_a_clicked_bar_draws_its_flow_arrows(gantt):
     gantt.sigEventClicked.emit(2)
     gantt.set_timeline(queued_timeline())   # a new timeline clears them
     assert flows._items == []
+
+
+def test_a_hovered_bar_draws_its_arrows_until_the_pointer_leaves_it(gantt, qtbot):
+    """Hovering shows a bar's arrows for as long as the pointer is on it; then the clicked
+    bar's come back (a real mouse move over the bar, through the Gantt's own hover)."""
+    tl = queued_timeline()
+    gantt.set_timeline(tl)
+    flows = gantt.flows
+    gantt.select_event(3)
+    gantt.sigEventClicked.emit(3)
+    assert flows.pairs == [(1, 3)]
+    lay, vb = gantt.layout_, gantt.vb
+    over_op4 = vb.mapViewToScene(QPointF(0.027, float(lay.y[tl.lane[4]])))
+    gantt._on_mouse_moved(over_op4)       # the plot's sigMouseMoved handler
+    assert gantt._hovered == 4
+    assert flows.pairs == [(4, 5), (4, 6)] and len(flows._items) == 3
+    gantt._on_mouse_moved(vb.mapViewToScene(QPointF(0.095, float(lay.y[0]))))   # empty
+    assert gantt._hovered == -1
+    assert flows.pairs == [(1, 3)] and len(flows._items) == 2
 
 
 def test_range_totals_cut_bars_at_the_range_edges():
