@@ -167,6 +167,26 @@ def shot_platform_and_multi_gpu(d: Driver) -> None:
     save(w.timeline_dock, "timeline-ranks.png")
 
 
+def shot_timeline_16(d: Driver) -> None:
+    """The 64-table DLRM on two nodes of 8 H100: 16 ranks grouped by node, ranks 0 and 8
+    unfolded, the others folded, and Find op marking the embeddings' all-to-alls."""
+    from PySide6.QtCore import Qt
+
+    doc = json.loads((SCENARIOS / "dlrm_64tables_8gpu.json").read_text())
+    doc["platform"] = {"preset": "2node-8x-h100"}
+    path = d.tmp / "dlrm_64tables_2node.json"
+    path.write_text(json.dumps(doc))
+    w = d.window(path, size=(1600, 1000))
+    w.gantt.set_collapsed(set(w.prediction.timeline.ranks) - {0, 8})
+    w.resizeDocks([w.timeline_dock], [680], Qt.Vertical)
+    d.settle()
+    w.gantt.fit()
+    w.gantt.search.field.setText("all_to_all")
+    w.gantt.search.search()
+    d.settle()
+    save(w.timeline_dock, "timeline-16-ranks.png")
+
+
 def shot_link_lanes(d: Driver) -> None:
     """64 tables on a DGX A100: the ranks folded above the links' group, one lane per
     NVLink port, a bar per collective; the longest all-reduce's bytes and utilisation
@@ -392,7 +412,7 @@ SHOTS = {"main": shot_main, "inspector": shot_inspector,
          "compare": shot_compare, "profiles": shot_profiles, "dgx1": shot_dgx1,
          "compare-ranks": shot_compare_ranks, "timeline-range": shot_timeline_range,
          "report": shot_report, "link-lanes": shot_link_lanes,
-         "sharding-nodes": shot_sharding_nodes}
+         "sharding-nodes": shot_sharding_nodes, "timeline-16": shot_timeline_16}
 
 
 def main(argv: list[str] | None = None) -> int:
