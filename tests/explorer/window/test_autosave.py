@@ -70,18 +70,3 @@ def test_an_untitled_design_is_offered_back_when_the_app_starts(qtbot, tmp_path,
     again.offer_autosave()
     assert again.path is None and again.editor.is_modified()
     assert again.editor.document.snapshot()["platform"] == {"preset": "h100-1"}
-
-
-def test_a_burst_of_edits_is_written_when_it_ends(qtbot, tmp_path):
-    design = tmp_path / "design.json"
-    design.write_text(DEFAULT_SCENARIO.read_text())
-    folder = tmp_path / "autosave"
-    w = window(qtbot, tmp_path, design, folder)
-    w.autosave.burst.setInterval(50)
-    w.editor.set_platform({"preset": "h100-1"})
-    w.editor.set_platform({"preset": "a100-1"})
-    assert not folder.exists()                       # still in the burst
-    qtbot.waitUntil(lambda: folder.exists() and any(folder.iterdir()), timeout=5000)
-    stored = json.loads(next(folder.iterdir()).read_text())
-    assert stored["scenario"]["platform"] == {"preset": "a100-1"}
-
