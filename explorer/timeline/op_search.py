@@ -98,18 +98,19 @@ class OpSearch(QWidget):
     def search(self) -> None:
         """Find the field's text in the timeline now (typing does it after a pause)."""
         self._timer.stop()
+        self._match()
+        self.redraw()
+
+    def _match(self) -> None:
         self.searched = self.gantt.timeline
         self.matches = matching_events(self.searched, self.field.text())
         self.current = -1
-        self.redraw()
 
     def redraw(self) -> None:
         """Draw the matches' bars again (the rows moved: a fold, or a new timeline, which
         is searched again)."""
         if self.searched is not self.gantt.timeline:
-            self.searched = self.gantt.timeline
-            self.matches = matching_events(self.searched, self.field.text())
-            self.current = -1
+            self._match()
         pi = self.gantt.plot.getPlotItem()
         if self.item is not None:
             pi.removeItem(self.item)
@@ -131,7 +132,7 @@ class OpSearch(QWidget):
 
     def go(self, step: int) -> None:
         """Show the next (``step`` 1) or previous (-1) match and pin its details."""
-        if self._timer.isActive() or not len(self.matches) and self.field.text().strip():
+        if self._timer.isActive():   # typed, and not searched yet
             self.search()
         if not len(self.matches):
             return

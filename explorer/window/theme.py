@@ -12,7 +12,7 @@ from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QAction, QActionGroup, QColor, QPalette, QPen
 from PySide6.QtWidgets import QApplication, QGraphicsItem, QMenu, QWidget
 
-from ..widgets.theme_colors import DARK_PLOTS, LIGHT_PLOTS, PlotColors, restyle
+from ..widgets.theme_colors import DARK_PLOTS, LIGHT_PLOTS, PlotColors, is_dark, restyle
 
 __all__ = ["FOLLOW", "LIGHT", "DARK", "PlotColors", "ThemeController", "apply_theme",
            "dark_palette", "desktop_is_dark", "install_theme", "outline_pen", "style_new_plots",
@@ -62,8 +62,7 @@ def _light_palette(app: QApplication) -> QPalette:
     """The palette the app had before any dark one (the style's own when that was dark)."""
     if _state["light"] is None:
         own = QPalette(app.palette())
-        dark = own.color(QPalette.Window).lightness() < 128
-        _state["light"] = app.style().standardPalette() if dark else own
+        _state["light"] = app.style().standardPalette() if is_dark(own) else own
     return QPalette(_state["light"])
 
 

@@ -128,6 +128,7 @@ def validate_sharding(ranks: int = 2, tasks: int = 20, seed: int = 0, profile=No
         measured = measure_plans(doc, [p.assignment for p, _ in chosen], iters=iters,
                                  warmup=warmup, rounds=rounds, seed=seed)
         ms = np.array([m["iteration_ms"] for m in measured])
+        rounds_ms = [m["rounds_ms"] for m in measured]
         noise = statistics.median(
             statistics.stdev(m["rounds_ms"]) / statistics.mean(m["rounds_ms"])
             if len(m["rounds_ms"]) > 1 else 0.0 for m in measured)
@@ -136,8 +137,7 @@ def validate_sharding(ranks: int = 2, tasks: int = 20, seed: int = 0, profile=No
                      "assignments": [p.to_json()["assignment"] for p, _ in chosen],
                      "scenario": doc, "measured_ms": ms.round(4).tolist(),
                      "exchange_ms": [m["exchange_ms"] for m in measured],
-                     "rounds_ms": [m["rounds_ms"] for m in measured],
-                     "measured_self_tau": _self_tau([m["rounds_ms"] for m in measured]),
+                     "rounds_ms": rounds_ms, "measured_self_tau": _self_tau(rounds_ms),
                      **_scores(predicted, ms, noise)})
     summary = {**_summary(rows), "ranks": ranks, "left_out_as_ties": ties, "seed": seed,
                "elapsed_s": round(time.perf_counter() - t0, 1)}

@@ -37,13 +37,18 @@ def test_kernels_pair_with_their_launches_in_launch_order():
     assert launch_of(tl, 0) is None and kernels_of(tl, 2) == []
 
 
-def test_a_clicked_bar_draws_its_flow_arrows(gantt):
+def clicked_kernel_3(gantt):
+    """The queued timeline shown with kernel 3 clicked; its arrow comes from op 1."""
     tl = queued_timeline()
     gantt.set_timeline(tl)
-    flows = gantt.flows
     gantt.select_event(3)
     gantt.sigEventClicked.emit(3)
-    assert flows.pairs == [(1, 3)]
+    assert gantt.flows.pairs == [(1, 3)]
+    return tl, gantt.flows
+
+
+def test_a_clicked_bar_draws_its_flow_arrows(gantt):
+    tl, flows = clicked_kernel_3(gantt)
     assert len(flows._items) == 2   # the line and its head
     line = flows._items[0]
     xs, ys = line.getData()
@@ -70,12 +75,7 @@ def test_a_clicked_bar_draws_its_flow_arrows(gantt):
 def test_a_hovered_bar_draws_its_arrows_until_the_pointer_leaves_it(gantt, qtbot):
     """Hovering shows a bar's arrows for as long as the pointer is on it; then the clicked
     bar's come back (a real mouse move over the bar, through the Gantt's own hover)."""
-    tl = queued_timeline()
-    gantt.set_timeline(tl)
-    flows = gantt.flows
-    gantt.select_event(3)
-    gantt.sigEventClicked.emit(3)
-    assert flows.pairs == [(1, 3)]
+    tl, flows = clicked_kernel_3(gantt)
     lay, vb = gantt.layout_, gantt.vb
     over_op4 = vb.mapViewToScene(QPointF(0.027, float(lay.y[tl.lane[4]])))
     gantt._on_mouse_moved(over_op4)       # the plot's sigMouseMoved handler
