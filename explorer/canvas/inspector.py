@@ -25,6 +25,7 @@ from predictors.hardware.platforms import PLATFORM_PRESETS
 from predictors.scenario.format import DTYPES, OPTIMIZERS, REPLICATED, ROW_WISE
 from predictors.scenario.registry import BLOCK_KINDS, validate_params
 
+from ..widgets.theme_colors import canvas_colors
 from .inspector_fields import (
     ERROR_STYLE,
     ChoiceField,
@@ -113,8 +114,9 @@ class Inspector(QWidget):
         if kind is None:
             self.title.setText(f"<b>{self.node_id}</b><br>unknown kind {record['kind']!r}")
             return
-        self.title.setText(f"<b>{kind.label}</b> &nbsp;<span style='color:#5f6673'>"
-                           f"{self.node_id}</span><br><span style='color:#5f6673'>"
+        muted = canvas_colors(self).muted.name()
+        self.title.setText(f"<b>{kind.label}</b> &nbsp;<span style='color:{muted}'>"
+                           f"{self.node_id}</span><br><span style='color:{muted}'>"
                            f"{kind.doc}</span>")
         if not kind.params:
             form.addRow(QLabel("This block has no parameters."))
@@ -151,7 +153,8 @@ class Inspector(QWidget):
 
     def _build_settings(self, form: QFormLayout) -> None:
         self.title.setText(f"<b>{self.document.name or 'Scenario'}</b><br>"
-                           "<span style='color:#5f6673'>Training and platform settings. "
+                           f"<span style='color:{canvas_colors(self).muted.name()}'>"
+                           "Training and platform settings. "
                            "Select a block to edit its parameters.</span>")
         fields = [
             NumberField("batch_size", 1, 2 ** 24, "samples per iteration (global)", True),

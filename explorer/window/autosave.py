@@ -1,6 +1,7 @@
 """Work that is never lost: the design being edited is written to the app's own data
-folder while it has unsaved changes, and offered back the next time its file (or an
-untitled design) is opened after a crash.
+folder while it has unsaved changes (two seconds after a burst of edits ends, and every
+half minute), and offered back the next time its file (or an untitled design) is opened
+after a crash.
 
 One file per design, named by a hash of its path (``untitled`` for a new design):
 ``{"format": "ml-dse/autosave", "path": ..., "saved_at": ..., "scenario": {...}}``.
@@ -22,6 +23,7 @@ __all__ = ["Autosave", "default_autosave_folder", "AUTOSAVE_FORMAT"]
 
 AUTOSAVE_FORMAT = "ml-dse/autosave"
 INTERVAL_MS = 30_000
+BURST_MS = 2_000   # edits further apart than this end a burst, which is then written
 
 
 def default_autosave_folder() -> Path:
@@ -32,10 +34,11 @@ def default_autosave_folder() -> Path:
 
 
 class Autosave(QObject):
-    """Writes ``editor``'s document every ``interval_ms`` while it has unsaved changes."""
+    """Writes ``editor``'s document ``burst_ms`` after its last edit, and every
+    ``interval_ms``, while it has unsaved changes."""
 
     def __init__(self, editor, folder: Path, path_of, interval_ms: int = INTERVAL_MS,
-                 parent: QObject | None = None):
+                 burst_ms: int = BURST_MS, parent: QObject | None = None):
         super().__init__(parent)
         self.editor, self.folder, self._path_of = editor, Path(folder), path_of
         self._written_index: int | None = None
@@ -43,6 +46,21 @@ class Autosave(QObject):
         self.timer.setInterval(interval_ms)
         self.timer.timeout.connect(self.write_now)
         self.timer.start()
+        self.burst = QTimer(self)
+        self.burst.setSingleShot(True)
+        self.burst.setInterval(burst_ms)
+        self.burst.timeout.connect(self.write_now)
+        editor.undo_stack.indexChanged.connect(self._edited)
+
+    def _edited(self, _index: int) -> None:
+        self.burst.start()  # restarts: the burst ends burst_ms after its last edit
+
+    def stop(self) -> None:
+        """No more writes: the window is closing."""
+        if self.timer.isActive():
+            self.editor.undo_stack.indexChanged.disconnect(self._edited)
+        self.timer.stop()
+        self.burst.stop()
 
     def file_for(self, path: Path | None) -> Path:
         key = hashlib.sha1(str(path).encode()).hexdigest()[:16] if path else "untitled"

@@ -746,6 +746,8 @@ class MainWindow(QMainWindow):
             return
         if self.autosave is not None and self.editor.is_modified():
             self.autosave.discard(self.path)  # the user chose to discard the changes
+        if self.autosave is not None:
+            self.autosave.stop()
         self.controller.shutdown()
         self.profiles.shutdown()
         self.sharding.shutdown()
