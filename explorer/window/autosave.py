@@ -53,12 +53,12 @@ class Autosave(QObject):
         editor.undo_stack.indexChanged.connect(self._edited)
 
     def _edited(self, _index: int) -> None:
-        self.burst.start()  # restarts: the burst ends burst_ms after its last edit
+        if self.timer.isActive():  # not stopped
+            self.burst.start()  # restarts: the burst ends burst_ms after its last edit
 
     def stop(self) -> None:
-        """No more writes: the window is closing."""
-        if self.timer.isActive():
-            self.editor.undo_stack.indexChanged.disconnect(self._edited)
+        """No more writes: the window is closing (a later one would bring back an
+        autosave the user just discarded)."""
         self.timer.stop()
         self.burst.stop()
 

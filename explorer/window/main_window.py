@@ -744,9 +744,9 @@ class MainWindow(QMainWindow):
         if not self.confirm_discard():
             event.ignore()
             return
-        if self.autosave is not None and self.editor.is_modified():
-            self.autosave.discard(self.path)  # the user chose to discard the changes
         if self.autosave is not None:
+            if self.editor.is_modified():
+                self.autosave.discard(self.path)  # the user chose to discard the changes
             self.autosave.stop()
         self.controller.shutdown()
         self.profiles.shutdown()
