@@ -17,8 +17,10 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(PY) -m explorer $(SCENARIO)
 
+# the quick suite in one process per core (up to four), each test file whole in one of them;
+# the slow validations run serially, so their timings are not shared with another worker
 test: $(STAMP)
-	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile
 	$(VENV)/bin/lint-imports
 
 test-full: $(STAMP)
