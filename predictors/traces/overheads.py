@@ -14,7 +14,8 @@ For every top-level CPU op (see :class:`~predictors.traces.ops.CpuOps`):
 
 Per op name these are averaged into :class:`~predictors.profiles.OpOverheads` (seconds),
 the form that device profiles store, with a pooled default.  T4 is the mean over all
-launch calls and T5 the mean over all gaps between calls (not the mean of per-op means),
+launch calls and T5 the mean over all gaps between calls and call-free ops together (not
+the mean of per-op means),
 so that an op name replayed with its mean overheads takes its recorded total time even
 when its calls per op vary (a ``conv2d`` that makes 2 calls here and 11 there).
 """
@@ -226,9 +227,7 @@ def overhead_stats(traces: KinetoTrace | list[KinetoTrace],
     for nm in np.unique(name) if len(name) else []:
         m = name == nm
         calls = c["calls"][m]
-        no_call = calls == 0
-        t5 = (_mean(c["dur"][m][no_call]) if no_call.mean() >= 0.5
-              else _wmean(c["t5g"][m], calls - 1))
+        t5 = _t5(c["dur"][m], c["t5g"][m], calls)
         per_op[str(nm)] = OpOverheads(_mean(c["t1"][m]) * 1e-6, _mean(c["t2"][m]) * 1e-6,
                                       _mean(c["t3"][m]) * 1e-6,
                                       _wmean(c["t4"][m], c["nl"][m]) * 1e-6,
@@ -243,6 +242,18 @@ def overhead_stats(traces: KinetoTrace | list[KinetoTrace],
     lmap = {k: list(v.most_common(1)[0][0]) for k, v in launch_seqs.items()}
     api = {k: api_sum[k] / api_n[k] for k in api_n}
     return TraceStats(table, lmap, api, float(np.median(lat)) if lat else 0.0, len(name))
+
+
+def _t5(dur: np.ndarray, gap: np.ndarray, calls: np.ndarray) -> float:
+    """One T5 for ops of one name: the CPU time per gap between calls, where a call-free
+    op counts as one gap of its whole duration.  Pooled this way the name's ops keep their
+    recorded total when some make calls and some none (a ``ViewBackward0`` that copies once
+    beside ones that only reshape)."""
+    no_call = calls == 0
+    many = (calls > 1) & np.isfinite(gap)
+    n = no_call.sum() + (calls[many] - 1).sum()
+    total = dur[no_call].sum() + (gap[many] * (calls[many] - 1)).sum()
+    return float(total / n) if n else 0.0
 
 
 def _sum_by(keys: np.ndarray, values: np.ndarray):

@@ -242,6 +242,31 @@ def test_t4_t5_are_means_over_calls(tmp_path):
     assert oh.t4 * 1e6 == pytest.approx(5.0)
 
 
+def test_an_op_name_with_and_without_calls_keeps_its_total(tmp_path):
+    # ViewBackward0 copies once in two ops (1 call each: no gap between calls) and only
+    # reshapes in a third (60 us, no call).  T5 is the call-free op's time, and the
+    # replayed step is the recorded one; a T5 of the calling ops' gaps alone was 0 us.
+    t = Trace()
+    t.step("ProfilerStep#0", 95, 420)
+    t.op("ViewBackward0", 100, 30, launches=[(10, 10, 115, 5, 7, "kernel")])
+    t.op("ViewBackward0", 150, 30, launches=[(10, 10, 165, 5, 7, "kernel")])
+    t.op("ViewBackward0", 200, 60)
+    t.op("aten::add", 270, 240, launches=[(10, 10, 285, 5, 7, "kernel")])
+    rec = load_recording([write(tmp_path / "mixed.json", t.doc())])
+    oh = overhead_stats(rec.traces, rec.ops).overheads.per_op["ViewBackward0"]
+    assert oh.t5 * 1e6 == pytest.approx(60.0)
+    r = replay(rec)
+    assert r.iteration_ms == pytest.approx(r.recorded_ms, rel=1e-3)
+
+
+def test_an_h200_lm_step_with_a_stalled_backward_op_replays_its_step():
+    # One of the project's traced H200 steps: a ViewBackward0 on the autograd thread that
+    # stalled 520 us, beside 28 others that copy or only reshape.
+    f = ROOT / "resources/measurements/nvidia-h200-2026-11-29-seed11/scenario13.json.gz"
+    r = replay(load_recording([f]))
+    assert abs(r.error_pct) < 0.5, r.per_rank
+
+
 @needs_shared
 def test_resnet50_two_threads_replay():
     # The 2021 trace: ProfilerStep is an Operator, backward runs on its own thread while
