@@ -7,7 +7,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import explorer.timeline.level_of_detail as lod
@@ -30,6 +30,7 @@ def test_nested_and_overlapping_bars_are_one_interval_with_their_count():
 @given(st.lists(st.tuples(st.floats(0, 100), st.floats(0, 5), st.integers(0, 3)),
                 min_size=1, max_size=60),
        st.floats(1e-2, 20), st.booleans())
+@example([(0.0, 0.0, 0), (0.5, 0.0, 0)], 1.0, True)   # two marks in one column
 def test_the_bins_keep_every_bars_time_at_any_pixel_width(bars, px, coarse):
     start = np.array([b[0] for b in bars])
     end = start + np.array([b[1] for b in bars])
@@ -43,8 +44,9 @@ def test_the_bins_keep_every_bars_time_at_any_pixel_width(bars, px, coarse):
         rows, cols, cover = bins.columns(t0, px, ncol, 0, 3)
     finally:
         lod.DIRECT_LIMIT = limit
-    # the totals stay: the time covered, give or take the mark of a bar of no duration
-    assert bins.busy() - 1e-9 <= cover.sum() <= bins.busy() + 1e-3 * px * len(cover) + 1e-9
+    # the totals stay: the time covered, give or take the marks of bars that cover less
+    # than a thousandth of a column (at most one at each end of a bar)
+    assert bins.busy() - 1e-9 <= cover.sum() <= bins.busy() + 2e-3 * px * len(bars) + 1e-9
     # every bar marks the column it starts in (the power-of-two bins: or a neighbour)
     slack = 1 if coarse else 0
     for s, r in zip(start, row):
