@@ -57,7 +57,7 @@ def main() -> int:
         print(f"\n{group}")
         for name, files in jobs:
             r = replay(load_recording(files))
-            err = r.iteration_ms / r.recorded_ms - 1.0
+            err = r.error_pct / 100.0
             flag = "" if abs(err) <= TARGET else "   over 2 %"
             print(f"  {name:58s} recorded {r.recorded_ms:10.3f} ms  replayed "
                   f"{r.iteration_ms:10.3f} ms  {100 * err:+6.2f} %{flag}")
