@@ -583,8 +583,8 @@ class HostScaledModel:
 
 
 def scaled_to_host(profile: DeviceProfile, figures: dict, date: str = "") -> DeviceProfile:
-    """``profile`` (a CPU profile of another host) scaled to this host by its host check
-    ``figures``: GEMM kernel times and the roofline's FLOP rates by the GEMM ratio, the
+    """``profile`` (a CPU profile calibrated on another host) scaled to this host by its
+    host check ``figures``: GEMM kernel times and the roofline's FLOP rates by the GEMM ratio, the
     other kernel classes and the roofline's bandwidths by the streaming ratio, and the
     CPU overheads (T1-T5, per-byte gap terms, the training loop's time) by the dispatch
     ratio.  A ratio the profile cannot compare leaves its part as it is.  The copy
@@ -641,9 +641,11 @@ def from_another_cpu(profile: DeviceProfile | None) -> bool:
 
 def on_this_host(profile: DeviceProfile | None, threads: int = 1) -> DeviceProfile | None:
     """The bundled CPU ``profile`` that :func:`default_profile` chose, scaled to this host
-    when it was calibrated on another CPU and a host check of this host is cached
-    (``python -m predictors host-check`` takes it); otherwise ``profile`` itself."""
-    if not from_another_cpu(profile) or profile_file(profile) is None:
+    when a host check of this host is cached (``python -m predictors host-check`` takes
+    it); otherwise ``profile`` itself.  A profile of this very CPU model is scaled too:
+    two VMs of one CPU model can stream memory at half each other's rate (a neighbour's
+    load, another memory configuration), and the check measures this one."""
+    if profile is None or profile.device.kind != "cpu" or profile_file(profile) is None:
         return profile
     check = read_host_check(threads)
     if check is None:

@@ -1,5 +1,6 @@
-"""A quick check of this host's speed, so that a bundled CPU profile of another CPU can
-be scaled to it (:func:`predictors.profiles.scaled_to_host`).
+"""A quick check of this host's speed, so that a bundled CPU profile can be scaled to it
+(:func:`predictors.profiles.scaled_to_host`), whether it was calibrated on another CPU
+or on another machine of this CPU model.
 
 Three figures, the same for every host, in a few seconds: the GEMM and streaming-add
 rates of the calibration's own speed probe (:func:`.speed.probe`, whose median every

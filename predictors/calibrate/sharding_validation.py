@@ -29,7 +29,7 @@ from typing import Callable
 import numpy as np
 
 __all__ = ["random_sharding_task", "validate_sharding", "rescore", "plan_kind",
-           "MIN_SPREAD"]
+           "choose_plans", "MIN_SPREAD"]
 
 MIN_SPREAD = 1.10   # a task's slowest plan over its fastest, predicted, to be measured
 TOP = 5
@@ -75,11 +75,11 @@ def _kendall_tau(a, b) -> float:
 
 def validate_sharding(ranks: int = 2, tasks: int = 20, seed: int = 0, profile=None,
                       budget_s: float = 8.0, iters: int = 20, warmup: int = 3,
-                      rounds: int = 8, threads: int = 1,
+                      rounds: int = 8, threads: int = 1, spacing: float = 0.0,
                       progress: Callable[[float, str], None] | None = None) -> dict:
     """Rank and measure ``tasks`` tasks that the prediction separates (see the module);
     tasks it does not are drawn in their place and counted as ties.  Returns the
-    per-task figures and their summary."""
+    per-task figures and their summary.  ``spacing``: see :func:`choose_plans`."""
     from ..engine.parallel import RankGraphs
     from ..engine.plan_evaluator import plan_spans
     from ..engine.predict import prepare
@@ -106,18 +106,8 @@ def validate_sharding(ranks: int = 2, tasks: int = 20, seed: int = 0, profile=No
                              fits=lambda p: budget.fits(p, graphs.tables), batch=4,
                              seed=seed + drawn,
                              exhaustive_limit=SLOW_EXHAUSTIVE_LIMIT)
-        ranked = found.best_first()
-        chosen, times = [], set()
-        for plan, spans in ranked:   # the top five, one of each predicted time
-            key = round(float(spans.max()), 4)
-            if key not in times:
-                times.add(key)
-                chosen.append((plan, float(spans.max())))
-            if len(chosen) == TOP:
-                break
-        others = [(p, float(s.max())) for p, s in ranked if round(float(s.max()), 4)
-                  not in times]
-        chosen += pick.sample(others, min(RANDOM, len(others)))
+        ranked = [(plan, float(spans.max())) for plan, spans in found.best_first()]
+        chosen = choose_plans(ranked, pick, spacing)
         predicted = np.array([t for _, t in chosen])
         if len(chosen) < 3 or predicted.max() < MIN_SPREAD * predicted.min():
             ties += 1
@@ -140,8 +130,45 @@ def validate_sharding(ranks: int = 2, tasks: int = 20, seed: int = 0, profile=No
                      "rounds_ms": rounds_ms, "measured_self_tau": _self_tau(rounds_ms),
                      **_scores(predicted, ms, noise)})
     summary = {**_summary(rows), "ranks": ranks, "left_out_as_ties": ties, "seed": seed,
+               "spacing": spacing,
                "elapsed_s": round(time.perf_counter() - t0, 1)}
     return {"summary": summary, "tasks": rows}
+
+
+def choose_plans(ranked: list, pick: random.Random, spacing: float = 0.0) -> list:
+    """The plans of a ranking (``(plan, predicted ms)``, best first) to measure.
+
+    Without ``spacing``: the top five of distinct predicted times and three random others.
+    With it (0.05: 5 %): a ladder of eight, the best and then each next plan predicted at
+    least ``spacing`` slower than the one before, topped up at random with plans as far
+    from every chosen one.  Plans a few percent apart swap places between repeated runs
+    on a noisy host; the ladder measures an order the host can resolve."""
+    if not spacing:
+        chosen, times = [], set()
+        for plan, t in ranked:
+            if round(t, 4) not in times:
+                times.add(round(t, 4))
+                chosen.append((plan, t))
+            if len(chosen) == TOP:
+                break
+        others = [(p, t) for p, t in ranked if round(t, 4) not in times]
+        return chosen + pick.sample(others, min(RANDOM, len(others)))
+
+    def apart(t: float, picked: list) -> bool:
+        return all(abs(t - u) >= spacing * min(t, u) for _, u in picked)
+
+    chosen = []
+    for plan, t in ranked:
+        if len(chosen) == TOP + RANDOM:
+            return chosen
+        if apart(t, chosen):
+            chosen.append((plan, t))
+    rest = [pt for pt in ranked if apart(pt[1], chosen)]
+    pick.shuffle(rest)
+    for pt in rest:
+        if len(chosen) < TOP + RANDOM and apart(pt[1], chosen):
+            chosen.append(pt)
+    return sorted(chosen, key=lambda pt: pt[1])
 
 
 def _scores(predicted: np.ndarray, measured: np.ndarray, noise: float) -> dict:

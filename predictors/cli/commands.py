@@ -112,7 +112,7 @@ def _cmd_predict(args) -> int:
 
 def _check_host(doc: dict) -> None:
     """Before a CPU scenario is predicted with the bundled profile: this host's check,
-    taken once (the bundled profile of another CPU is scaled by it)."""
+    taken once (the bundled profile is scaled by it)."""
     from .host import check_before_predicting
 
     try:

@@ -1,6 +1,6 @@
 """``python -m predictors host-check``: this host's speed against the bundled CPU profiles,
 and the check that ``predict`` and ``validate`` take once before they scale a bundled
-profile of another CPU to this host."""
+CPU profile to this host."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,6 @@ from ..profiles import (
     DeviceProfile,
     bundled_profiles,
     default_profile,
-    from_another_cpu,
     host_check_path,
     host_ratios,
     host_scaling_note,
@@ -23,12 +22,13 @@ __all__ = ["register", "check_before_predicting"]
 
 
 def _needs_check(profile: DeviceProfile | None, threads: int) -> bool:
-    return from_another_cpu(profile) and read_host_check(threads) is None
+    return profile is not None and profile.device.kind == "cpu" \
+        and read_host_check(threads) is None
 
 
 def check_before_predicting(threads: int, quiet: bool = False) -> None:
-    """Take and cache this host's check when the bundled CPU profile for ``threads``
-    threads describes another CPU and none is cached (a few seconds, once)."""
+    """Take and cache this host's check when a bundled CPU profile for ``threads``
+    threads will be used and none is cached (a few seconds, once)."""
     if not _needs_check(default_profile("cpu", "cpu", threads), threads):
         return
     from ..calibrate.host_check import host_check  # deferred: imports torch

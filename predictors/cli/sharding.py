@@ -125,7 +125,8 @@ def _cmd_validate_sharding(args) -> int:
     else:
         result = validate_sharding(ranks=args.ranks, tasks=args.tasks, seed=args.seed,
                                    profile=profile_arg(args), budget_s=args.budget_s,
-                                   rounds=args.rounds, iters=args.iters, progress=show)
+                                   rounds=args.rounds, iters=args.iters,
+                                   spacing=args.spacing / 100, progress=show)
     if args.json:
         print(json.dumps(result))
         return 0
@@ -134,8 +135,9 @@ def _cmd_validate_sharding(args) -> int:
               f"{r['predicted_best_vs_measured_best_pct']:+.1f} % from the measured best), "
               f"tau {r['kendall_tau']:+.2f}, noise {100 * r['noise']:.1f} %")
     s = result["summary"]
+    apart = f", plans {100 * s['spacing']:g} % apart" if s.get("spacing") else ""
     print(f"{s['tasks']} tasks on {s['ranks']} CPU ranks ({s['left_out_as_ties']} left out "
-          f"as ties): top-1 {100 * s['top1']:.0f} %, Kendall tau mean "
+          f"as ties{apart}): top-1 {100 * s['top1']:.0f} %, Kendall tau mean "
           f"{s['kendall_tau_mean']:.2f} (median {s['kendall_tau_median']:.2f}), noise "
           f"{100 * s['noise_median']:.1f} % (median), {s['elapsed_s']:.0f} s"
           + (" to measure; predicted again" if s.get("rescored") else ""))
@@ -198,6 +200,10 @@ def register(sub) -> None:
                     help="interleaved rounds per plan (default 8)")
     vs.add_argument("--iters", type=positive_int, default=20,
                     help="timed steps per round (default 20)")
+    vs.add_argument("--spacing", type=positive_float, default=0.0, metavar="PCT",
+                    help="measure a ladder of eight plans, each predicted at least PCT %% "
+                         "slower than the one before, instead of the predicted top five "
+                         "and three random ones")
     vs.add_argument("--rescore", metavar="RESULT.json",
                     help="measure nothing: predict the plans of an earlier "
                          "`validate-sharding --json` result again (with --profile) and "

@@ -144,7 +144,7 @@ def test_a_broken_cache_is_measured_again(monkeypatch):
     assert hc.host_check(1, measure=lambda t: dict(HERE))["figures"] == HERE
 
 
-def test_predict_scales_the_bundled_profile_of_another_cpu_and_says_so(monkeypatch):
+def test_predict_scales_the_bundled_profile_to_this_host_and_says_so(monkeypatch):
     doc = load_scenario(SCENARIOS / "small_dlrm.json")
     doc["platform"] = {"preset": "local-cpu"}
     doc["training"]["batch_size"] = 16
@@ -165,8 +165,17 @@ def test_predict_scales_the_bundled_profile_of_another_cpu_and_says_so(monkeypat
     assert any("calibrated on another CPU" in n for n in fast.notes)
     named = predict(doc, profile=bundled.name)    # a profile named is used as it is
     assert named.iteration_ms == pytest.approx(plain.iteration_ms)
-    pretend_host(monkeypatch, ZEN4)               # the profile's own CPU: never scaled
-    assert on_this_host(bundled) is bundled
+
+    # the profile's own CPU model on another machine: scaled by that machine's check
+    pretend_host(monkeypatch, ZEN4)
+    assert on_this_host(bundled) is bundled       # no check of this host cached
+    write_host_check({"gemm_gflops": ref["gemm_gflops"], "stream_gbps": ref["stream_gbps"] / 2,
+                      "dispatch_us": 2.0}, 1, "2026-12-03T12:00:00+00:00")
+    slow = predict(doc)
+    note = next(n for n in slow.notes if "scaled to this host" in n)
+    assert "GEMM x1.00, memory x0.50, dispatch x1.00" in note
+    assert not any("another CPU" in n for n in slow.notes)
+    assert plain.iteration_ms < slow.iteration_ms < 2 * plain.iteration_ms
 
 
 def test_measure_host_reports_every_figure():

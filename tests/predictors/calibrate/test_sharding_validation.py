@@ -1,11 +1,13 @@
 """validate-sharding's tasks and scores, and predicting measured runs again (--rescore)."""
 import json
+import random
 
 import numpy as np
 import pytest
 
 from predictors.calibrate.sharding_validation import (
     _self_tau,
+    choose_plans,
     plan_kind,
     random_sharding_task,
     rescore,
@@ -40,6 +42,25 @@ def test_the_measurements_own_tau_splits_the_rounds():
     swapped = [[10.0, 12.0, 10.0, 12.0], [12.0, 10.0, 12.0, 10.0], [11.0, 11.0, 11.0, 11.0]]
     assert _self_tau(swapped) == -1.0
     assert _self_tau([[10.0], [11.0]]) is None
+
+
+def test_the_plans_measured_are_the_top_five_and_three_others_or_a_ladder():
+    """Without spacing: the five best distinct times, then three random ones.  With it:
+    every two plans chosen are at least the spacing apart, the best among them, and a
+    ranking too narrow for eight rungs gives fewer plans."""
+    ranked = [(f"p{i}", t) for i, t in enumerate(
+        [10.0, 10.0, 10.1, 10.2, 10.3, 10.4, 10.5, 11.0, 12.0, 13.0, 14.0, 20.0])]
+    top = choose_plans(ranked, random.Random(0))
+    assert [t for _, t in top[:5]] == [10.0, 10.1, 10.2, 10.3, 10.4] and len(top) == 8
+    assert all(t >= 10.5 for _, t in top[5:])
+    ladder = choose_plans(ranked, random.Random(0), spacing=0.05)
+    times = [t for _, t in ladder]
+    assert times[0] == 10.0 and times == sorted(times)
+    assert all(b >= a * 1.05 for a, b in zip(times, times[1:]))
+    assert times == [10.0, 10.5, 12.0, 13.0, 14.0, 20.0]   # 11.0 is within 5 % of 10.5
+    ladder = choose_plans([(f"p{i}", 10.0 * 1.01 ** i) for i in range(200)],
+                          random.Random(1), spacing=0.05)
+    assert len(ladder) == 8
 
 
 @pytest.fixture(scope="module")
