@@ -84,6 +84,11 @@ def main(argv: list[str] | None = None, predict_fn=None) -> int:
         window = MainWindow(path, predict_fn=predict_fn,
                             autosave_folder=default_autosave_folder())
         window.show()
+        from explorer.run.host_check import HostCheck
+
+        check = HostCheck(window)   # once per host, in the background
+        check.sigChecked.connect(window.host_checked)
+        check.after_first_prediction(window.controller)
         return app.exec()
     # Batch runs neither read nor change the user's saved layout: their settings live in a
     # folder of their own, removed afterwards.  (QSettings saves by renaming a temporary

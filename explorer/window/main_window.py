@@ -385,6 +385,13 @@ class MainWindow(QMainWindow):
         QTimer.singleShot(0, self.view.fit_all)
         return True
 
+    def host_checked(self) -> None:
+        """This host's speed was checked: predict again with the bundled CPU profile
+        scaled to it."""
+        self.statusBar().showMessage("Host speed checked: CPU profile scaled to it", 8000)
+        if self.editor.document is not None:
+            self.controller.schedule()
+
     def _open_failed(self, message: str) -> bool:
         self._show_error(message, kind="file")
         self.statusBar().showMessage(message, 10000)

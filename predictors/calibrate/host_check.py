@@ -17,10 +17,10 @@ import time
 
 import torch
 
-from ..profiles import read_host_check, write_host_check
+from ..profiles import default_profile, read_host_check, write_host_check
 from .speed import combine, probe
 
-__all__ = ["host_check", "measure_host", "dispatch_us"]
+__all__ = ["host_check", "measure_host", "dispatch_us", "needs_host_check", "ensure_host_check"]
 
 DISPATCH_OPS = 400  # tiny ops per timed batch (3 op kinds, ~1-3 us each here)
 
@@ -79,3 +79,20 @@ def host_check(threads: int = 1, refresh: bool = False, measure=None) -> dict:
     figures = (measure or measure_host)(threads)
     date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     return write_host_check(figures, threads, date)
+
+
+def needs_host_check(threads: int = 1) -> bool:
+    """Whether a bundled CPU profile would price a ``threads``-thread scenario and no
+    check of this host is cached to scale it by."""
+    profile = default_profile("cpu", "cpu", threads)
+    return profile is not None and profile.device.kind == "cpu" \
+        and read_host_check(threads) is None
+
+
+def ensure_host_check(threads: int = 1, measure=None) -> bool:
+    """Take and cache this host's check when :func:`needs_host_check` (a few seconds,
+    once); True when it was taken now."""
+    if not needs_host_check(threads):
+        return False
+    host_check(threads, measure=measure)
+    return True

@@ -7,13 +7,11 @@ import json
 import sys
 
 from ..profiles import (
-    DeviceProfile,
     bundled_profiles,
     default_profile,
     host_check_path,
     host_ratios,
     host_scaling_note,
-    read_host_check,
     resolve_profile,
 )
 from .args import examples, positive_int
@@ -21,22 +19,15 @@ from .args import examples, positive_int
 __all__ = ["register", "check_before_predicting"]
 
 
-def _needs_check(profile: DeviceProfile | None, threads: int) -> bool:
-    return profile is not None and profile.device.kind == "cpu" \
-        and read_host_check(threads) is None
-
-
 def check_before_predicting(threads: int, quiet: bool = False) -> None:
     """Take and cache this host's check when a bundled CPU profile for ``threads``
     threads will be used and none is cached (a few seconds, once)."""
-    if not _needs_check(default_profile("cpu", "cpu", threads), threads):
-        return
-    from ..calibrate.host_check import host_check  # deferred: imports torch
+    from ..calibrate.host_check import ensure_host_check, needs_host_check  # torch
 
-    if not quiet:
+    if needs_host_check(threads) and not quiet:
         print(f"checking this host's speed once to scale the bundled CPU profile (a few "
               f"seconds; cached in {host_check_path(threads)})", file=sys.stderr)
-    host_check(threads)
+    ensure_host_check(threads)
 
 
 def _cmd_host_check(args) -> int:

@@ -219,3 +219,17 @@ def test_validate_compares_the_same_measurements_with_other_profiles(monkeypatch
     s = out["default"]["summary"]["dlrm"]
     assert s["worst_abs_error"] == pytest.approx(abs(scaled / measured - 1))
     assert "geomean |error|" in format_comparison(out)
+
+
+def test_the_check_is_taken_once_when_a_bundled_cpu_profile_will_be_used(monkeypatch):
+    pretend_host(monkeypatch, ZEN4)
+    calls = []
+
+    def fake(threads):
+        calls.append(threads)
+        return dict(HERE)
+
+    assert hc.needs_host_check(1)
+    assert hc.ensure_host_check(1, measure=fake) is True
+    assert hc.ensure_host_check(1, measure=fake) is False and calls == [1]
+    assert not hc.needs_host_check(1)
