@@ -16,7 +16,9 @@ one process per rank, the plans' rounds interleaved), and the two orders compare
   little below the bound of the whole).
 
 A task whose eight plans the prediction puts within 10 % of each other cannot be told
-apart on a noisy host: it is left out, and counted.
+apart on a noisy host: it is left out, and counted.  With ``spacing`` the plans are a
+ladder instead (:func:`choose_plans`): each predicted at least that much slower than the
+one before, so that their order is one the host can resolve.
 """
 from __future__ import annotations
 
