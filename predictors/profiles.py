@@ -584,9 +584,9 @@ class HostScaledModel:
 
 def scaled_to_host(profile: DeviceProfile, figures: dict, date: str = "") -> DeviceProfile:
     """``profile`` (a CPU profile calibrated on another host) scaled to this host by its
-    host check ``figures``: GEMM kernel times and the roofline's FLOP rates by the GEMM ratio, the
-    other kernel classes and the roofline's bandwidths by the streaming ratio, and the
-    CPU overheads (T1-T5, per-byte gap terms, the training loop's time) by the dispatch
+    host check ``figures``: GEMM kernel times and the roofline's FLOP rates by the GEMM
+    ratio, the other kernel classes and the roofline's bandwidths by the streaming ratio,
+    and the CPU overheads (T1-T5, per-byte gap terms, the training loop's time) by the dispatch
     ratio.  A ratio the profile cannot compare leaves its part as it is.  The copy
     records the ratios and a note in ``provenance.host_scaling``; the original is not
     changed."""

@@ -141,10 +141,10 @@ def choose_plans(ranked: list, pick: random.Random, spacing: float = 0.0) -> lis
     """The plans of a ranking (``(plan, predicted ms)``, best first) to measure.
 
     Without ``spacing``: the top five of distinct predicted times and three random others.
-    With it (0.05: 5 %): a ladder of eight, the best and then each next plan predicted at
-    least ``spacing`` slower than the one before, topped up at random with plans as far
-    from every chosen one.  Plans a few percent apart swap places between repeated runs
-    on a noisy host; the ladder measures an order the host can resolve."""
+    With it (0.05: 5 %): a ladder of at most eight, the best and then each next plan
+    predicted at least ``spacing`` slower than the one before (every plan left out lies
+    within ``spacing`` of a rung).  Plans a few percent apart swap places between
+    repeated runs on a noisy host; the ladder measures an order the host can resolve."""
     if not spacing:
         chosen, times = [], set()
         for plan, t in ranked:
@@ -156,21 +156,13 @@ def choose_plans(ranked: list, pick: random.Random, spacing: float = 0.0) -> lis
         others = [(p, t) for p, t in ranked if round(t, 4) not in times]
         return chosen + pick.sample(others, min(RANDOM, len(others)))
 
-    def apart(t: float, picked: list) -> bool:
-        return all(abs(t - u) >= spacing * min(t, u) for _, u in picked)
-
     chosen = []
     for plan, t in ranked:
         if len(chosen) == TOP + RANDOM:
-            return chosen
-        if apart(t, chosen):
+            break
+        if not chosen or t >= chosen[-1][1] * (1 + spacing):
             chosen.append((plan, t))
-    rest = [pt for pt in ranked if apart(pt[1], chosen)]
-    pick.shuffle(rest)
-    for pt in rest:
-        if len(chosen) < TOP + RANDOM and apart(pt[1], chosen):
-            chosen.append(pt)
-    return sorted(chosen, key=lambda pt: pt[1])
+    return chosen
 
 
 def _scores(predicted: np.ndarray, measured: np.ndarray, noise: float) -> dict:

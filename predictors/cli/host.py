@@ -22,12 +22,14 @@ __all__ = ["register", "check_before_predicting"]
 def check_before_predicting(threads: int, quiet: bool = False) -> None:
     """Take and cache this host's check when a bundled CPU profile for ``threads``
     threads will be used and none is cached (a few seconds, once)."""
-    from ..calibrate.host_check import ensure_host_check, needs_host_check  # torch
+    from ..calibrate.host_check import host_check, needs_host_check  # torch
 
-    if needs_host_check(threads) and not quiet:
+    if not needs_host_check(threads):
+        return
+    if not quiet:
         print(f"checking this host's speed once to scale the bundled CPU profile (a few "
               f"seconds; cached in {host_check_path(threads)})", file=sys.stderr)
-    ensure_host_check(threads)
+    host_check(threads)
 
 
 def _cmd_host_check(args) -> int:
