@@ -109,6 +109,9 @@ class PlatformPage(QWidget):
         self.description = QLabel(self)
         self.description.setWordWrap(True)
         self.description.setForegroundRole(QPalette.PlaceholderText)
+        # a platform the predictor cannot take reads in the error colour
+        style_by_theme(self.description, lambda dark: 'QLabel[problem="true"] { color: %s; }'
+                       % ("#ff8a80" if dark else "#a4161a"))
         self._selected = None
         self._fitted = False
         self._build_layout()
@@ -167,7 +170,15 @@ class PlatformPage(QWidget):
         self.combo.blockSignals(False)
         self.combo.setToolTip(f"{self.combo.currentText()}: start from a preset (one undoable "
                               "edit); editing its devices or links makes it a custom graph")
-        self.description.setText(self.summary(platform))
+        text = self.summary(platform)
+        self.description.setText(text)
+        problem = text.startswith("⚠")
+        if self.description.property("problem") != problem:
+            self.description.setProperty("problem", problem)
+            self.description.setForegroundRole(QPalette.WindowText if problem
+                                               else QPalette.PlaceholderText)
+            self.description.style().unpolish(self.description)
+            self.description.style().polish(self.description)
 
     @staticmethod
     def summary(platform: dict) -> str:

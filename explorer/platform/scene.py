@@ -35,6 +35,7 @@ from predictors.hardware.platforms import (
     LINK_KINDS,
     LINK_LABELS,
     PLATFORM_PRESETS,
+    gpu_nvlink,
     preset_graph,
 )
 from predictors.hardware.specs import find_gpu_spec
@@ -52,9 +53,6 @@ DEVICE_KINDS = {"gpu": ("GPU", "#16966b"), "cpu": ("CPU", "#2f6fd6"),
                 "nic": ("NIC", "#d9822b"), "node": ("Host", "#6b7280")}
 DEV_W, DEV_H = 150.0, 52.0
 _ROWS = {"node": 0, "cpu": 0, "gpu": 1, "nvswitch": 2, "pcie_switch": 2, "nic": 3}
-_NVLINK = {"v100": "nvlink2", "a100": "nvlink3", "h100": "nvlink4", "h200": "nvlink4"}
-# GPUs without NVLink: their peers and switches are reached over PCIe 4.0
-_PCIE_ONLY = {"l4", "l40s"}
 
 
 def effective_graph(platform) -> dict:
@@ -96,16 +94,18 @@ def gpu_model_of(graph: dict) -> str:
 def default_link(kind_a: str, kind_b: str, model: str) -> str:
     """A sensible link kind between two devices: NVLink of the GPUs' generation between
     GPUs and to an NVSwitch (PCIe 4.0 for GPUs without NVLink: L4, L40S), PCIe to a PCIe
-    switch or a CPU, the 400G NIC between NICs."""
+    switch or a CPU, the 400G NIC where a NIC is at one end."""
     ends = {kind_a, kind_b}
     if "nic" in ends:
         return "nic400"
-    if model in _PCIE_ONLY:
+    spec = find_gpu_spec(GPU_MODELS.get(model, model))
+    generation = gpu_nvlink(spec.name if spec is not None else model)
+    if generation == "":
         return "pcie4"
-    generation = _NVLINK.get(model, "nvlink4")
+    generation = generation or "nvlink4"
     if ends <= {"gpu", "nvswitch"}:
         return generation
-    return "pcie5" if generation == "nvlink4" else "pcie4"
+    return "pcie4" if generation in ("nvlink2", "nvlink3") else "pcie5"
 
 
 def device_text(node: dict) -> tuple[str, str]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-__all__ = ["Communicator", "Link", "Network", "build_network"]
+__all__ = ["Communicator", "Link", "Network", "build_network", "hosts_without_gpus"]
 
 _FABRIC = ("gpu", "nvswitch", "pcie_switch")
 _HOST_ROOT = "__host_pcie__"
@@ -320,14 +320,12 @@ def _add(g: nx.Graph, a: str, b: str, kind: str, link_bw: dict[str, float]) -> N
         g.add_edge(a, b, bw=bw, kind=kind)
 
 
-def _hosts(platform: dict, gpus: list[str], edges: list[dict], kind_of: dict,
-           hosts: int) -> dict[str, int]:
-    """Which host each GPU belongs to: the host its links reach (not counting links between
-    NICs); GPUs whose links reach no host take the hosts without GPUs in drawing order; what
-    is left fills the hosts in order."""
+def _gpu_groups(platform: dict, gpus: list[str], edges: list[dict], kind_of: dict
+                ) -> tuple[list[str], dict[str, int], list[list[str]]]:
+    """The host ids in drawing order, the GPUs whose links reach exactly one host (its
+    index), and the other groups of GPUs joined by links, in drawing order (links between
+    NICs do not join: they are the network between hosts)."""
     host_ids = [n["id"] for n in platform["nodes"] if n["kind"] == "node"]
-    if hosts <= 1 or not host_ids:
-        return {g: 0 for g in gpus}
     local = nx.Graph()
     local.add_nodes_from(kind_of)
     local.add_edges_from((e["source"], e["target"]) for e in edges
@@ -341,8 +339,35 @@ def _hosts(platform: dict, gpus: list[str], edges: list[dict], kind_of: dict,
             host_of.update((g, at[0]) for g in members)
         elif members:
             islands.append(sorted(members, key=gpus.index))
-    free = [h for h in range(len(host_ids)) if h not in host_of.values()]
     islands.sort(key=lambda m: gpus.index(m[0]))
+    return host_ids, host_of, islands
+
+
+def hosts_without_gpus(platform: dict) -> list[str]:
+    """The hosts (``node`` devices) of a custom graph that no group of linked GPUs can sit
+    on: a platform with more hosts than groups of GPUs joined by their links.  GPUs joined
+    by NVLink, a switch or PCIe are in one host, so such a host would be empty."""
+    kind_of = {n["id"]: n["kind"] for n in platform["nodes"]}
+    gpus = [n["id"] for n in platform["nodes"] if n["kind"] == "gpu"]
+    edges = [e for e in platform.get("edges", [])
+             if e.get("source") in kind_of and e.get("target") in kind_of]
+    host_ids, host_of, islands = _gpu_groups(platform, gpus, edges, kind_of)
+    if len(host_ids) <= 1 or not gpus:
+        return []
+    free = [h for i, h in enumerate(host_ids) if i not in host_of.values()]
+    groups = len(set(host_of.values())) + len(islands)
+    return free[len(islands):] if groups < len(host_ids) else []
+
+
+def _hosts(platform: dict, gpus: list[str], edges: list[dict], kind_of: dict,
+           hosts: int) -> dict[str, int]:
+    """Which host each GPU belongs to: the host its links reach (not counting links between
+    NICs); GPUs whose links reach no host take the hosts without GPUs in drawing order; what
+    is left fills the hosts in order."""
+    if hosts <= 1 or not any(n["kind"] == "node" for n in platform["nodes"]):
+        return {g: 0 for g in gpus}
+    host_ids, host_of, islands = _gpu_groups(platform, gpus, edges, kind_of)
+    free = [h for h in range(len(host_ids)) if h not in host_of.values()]
     if len(islands) == len(free):
         for h, members in zip(free, islands):
             host_of.update((g, h) for g in members)

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .generations import arch_of
 from .network import Network, build_network
 from .specs import find_gpu_spec
 
 __all__ = ["Platform", "PLATFORM_PRESETS", "LINK_KINDS", "LINK_LABELS", "GPU_MODELS",
-           "resolve_platform", "preset_graph", "gpu_model_key"]
+           "resolve_platform", "preset_graph", "gpu_model_key", "gpu_nvlink", "link_issues"]
 
 # Per-GPU bandwidth, one direction, from NVIDIA's NVLink/NVSwitch pages and the PCIe and
 # InfiniBand specifications.
@@ -15,6 +16,7 @@ LINK_KINDS = {
     "nvlink2": 150e9,   # V100: 6 links x 25 GB/s
     "nvlink3": 300e9,   # A100: 12 links x 25 GB/s
     "nvlink4": 450e9,   # H100/H200: 18 links x 25 GB/s
+    "nvlink5": 900e9,   # B200: 18 links x 50 GB/s
     "pcie4": 32e9,      # PCIe 4.0 x16
     "pcie5": 64e9,      # PCIe 5.0 x16
     "nic400": 50e9,     # 400 Gb/s InfiniBand NDR / Ethernet
@@ -22,10 +24,16 @@ LINK_KINDS = {
 }
 
 LINK_LABELS = {"nvlink2": "NVLink2", "nvlink3": "NVLink3", "nvlink4": "NVLink4",
+               "nvlink5": "NVLink5",
                "pcie4": "PCIe 4.0 x16", "pcie5": "PCIe 5.0 x16", "nic400": "NIC 400G",
                "nic200": "NIC 200G"}
 # fabric devices a GPU link may end on (a CPU's PCIe root is not the GPUs' fabric)
 _FABRIC = ("gpu", "nvswitch", "pcie_switch")
+# the NVLink generation of each GPU generation; "" where it has none (NVIDIA datasheets:
+# the Ada, Turing and PCIe Pascal GPUs of the GPU table have no NVLink)
+_NVLINK_OF_ARCH = {"volta": "nvlink2", "ampere": "nvlink3", "hopper": "nvlink4",
+                   "blackwell": "nvlink5", "ada": "", "turing": "", "pascal": ""}
+_NVLINKS = ("nvlink2", "nvlink3", "nvlink4", "nvlink5")
 
 
 @dataclass(frozen=True)
@@ -81,6 +89,8 @@ PLATFORM_PRESETS: dict[str, Platform] = {p.name: p for p in [
              description="DGX H100: 8 H100, NVSwitch"),
     Platform("dgx-h200", H200, 8, 1, "nvlink4", "nic400",
              description="DGX H200: 8 H200, NVSwitch"),
+    Platform("dgx-b200", B200, 8, 1, "nvlink5", "nic400",
+             description="DGX B200: 8 B200, NVSwitch"),
     Platform("pcie-4x-a100", A100, 4, 1, "pcie4", None,
              description="4 A100 on PCIe 4.0, no NVLink"),
     Platform("2node-8x-h100", H100, 8, 2, "nvlink4", "nic400",
@@ -161,6 +171,58 @@ _PCIE5_GPUS = ("H100", "H200", "B200", "MI300X")
 def _host_pcie(device: str) -> str:
     """The PCIe link between a GPU and its host."""
     return "pcie5" if any(g in device.upper() for g in _PCIE5_GPUS) else "pcie4"
+
+
+def gpu_nvlink(device: str) -> str | None:
+    """The NVLink generation a GPU has, as a link kind (``"nvlink3"`` for an A100); ``""``
+    for a GPU without NVLink (L4, T4); None when its generation is unknown."""
+    return _NVLINK_OF_ARCH.get(arch_of(device))
+
+
+def link_issues(platform: dict) -> list[tuple[int, str]]:
+    """The links of a custom graph whose kind cannot join their ends, as (edge index,
+    message naming it): NVLink joins GPUs and NVSwitches, and no faster than the GPU's own
+    generation; a NIC link has a NIC at one end and no NVSwitch at the other; PCIe reaches no
+    NVSwitch and does not join two NICs (the network between NICs is a NIC link)."""
+    kind_of = {n["id"]: n["kind"] for n in platform.get("nodes", [])}
+    model_of = {n["id"]: (n.get("params") or {}).get("model", "a100")
+                for n in platform.get("nodes", []) if n["kind"] == "gpu"}
+    out = []
+    for i, e in enumerate(platform.get("edges", [])):
+        a, b, kind = e.get("source"), e.get("target"), e.get("kind") or ""
+        if a not in kind_of or b not in kind_of:
+            continue
+        ends = sorted((kind_of[a], kind_of[b]))
+        name = f"{LINK_LABELS.get(kind, kind)} link {a}–{b}"
+        if kind.startswith("nvlink"):
+            if not set(ends) <= {"gpu", "nvswitch"}:
+                other = next(k for k in ends if k not in ("gpu", "nvswitch"))
+                out.append((i, f"{name}: NVLink joins GPUs and NVSwitches, not a {other}"))
+                continue
+            for g in (a, b):
+                if g not in model_of:
+                    continue
+                model = model_of[g]
+                device = GPU_MODELS.get(model) or getattr(find_gpu_spec(model), "name", model)
+                own = gpu_nvlink(device)
+                if own == "":
+                    out.append((i, f"{name}: the {device} has no NVLink; join it over PCIe"))
+                    break
+                if own and kind in _NVLINKS and _NVLINKS.index(kind) > _NVLINKS.index(own):
+                    out.append((i, f"{name}: the {device} has {LINK_LABELS[own]} at most"))
+                    break
+        elif kind.startswith("nic"):
+            if "nic" not in ends:
+                out.append((i, f"{name}: a NIC link needs a NIC at one end, not a {ends[0]} "
+                               f"and a {ends[1]}"))
+            elif "nvswitch" in ends:
+                out.append((i, f"{name}: an NVSwitch takes NVLink links only"))
+        elif kind.startswith("pcie"):
+            if "nvswitch" in ends:
+                out.append((i, f"{name}: an NVSwitch takes NVLink links only"))
+            elif ends == ["nic", "nic"]:
+                out.append((i, f"{name}: NICs reach each other over a NIC link"))
+    return out
 
 
 def gpu_model_key(device: str) -> str:

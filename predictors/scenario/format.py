@@ -19,7 +19,8 @@ import msgspec
 import networkx as nx
 from msgspec import UNSET
 
-from ..hardware.platforms import GPU_MODELS, resolve_platform
+from ..hardware.network import hosts_without_gpus
+from ..hardware.platforms import GPU_MODELS, link_issues, resolve_platform
 from ..hardware.specs import find_gpu_spec
 from ..utils.fileio import atomic_write_bytes
 from .definition import (
@@ -166,7 +167,8 @@ def _is(value, tp) -> bool:
 def _check_platform(platform: Platform, issues: list[Issue]) -> None:
     """What the types of a custom platform graph cannot say: unique device ids, known GPU
     models (a short name or any name in the GPU table), one GPU model, GPUs that divide
-    evenly over the hosts, links between devices that exist."""
+    evenly over the hosts, links between devices that exist, link kinds their ends can
+    take, and no host without GPUs."""
     if platform.preset is not UNSET:
         return
     where = "platform"
@@ -198,6 +200,13 @@ def _check_platform(platform: Platform, issues: list[Issue]) -> None:
         for key in ("source", "target"):
             if getattr(edge, key) not in ids:
                 issues.append(Issue(f"{where}.edges[{i}].{key}", "no device with that id"))
+    graph = msgspec.to_builtins(platform)
+    for i, message in link_issues(graph):
+        issues.append(Issue(f"{where}.edges[{i}].kind", message))
+    for host in hosts_without_gpus(graph):
+        issues.append(Issue(f"{where}.nodes", f"host {host!r} has no GPUs: every group of "
+                                              "linked GPUs sits on another host (link GPUs "
+                                              "to it, or delete it and its NICs)"))
 
 
 def _platform_dict(platform: Platform) -> dict:

@@ -229,3 +229,20 @@ def test_an_added_device_lands_in_sight_beside_the_others(page, index):
     assert visible.contains(item.sceneBoundingRect()), (kind, item.pos(), visible)
     others = [d.sceneBoundingRect() for n, d in page.scene.devices.items() if n != new]
     assert not any(item.sceneBoundingRect().intersects(r) for r in others)
+
+
+def test_a_link_its_ends_cannot_take_is_named_on_the_summary_line(page, tmp_path):
+    """NVLink from a GPU to the NIC: the summary line names the link and why, and fixing
+    its kind clears it."""
+    page.resize(900, 560)
+    assert page.scene.link("gpu0", "nic", "nvlink3")
+    text = page.description.text()
+    assert text.startswith("⚠") and "NVLink3 link gpu0–nic" in text and "not a nic" in text
+    page.grab().save(str(tmp_path / "bad-link.png"))
+    index = next(i for i, e in enumerate(page.editor.document.platform()["edges"])
+                 if {e["source"], e["target"]} == {"gpu0", "nic"})
+    assert page.scene.set_link_kind(index, "pcie4")
+    assert "⚠" not in page.description.text()
+    page.editor.undo_stack.undo()
+    page.editor.undo_stack.undo()
+    assert page.editor.document.platform() == {"preset": "dgx-a100"}

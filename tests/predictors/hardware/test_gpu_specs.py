@@ -265,16 +265,21 @@ def test_a_gpu_without_a_bundled_profile_predicts_with_the_public_profiles_overh
 
 
 def _dgx_h100_graph(extra_gpu_link: bool | None):
-    """The DGX H100 preset as a graph, with a 9th GPU linked to the NVSwitch (True), by
-    PCIe 4.0 to the switch (False), or not at all (None)."""
+    """The DGX H100 preset as a graph, with a 9th GPU linked to the NVSwitch (True), on a
+    PCIe 4.0 switch under the host's CPU (False: it reaches the others through the CPU),
+    or not at all (None)."""
     from predictors.hardware.platforms import preset_graph
 
     graph = preset_graph("dgx-h100")
     graph["nodes"].append({"id": "gpu8", "kind": "gpu", "params": {"model": "h100"}})
     switch = next(n["id"] for n in graph["nodes"] if n["kind"] == "nvswitch")
-    if extra_gpu_link is not None:
-        graph["edges"].append({"source": "gpu8", "target": switch,
-                               "kind": "nvlink4" if extra_gpu_link else "pcie4"})
+    cpu = next(n["id"] for n in graph["nodes"] if n["kind"] == "cpu")
+    if extra_gpu_link:
+        graph["edges"].append({"source": "gpu8", "target": switch, "kind": "nvlink4"})
+    elif extra_gpu_link is False:
+        graph["nodes"].append({"id": "psw", "kind": "pcie_switch"})
+        graph["edges"] += [{"source": "gpu8", "target": "psw", "kind": "pcie4"},
+                           {"source": "psw", "target": cpu, "kind": "pcie4"}]
     return graph
 
 

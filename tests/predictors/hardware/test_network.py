@@ -3,12 +3,14 @@ removing a link, slowing one link, sharing a NIC change the prediction as hardwa
 import pytest
 
 from predictors.costs.collectives import platform_collective
+from predictors.hardware.network import hosts_without_gpus
 from predictors.hardware.platforms import (
     PLATFORM_PRESETS,
+    link_issues,
     preset_graph,
     resolve_platform,
 )
-from predictors.scenario.format import validate_platform
+from predictors.scenario.format import ScenarioError, validate_platform
 
 BIG = 1 << 30
 
@@ -107,9 +109,11 @@ def test_halving_one_gpus_link_halves_the_ring():
     assert slow.us / base.us == pytest.approx(2.0, rel=0.05)
     notes = platform_collective("all_gather", BIG, resolve_platform(slower))[3]
     assert any("h0_gpu5" in n and "150 GB/s" in n for n in notes)   # the prediction says why
-    # a faster link elsewhere changes nothing: the slowest route sets the pace
-    fast = _time(_relink(_switched("a100", 8, "nvlink3"), "h0_gpu5", "h0_sw", "nvlink4"))
-    assert fast.us == pytest.approx(base.us)
+    # a faster link elsewhere changes nothing: the slowest route sets the pace (B200s on
+    # NVLink4, one of them on its own NVLink5)
+    b200 = _time(_switched("b200", 8, "nvlink4"))
+    fast = _time(_relink(_switched("b200", 8, "nvlink4"), "h0_gpu5", "h0_sw", "nvlink5"))
+    assert fast.us == pytest.approx(b200.us)
 
 
 def test_a_shared_nic_versus_one_nic_per_gpu():
@@ -233,3 +237,57 @@ def test_a_halved_link_carries_the_same_bytes_at_half_the_bandwidth():
     slow, fast = by_name["NVLink h0_gpu5↔h0_sw"], by_name["NVLink h0_gpu0↔h0_sw"]
     assert slow[1] == pytest.approx(fast[1])
     assert slow[0].bw == pytest.approx(fast[0].bw / 2)
+
+
+def _messages(graph: dict) -> list[str]:
+    try:
+        validate_platform(graph)
+    except ScenarioError as exc:
+        return [str(i) for i in exc.issues]
+    return []
+
+
+@pytest.mark.parametrize("a, b, kind, expected", [
+    ("h0_gpu0", "h0_nic0", "nvlink4", "NVLink joins GPUs and NVSwitches, not a nic"),
+    ("h0_gpu0", "h0_cpu", "nic400", "needs a NIC at one end, not a cpu and a gpu"),
+    ("h0_gpu0", "h0_sw", "pcie5", "an NVSwitch takes NVLink links only"),
+    ("h0_nic0", "h0_sw", "nic400", "an NVSwitch takes NVLink links only"),
+    ("h0_gpu0", "h0_sw", "nvlink5", "the NVIDIA H100 80GB HBM3 has NVLink4 at most"),
+])
+def test_a_link_its_ends_cannot_take_is_an_error_naming_it(a, b, kind, expected):
+    graph = _switched("h100", 4, "nvlink4")
+    assert _messages(graph) == [] and link_issues(graph) == []
+    if any({e["source"], e["target"]} == {a, b} for e in graph["edges"]):
+        _relink(graph, a, b, kind)
+    else:
+        graph["edges"].append({"source": a, "target": b, "kind": kind})
+    [message] = _messages(graph)
+    assert f"link {a}–{b}" in message and expected in message
+
+
+def test_nvlink_on_a_gpu_without_it_and_between_nics_over_pcie_are_errors():
+    l4 = {"nodes": [{"id": "a", "kind": "gpu", "params": {"model": "l4"}},
+                    {"id": "b", "kind": "gpu", "params": {"model": "l4"}}],
+          "edges": [{"source": "a", "target": "b", "kind": "nvlink4"}]}
+    assert "the NVIDIA L4 has no NVLink" in _messages(l4)[0]
+    l4["edges"][0]["kind"] = "pcie4"
+    assert _messages(l4) == []
+    two = _switched("h100", 2, "nvlink4", 2, "rail")
+    _relink(two, "h0_nic0", "h1_nic0", "pcie5")
+    assert "NICs reach each other over a NIC link" in _messages(two)[0]
+    # an older NVLink generation on a newer GPU is allowed (a slower link, as drawn)
+    assert _messages(_switched("h100", 4, "nvlink3")) == []
+
+
+def test_a_host_and_nic_drawn_without_gpus_is_an_error_naming_the_host():
+    graph = preset_graph("dgx-h100")
+    graph["nodes"] += [{"id": "spare", "kind": "node"}, {"id": "spare_nic", "kind": "nic"}]
+    graph["edges"] += [{"source": "spare", "target": "spare_nic", "kind": "nic400"},
+                       {"source": "spare_nic", "target": "nic", "kind": "nic400"}]
+    assert hosts_without_gpus(graph) == ["spare"]
+    [message] = _messages(graph)
+    assert "host 'spare' has no GPUs" in message
+    # two hosts, each with its own switched GPUs, are fine; so is every preset
+    assert hosts_without_gpus(preset_graph("2node-8x-h100")) == []
+    for name in PLATFORM_PRESETS:
+        assert _messages(preset_graph(name)) == [], name

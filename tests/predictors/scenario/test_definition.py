@@ -144,7 +144,7 @@ def test_problems_inside_a_block_name_the_block():
     (lambda d: d.update(platform={"preset": "dgx-b300"}),
      ("platform.preset: unknown preset 'dgx-b300' (known: local-cpu, v100-1, a100-1, h100-1, "
       "h200-1, l4-1, l40s-1, b200-1, mi300x-1, dgx1-v100, dgx-a100, dgx-h100, dgx-h200, "
-      "pcie-4x-a100, 2node-8x-h100)")),
+      "dgx-b200, pcie-4x-a100, 2node-8x-h100)")),
     (lambda d: d.update(platform={"nodes": [{"id": "g", "kind": "tpu"}]}),
      ("platform.nodes[0].kind: expected one of ['cpu', 'gpu', 'node', 'nvswitch', 'nic', "
       "'pcie_switch'], got 'tpu'")),
@@ -175,7 +175,7 @@ def test_a_platform_alone_is_checked_the_same_way():
     assert [str(i) for i in info.value.issues] == [
         "platform.nodes[0].params.model: expected a string, got 7",
         ("platform.edges[0].kind: unknown link kind 'pcie9' (known: nvlink2, nvlink3, "
-         "nvlink4, pcie4, pcie5, nic400, nic200)"),
+         "nvlink4, nvlink5, pcie4, pcie5, nic400, nic200)"),
     ]
     assert validate_platform({"preset": "local-cpu", "threads": 4}) == \
         {"preset": "local-cpu", "threads": 4}
