@@ -34,7 +34,9 @@ FIT = ("nvidia-h200-2026-11-29", "nvidia-h200-2026-11-29-rerun")
 HELD_OUT = ("nvidia-h200-2026-11-29-seed7", "nvidia-h200-2026-11-29-seed11")
 MEASURED_PROFILE = "nvidia-h200-measured"
 # the measured profile's overheads come from the -rerun folder's traced steps
-# (resources/measurements/README.md): its errors on a fit folder come from the other one
+# (resources/measurements/README.md): its errors come from the other fit folder, a machine
+# start of its own (whose fp32 GEMMs and kernel sweep the profile does hold, so its
+# device-bound steps are not wholly out of sample)
 MEASURED_OTHER = ("nvidia-h200-2026-11-29",)
 
 

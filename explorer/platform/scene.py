@@ -35,6 +35,7 @@ from predictors.hardware.platforms import (
     LINK_KINDS,
     LINK_LABELS,
     PLATFORM_PRESETS,
+    gpu_device_name,
     gpu_nvlink,
     preset_graph,
 )
@@ -98,8 +99,7 @@ def default_link(kind_a: str, kind_b: str, model: str) -> str:
     ends = {kind_a, kind_b}
     if "nic" in ends:
         return "nic400"
-    spec = find_gpu_spec(GPU_MODELS.get(model, model))
-    generation = gpu_nvlink(spec.name if spec is not None else model)
+    generation = gpu_nvlink(gpu_device_name(model))
     if generation == "":
         return "pcie4"
     generation = generation or "nvlink4"

@@ -34,7 +34,7 @@ import numpy as np
 from ..costs.collectives import arch_of, collective_kind, collective_time
 from ..costs.convolution import conv_geometry, conv_pass
 from ..costs.op_costs import kernel_seconds
-from ..hardware.platforms import LINK_KINDS
+from ..hardware.platforms import LINK_KINDS, gpu_nvlink
 from ..model.op_classes import classify
 from ..profiles import DeviceProfile
 from ..traces.kineto import Kind, KinetoTrace, TraceError, read_json_bytes
@@ -270,7 +270,7 @@ def intra_link_bw(device_name: str) -> float:
     low = device_name.lower()
     arch = arch_of(device_name)
     if any(k in low for k in ("sxm", "dgx", "pg509", "hbm3", "h200")):
-        return LINK_KINDS[{"volta": "nvlink2", "ampere": "nvlink3"}.get(arch, "nvlink4")]
+        return LINK_KINDS[gpu_nvlink(device_name) or "nvlink4"]
     return LINK_KINDS["pcie4"] if arch in ("ampere", "hopper") else PCIE3_BW
 
 

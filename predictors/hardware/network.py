@@ -320,19 +320,25 @@ def _add(g: nx.Graph, a: str, b: str, kind: str, link_bw: dict[str, float]) -> N
         g.add_edge(a, b, bw=bw, kind=kind)
 
 
+def _local_graph(kind_of: dict, edges: list[dict]) -> nx.Graph:
+    """The devices joined by every link but those between NICs (the network between
+    hosts)."""
+    local = nx.Graph()
+    local.add_nodes_from(kind_of)
+    local.add_edges_from((e["source"], e["target"]) for e in edges
+                         if not (kind_of[e["source"]] == kind_of[e["target"]] == "nic"))
+    return local
+
+
 def _gpu_groups(platform: dict, gpus: list[str], edges: list[dict], kind_of: dict
                 ) -> tuple[list[str], dict[str, int], list[list[str]]]:
     """The host ids in drawing order, the GPUs whose links reach exactly one host (its
     index), and the other groups of GPUs joined by links, in drawing order (links between
     NICs do not join: they are the network between hosts)."""
     host_ids = [n["id"] for n in platform["nodes"] if n["kind"] == "node"]
-    local = nx.Graph()
-    local.add_nodes_from(kind_of)
-    local.add_edges_from((e["source"], e["target"]) for e in edges
-                         if not (kind_of[e["source"]] == kind_of[e["target"]] == "nic"))
     host_of: dict[str, int] = {}
     islands = []
-    for comp in nx.connected_components(local):
+    for comp in nx.connected_components(_local_graph(kind_of, edges)):
         members = [g for g in gpus if g in comp]
         at = [host_ids.index(h) for h in host_ids if h in comp]
         if members and len(at) == 1:
@@ -343,20 +349,28 @@ def _gpu_groups(platform: dict, gpus: list[str], edges: list[dict], kind_of: dic
     return host_ids, host_of, islands
 
 
-def hosts_without_gpus(platform: dict) -> list[str]:
+def hosts_without_gpus(platform: dict) -> list[tuple[int, str]]:
     """The hosts (``node`` devices) of a custom graph that no group of linked GPUs can sit
-    on: a platform with more hosts than groups of GPUs joined by their links.  GPUs joined
-    by NVLink, a switch or PCIe are in one host, so such a host would be empty."""
-    kind_of = {n["id"]: n["kind"] for n in platform["nodes"]}
-    gpus = [n["id"] for n in platform["nodes"] if n["kind"] == "gpu"]
-    edges = [e for e in platform.get("edges", [])
-             if e.get("source") in kind_of and e.get("target") in kind_of]
-    host_ids, host_of, islands = _gpu_groups(platform, gpus, edges, kind_of)
+    on, as (node index, id): a host is taken by the GPUs whose links reach it, and the
+    groups of GPUs whose links reach no host take the other hosts one each, in drawing
+    order.  GPUs joined by NVLink, a switch or PCIe are in one group."""
+    nodes = platform["nodes"]
+    host_ids = [n["id"] for n in nodes if n["kind"] == "node"]
+    gpus = [n["id"] for n in nodes if n["kind"] == "gpu"]
     if len(host_ids) <= 1 or not gpus:
         return []
-    free = [h for i, h in enumerate(host_ids) if i not in host_of.values()]
-    groups = len(set(host_of.values())) + len(islands)
-    return free[len(islands):] if groups < len(host_ids) else []
+    kind_of = {n["id"]: n["kind"] for n in nodes}
+    edges = [e for e in platform.get("edges", [])
+             if e.get("source") in kind_of and e.get("target") in kind_of]
+    taken, loose = set(), 0
+    for comp in nx.connected_components(_local_graph(kind_of, edges)):
+        if any(g in comp for g in gpus):
+            reached = [h for h in host_ids if h in comp]
+            taken.update(reached)
+            loose += not reached
+    free = [h for h in host_ids if h not in taken]
+    index = {n["id"]: i for i, n in enumerate(nodes)}
+    return [(index[h], h) for h in free[loose:]]
 
 
 def _hosts(platform: dict, gpus: list[str], edges: list[dict], kind_of: dict,

@@ -8,7 +8,8 @@ from .network import Network, build_network
 from .specs import find_gpu_spec
 
 __all__ = ["Platform", "PLATFORM_PRESETS", "LINK_KINDS", "LINK_LABELS", "GPU_MODELS",
-           "resolve_platform", "preset_graph", "gpu_model_key", "gpu_nvlink", "link_issues"]
+           "resolve_platform", "preset_graph", "gpu_model_key", "gpu_nvlink", "gpu_device_name",
+           "link_issues"]
 
 # Per-GPU bandwidth, one direction, from NVIDIA's NVLink/NVSwitch pages and the PCIe and
 # InfiniBand specifications.
@@ -30,9 +31,10 @@ LINK_LABELS = {"nvlink2": "NVLink2", "nvlink3": "NVLink3", "nvlink4": "NVLink4",
 # fabric devices a GPU link may end on (a CPU's PCIe root is not the GPUs' fabric)
 _FABRIC = ("gpu", "nvswitch", "pcie_switch")
 # the NVLink generation of each GPU generation; "" where it has none (NVIDIA datasheets:
-# the Ada, Turing and PCIe Pascal GPUs of the GPU table have no NVLink)
+# the Ada and PCIe Pascal GPUs of the GPU table have no NVLink, nor has the V100 PCIe;
+# Turing is left unchecked: the T4 has none, the RTX 2080 Ti a two-GPU bridge)
 _NVLINK_OF_ARCH = {"volta": "nvlink2", "ampere": "nvlink3", "hopper": "nvlink4",
-                   "blackwell": "nvlink5", "ada": "", "turing": "", "pascal": ""}
+                   "blackwell": "nvlink5", "ada": "", "pascal": ""}
 _NVLINKS = ("nvlink2", "nvlink3", "nvlink4", "nvlink5")
 
 
@@ -124,12 +126,7 @@ def resolve_platform(platform: dict) -> Platform:
     if not gpus:
         threads = int(cpus[0].get("params", {}).get("threads", 1)) if cpus else 1
         return Platform("custom", "cpu", 0, 1, None, None, threads, "custom CPU platform")
-    model = gpus[0].get("params", {}).get("model", "a100")
-    if model in GPU_MODELS:  # a short name, or the name a GPU reports in any spelling
-        device = GPU_MODELS[model]
-    else:
-        spec = find_gpu_spec(model)
-        device = spec.name if spec is not None else model
+    device = gpu_device_name(gpus[0].get("params", {}).get("model", "a100"))
     intra, inter, unlinked = _slowest_links(platform, gpus)
     description = f"custom: {len(gpus)} x {device}"
     if unlinked and len(gpus) > 1:
@@ -175,8 +172,20 @@ def _host_pcie(device: str) -> str:
 
 def gpu_nvlink(device: str) -> str | None:
     """The NVLink generation a GPU has, as a link kind (``"nvlink3"`` for an A100); ``""``
-    for a GPU without NVLink (L4, T4); None when its generation is unknown."""
-    return _NVLINK_OF_ARCH.get(arch_of(device))
+    for a GPU without NVLink (L4, V100 PCIe); None when that is not known."""
+    arch = arch_of(device)
+    if arch == "volta" and "PCIE" in device.upper():
+        return ""
+    return _NVLINK_OF_ARCH.get(arch)
+
+
+def gpu_device_name(model: str) -> str:
+    """The name a GPU reports for a custom platform's ``model`` (a short name such as
+    ``a100``, or any spelling of a name in the GPU table); unknown names as given."""
+    if model in GPU_MODELS:
+        return GPU_MODELS[model]
+    spec = find_gpu_spec(model)
+    return spec.name if spec is not None else model
 
 
 def link_issues(platform: dict) -> list[tuple[int, str]]:
@@ -203,7 +212,7 @@ def link_issues(platform: dict) -> list[tuple[int, str]]:
                 if g not in model_of:
                     continue
                 model = model_of[g]
-                device = GPU_MODELS.get(model) or getattr(find_gpu_spec(model), "name", model)
+                device = gpu_device_name(model)
                 own = gpu_nvlink(device)
                 if own == "":
                     out.append((i, f"{name}: the {device} has no NVLink; join it over PCIe"))

@@ -203,10 +203,10 @@ def _check_platform(platform: Platform, issues: list[Issue]) -> None:
     graph = msgspec.to_builtins(platform)
     for i, message in link_issues(graph):
         issues.append(Issue(f"{where}.edges[{i}].kind", message))
-    for host in hosts_without_gpus(graph):
-        issues.append(Issue(f"{where}.nodes", f"host {host!r} has no GPUs: every group of "
-                                              "linked GPUs sits on another host (link GPUs "
-                                              "to it, or delete it and its NICs)"))
+    for i, host in hosts_without_gpus(graph):
+        issues.append(Issue(f"{where}.nodes[{i}]", f"host {host!r} has no GPUs: every group "
+                                                   "of linked GPUs sits on another host (link "
+                                                   "GPUs to it, or delete it and its NICs)"))
 
 
 def _platform_dict(platform: Platform) -> dict:

@@ -6,6 +6,7 @@ from predictors.costs.collectives import platform_collective
 from predictors.hardware.network import hosts_without_gpus
 from predictors.hardware.platforms import (
     PLATFORM_PRESETS,
+    gpu_nvlink,
     link_issues,
     preset_graph,
     resolve_platform,
@@ -277,6 +278,9 @@ def test_nvlink_on_a_gpu_without_it_and_between_nics_over_pcie_are_errors():
     assert "NICs reach each other over a NIC link" in _messages(two)[0]
     # an older NVLink generation on a newer GPU is allowed (a slower link, as drawn)
     assert _messages(_switched("h100", 4, "nvlink3")) == []
+    assert (gpu_nvlink("Tesla V100-PCIE-32GB"), gpu_nvlink("Tesla V100-SXM2-32GB"),
+            gpu_nvlink("NVIDIA B200"), gpu_nvlink("NVIDIA GeForce RTX 2080 Ti")) == \
+        ("", "nvlink2", "nvlink5", None)      # the 2080 Ti's bridge: not checked
 
 
 def test_a_host_and_nic_drawn_without_gpus_is_an_error_naming_the_host():
@@ -284,10 +288,28 @@ def test_a_host_and_nic_drawn_without_gpus_is_an_error_naming_the_host():
     graph["nodes"] += [{"id": "spare", "kind": "node"}, {"id": "spare_nic", "kind": "nic"}]
     graph["edges"] += [{"source": "spare", "target": "spare_nic", "kind": "nic400"},
                        {"source": "spare_nic", "target": "nic", "kind": "nic400"}]
-    assert hosts_without_gpus(graph) == ["spare"]
+    spare = next(i for i, n in enumerate(graph["nodes"]) if n["id"] == "spare")
+    assert hosts_without_gpus(graph) == [(spare, "spare")]
     [message] = _messages(graph)
-    assert "host 'spare' has no GPUs" in message
+    assert message.startswith(f"platform.nodes[{spare}]") and "host 'spare' has no GPUs" \
+        in message
     # two hosts, each with its own switched GPUs, are fine; so is every preset
     assert hosts_without_gpus(preset_graph("2node-8x-h100")) == []
     for name in PLATFORM_PRESETS:
         assert _messages(preset_graph(name)) == [], name
+
+
+def test_gpus_on_one_switch_across_two_hosts_take_both_hosts():
+    """One NVLink domain over two hosts (each GPU on its own host's PCIe): no host is
+    empty; the same GPUs linked to no host are one group, which fills one host only."""
+    graph = preset_graph("dgx-h100")
+    graph["nodes"] += [{"id": "host2", "kind": "node"}, {"id": "cpu2", "kind": "cpu"}]
+    for i in range(8):
+        graph["edges"].append({"source": f"gpu{i}", "target": "cpu" if i < 4 else "cpu2",
+                               "kind": "pcie5"})
+    graph["edges"] += [{"source": "cpu", "target": "host", "kind": "pcie5"},
+                       {"source": "cpu2", "target": "host2", "kind": "pcie5"}]
+    assert hosts_without_gpus(graph) == [] and _messages(graph) == []
+    unlinked = preset_graph("dgx-h100")
+    unlinked["nodes"].append({"id": "host2", "kind": "node"})
+    assert [h for _, h in hosts_without_gpus(unlinked)] == ["host2"]
