@@ -22,6 +22,7 @@ See ``docs/models/collectives.md`` for the validation.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -124,6 +125,7 @@ class CollectiveEstimate:
     protocol: str   # "LL" | "LL128" | "Simple" | ""
     bus_bw: float   # bytes/s, nccl-tests convention: bytes on the wire per rank / time
     detail: str
+    latency_us: float = 0.0   # the part that does not grow with the message
 
 
 # ------------------------------------------------------------------------------- the model
@@ -318,7 +320,7 @@ def _coll(k, algo, proto, nbytes, net: _Net) -> CollectiveEstimate | None:
     wire = bus_factor(k, n) * nbytes
     detail = (f"{k} {algo}/{proto}: {lat:.1f} us latency + {nbytes / (alg * 1e3):.1f} us at "
               f"{alg:.1f} GB/s algbw ({bus:.1f} GB/s bus); {net.describe()}")
-    return CollectiveEstimate(us, algo, proto, wire / (us * 1e-6), detail)
+    return CollectiveEstimate(us, algo, proto, wire / (us * 1e-6), detail, lat)
 
 
 def _simple_extra(proto: str, net: _Net) -> float:
@@ -346,7 +348,7 @@ def _nvls(nbytes, net: _Net) -> CollectiveEstimate:
     wire = bus_factor("all_reduce", net.n) * nbytes
     detail = (f"all_reduce {algo}/Simple: {lat:.1f} us latency + {nbytes / (alg * 1e3):.1f} us "
               f"at {alg:.1f} GB/s algbw (in-switch reduction); {net.describe()}")
-    return CollectiveEstimate(us, algo, "Simple", wire / (us * 1e-6), detail)
+    return CollectiveEstimate(us, algo, "Simple", wire / (us * 1e-6), detail, lat)
 
 
 def _p2p(k, proto, nbytes, net: _Net) -> CollectiveEstimate:
@@ -381,7 +383,7 @@ def _p2p(k, proto, nbytes, net: _Net) -> CollectiveEstimate:
               f"{intra:.1f} GB/s"
               + (f", {remote_bytes:.0f} B over the NIC at {inter:.1f} GB/s" if remote_bytes else "")
               + f"); {net.describe()}")
-    return CollectiveEstimate(us, "p2p", proto, wire / (us * 1e-6), detail)
+    return CollectiveEstimate(us, "p2p", proto, wire / (us * 1e-6), detail, lat)
 
 
 # ------------------------------------------------------------------------------- platforms
@@ -403,10 +405,15 @@ def platform_collective(kind: str, nbytes: float, platform, ranks: int | None = 
     network = getattr(platform, "network", None)
     if network is not None and n > 1:
         comm = network.communicator(n)
-        est = collective_time(kind, nbytes, n, comm.link_bw, arch, nodes=comm.nodes,
-                              inter_bw=comm.inter_bw, fabric=comm.fabric,
-                              nvls=comm.nvls and nvls_capable(arch, comm.link_bw, comm.fabric))
-        return est, n, comm.nodes, list(comm.notes)
+        options = collective_options(
+            kind, nbytes, n, comm.link_bw, arch, nodes=comm.nodes, inter_bw=comm.inter_bw,
+            fabric=comm.fabric, nvls=comm.nvls and nvls_capable(arch, comm.link_bw, comm.fabric))
+        est = min((_shared_pcie(e, _canonical(kind), nbytes, n, network) for e in options),
+                  key=lambda e: e.us)
+        notes = list(comm.notes)
+        if "shared by its routes" in est.detail:
+            notes.append(est.detail.rsplit("; ", 1)[-1])
+        return est, n, comm.nodes, notes
     nodes = -(-n // platform.gpus)
     notes = []
     intra = platform.intra_link
@@ -425,3 +432,33 @@ def platform_collective(kind: str, nbytes: float, platform, ranks: int | None = 
     est = collective_time(kind, nbytes, n, LINK_KINDS[intra], arch,
                           nodes=nodes, inter_bw=inter_bw, fabric=fabric)
     return est, n, nodes, notes
+
+
+def _shared_pcie(est: CollectiveEstimate, kind: str, nbytes: float, ranks: int, network
+                 ) -> CollectiveEstimate:
+    """``est`` slowed to what the busiest PCIe link of the drawn platform can carry: on a
+    PCIe tree several routes can share a link (an all-to-all across two switches sends
+    half of all its bytes through each switch's uplink), and no link moves more than its
+    bandwidth (at NCCL's PCIe efficiency).  NVLink and NIC sharing are in the model
+    itself (its ring's slowest route, each GPU's share of its NICs)."""
+    if est.algorithm == "none":
+        return est
+    # LL lines carry 4 bytes of data in 8, LL128 120 in 128: their wire holds more bytes
+    carried = {"LL": CONSTANTS["ll_frac"], "LL128": CONSTANTS["ll128_frac"]}.get(
+        est.protocol, 1.0)
+    worst, busiest = 0.0, None
+    for link, per_byte in network.unit_loads(kind, ranks, est.algorithm):
+        if link.kind.startswith("pcie") and link.bw > 0:
+            us = per_byte * nbytes / (link.bw * CONSTANTS["pci_eff"] * carried) * 1e6
+            if us > worst:
+                worst, busiest = us, link
+    bound = est.latency_us + worst
+    if busiest is None or bound <= est.us * (1 + 1e-9):
+        return est
+    wire = est.bus_bw * est.us * 1e-6
+    rate = busiest.bw * CONSTANTS["pci_eff"] * carried
+    why = (f"{busiest.name} is shared by its routes: it carries {worst * 1e-6 * rate / 1e6:,.1f} "
+           f"MB at {rate / 1e9:.0f} GB/s, {bound - est.us:.1f} us beyond the "
+           f"{est.algorithm}'s own time")
+    return dataclasses.replace(est, us=bound, bus_bw=wire / (bound * 1e-6),
+                               detail=f"{est.detail}; {why}")

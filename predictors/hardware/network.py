@@ -73,6 +73,7 @@ class Network:
         object.__setattr__(self, "_cache", {})   # communicators by rank count
         object.__setattr__(self, "_orders", {})  # ring orders by (host, GPUs)
         object.__setattr__(self, "_links", None)
+        object.__setattr__(self, "_unit", {})     # link loads per byte, by collective
 
     def communicator(self, ranks: int) -> Communicator:
         """The network the first ``ranks`` GPUs use; ValueError names a GPU it cannot
@@ -165,6 +166,14 @@ class Network:
                 out[("nic", nic)] = Link(f"NIC {nic}", kind, sum(shares.values()), len(out))
             object.__setattr__(self, "_links", out)
         return self._links
+
+    def unit_loads(self, kind: str, ranks: int, algorithm: str) -> list[tuple[Link, float]]:
+        """:meth:`link_loads` per byte of the collective (every load grows with its size),
+        kept per ``(kind, ranks, algorithm)``."""
+        key = (kind, ranks, algorithm)
+        if key not in self._unit:
+            self._unit[key] = self.link_loads(kind, 1.0, ranks, algorithm)
+        return self._unit[key]
 
     def link_loads(self, kind: str, nbytes: float, ranks: int, algorithm: str
                    ) -> list[tuple[Link, float]]:

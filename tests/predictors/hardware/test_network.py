@@ -313,3 +313,37 @@ def test_gpus_on_one_switch_across_two_hosts_take_both_hosts():
     unlinked = preset_graph("dgx-h100")
     unlinked["nodes"].append({"id": "host2", "kind": "node"})
     assert [h for _, h in hosts_without_gpus(unlinked)] == ["host2"]
+
+
+def _pcie_tree(switches: int, per_switch: int, uplink: str) -> dict:
+    """L40S GPUs (no NVLink) on PCIe 4.0 under ``switches`` PCIe switches, each switch on
+    the CPU over ``uplink``."""
+    nodes, edges = [{"id": "cpu", "kind": "cpu"}], []
+    for s in range(switches):
+        nodes.append({"id": f"s{s}", "kind": "pcie_switch"})
+        edges.append({"source": f"s{s}", "target": "cpu", "kind": uplink})
+        for i in range(per_switch):
+            g = f"g{s * per_switch + i}"
+            nodes.append({"id": g, "kind": "gpu", "params": {"model": "l40s"}})
+            edges.append({"source": g, "target": f"s{s}", "kind": "pcie4"})
+    return validate_platform({"nodes": nodes, "edges": edges})
+
+
+def test_a_pcie_uplink_shared_by_an_all_to_all_sets_its_pace():
+    """Eight GPUs under two switches: an all-to-all sends 2 x S through each uplink
+    against 7/8 x S on a GPU's own link, so on equal links it takes 16/7 as long as on
+    one switch; a ring crosses each uplink once each way and keeps its time."""
+    one, two = _pcie_tree(1, 8, "pcie4"), _pcie_tree(2, 4, "pcie4")
+    a2a_one, a2a_two = _time(one, "all_to_all", 1 << 28), _time(two, "all_to_all", 1 << 28)
+    assert a2a_two.us / a2a_one.us == pytest.approx(16 / 7, rel=0.02)
+    assert _time(two, "all_reduce", 1 << 28).us == pytest.approx(
+        _time(one, "all_reduce", 1 << 28).us)
+    notes = platform_collective("all_to_all", 1 << 28, resolve_platform(two))[3]
+    assert any("s0" in n and "shared by its routes" in n for n in notes)
+    # a faster uplink (PCIe 5.0) halves what it adds; four switches of two share less
+    assert _time(_pcie_tree(2, 4, "pcie5"), "all_to_all", 1 << 28).us < a2a_two.us
+    # the link lanes then show no PCIe link above its bandwidth
+    platform = resolve_platform(two)
+    est = _time(two, "all_to_all", 1 << 28)
+    for link, nbytes in platform.network.link_loads("all_to_all", 1 << 28, 8, est.algorithm):
+        assert nbytes / (link.bw * est.us * 1e-6) <= 1.0, link.name
