@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from predictors.calibrate.gpu_profiles import profile_for_device  # noqa: E402
 from predictors.calibrate.public_traces import TRACES_DIR, discover_jobs  # noqa: E402
 from predictors.calibrate.trace_validation import validate_recording  # noqa: E402
+from predictors.costs.datasheet import with_measured_sibling  # noqa: E402
 from predictors.cli.kernels import print_validation  # noqa: E402
 from predictors.traces.recording import load_recording  # noqa: E402
 
@@ -42,7 +43,8 @@ def main() -> int:
         if not device:
             print(f"{name}: no GPU named in the trace; skipped\n")
             continue
-        v = validate_recording(rec, profile_for_device(device), job=name, et_paths=ets)
+        v = validate_recording(rec, with_measured_sibling(profile_for_device(device)),
+                               job=name, et_paths=ets)
         print_validation(v)
         print(f"  ({time.perf_counter() - t0:.1f} s)\n")
         results.append(v)

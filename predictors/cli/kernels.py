@@ -17,6 +17,7 @@ from ..calibrate.gpu_profiles import (
     profile_for_device,
 )
 from ..calibrate.public_data import neusight_dir
+from ..costs.datasheet import with_measured_sibling
 from ..costs.gpu_embedding import embedding_bag_ms
 from ..profiles import ProfileError
 from ..traces.kineto import TraceError
@@ -286,6 +287,8 @@ def _cmd_validate_traces(args) -> int:
     except (KeyError, ProfileError) as exc:
         where = "--gpu" if args.gpu else f"{rec.traces[0].file}: the trace's GPU"
         return _fail(f"{where}: {exc.args[0] if isinstance(exc, KeyError) else exc}")
+    if not args.gpu:   # as a prediction for that GPU models it
+        profile = with_measured_sibling(profile)
     if profile.device.kind != "gpu":
         return _fail(f"--gpu: {profile.name!r} describes a CPU; validate-traces models GPU "
                      "kernels")
@@ -360,7 +363,8 @@ def register(subparsers) -> None:
     v.add_argument("--et", nargs="+", metavar="ET.json",
                    help="the job's execution traces (collective sizes for old traces)")
     v.add_argument("--gpu", metavar="NAME",
-                   help=f"the profile to model with (default: the GPU the trace names): "
-                        f"{_GPU_HELP}")
+                   help=f"the profile to model with (default: the GPU the trace names, "
+                        f"as a prediction for it would, measured GEMMs of a GPU of the "
+                        f"same compute included): {_GPU_HELP}")
     v.add_argument("--json", action="store_true", help="print one JSON object")
     v.set_defaults(func=_cmd_validate_traces)

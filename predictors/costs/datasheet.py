@@ -1,18 +1,29 @@
 """Kernel models for a GPU from its datasheet, and the profile of a GPU that has no bundled
-one: its datasheet figures priced by the models of the public-data profiles."""
+one: its datasheet figures priced by the models of the public-data profiles; a GPU without
+measurements of its own takes the measured GEMM models of a GPU of the same compute."""
 from __future__ import annotations
 
+import dataclasses
 from functools import lru_cache
 
+from ..hardware.generations import arch_of
 from ..hardware.peaks import measured_peaks
 from ..hardware.specs import DeviceSpec, find_gpu_spec
-from ..profiles import DeviceProfile, bundled_profiles, load_profile
+from ..profiles import (
+    DeviceProfile,
+    ProfileError,
+    bundled_profiles,
+    load_profile,
+    resolve_profile,
+)
 from .gemm_features import figures_from_spec
 from .gpu_embedding import EmbeddingLookupModel
 from .gpu_gemm import GemmKernelModel
 from .gpu_roofline import MeasuredRooflineModel, public_op_efficiency
+from .tensor_core_gemm import TensorCoreGemmModel
 
-__all__ = ["gpu_models", "datasheet_profile", "datasheet_default"]
+__all__ = ["gpu_models", "datasheet_profile", "datasheet_default", "same_compute",
+           "with_measured_sibling"]
 
 
 def gpu_models(spec: DeviceSpec, regressor, gemm_info: dict) -> dict:
@@ -65,3 +76,60 @@ def datasheet_default(device_name: str) -> DeviceProfile | None:
                 and "gemm" in template.kernel_models:
             return datasheet_profile(spec, template)
     return None
+
+
+def same_compute(a: DeviceSpec, b: DeviceSpec) -> bool:
+    """Two GPUs of one compute die at one clock (the H100 SXM and the H200): the same
+    generation, SMs, lanes per SM, boost clock, L2 and matrix peaks; their memory may
+    differ."""
+    return (a.kind == b.kind == "gpu" and arch_of(a.name) == arch_of(b.name) != "unknown"
+            and (a.sms, a.cores_per_sm, a.clock_mhz, a.l2_bytes) ==
+            (b.sms, b.cores_per_sm, b.clock_mhz, b.l2_bytes) and a.sms > 0
+            and a.peak_flops == b.peak_flops)
+
+
+@lru_cache(maxsize=32)
+def _measured_sibling(device_name: str) -> DeviceProfile | None:
+    """A bundled measured profile of another GPU with the same compute, or None."""
+    spec = find_gpu_spec(device_name)
+    if spec is None:
+        return None
+    for path in bundled_profiles():
+        try:
+            prof = resolve_profile(str(path))
+        except (OSError, ValueError, KeyError, ProfileError):
+            continue
+        if prof.kind == "measured" and prof.device.name != spec.name \
+                and same_compute(spec, prof.device):
+            return prof
+    return None
+
+
+def with_measured_sibling(profile: DeviceProfile | None) -> DeviceProfile | None:
+    """``profile`` (fitted on public data, or from the datasheet) with the GEMM models that
+    ``calibrate --device cuda`` measured on a GPU of the same compute, bound to this GPU's
+    own figures (its memory bandwidth prices the memory-bound GEMMs); as it is where no
+    such GPU is measured.  A GEMM's time on one die at one clock does not depend on which
+    board carries it: the H200's measured models price the H100's GEMMs of a public
+    trace within 17 % where the public-data models are 48 % off."""
+    if profile is None or profile.kind == "measured" or profile.device.kind != "gpu":
+        return profile
+    sibling = _measured_sibling(profile.device.name)
+    if sibling is None:
+        return profile
+    figures = figures_from_spec(profile.device)
+    models = dict(profile.kernel_models)
+    taken = []
+    for key, model in sibling.kernel_models.items():
+        if isinstance(model, TensorCoreGemmModel):
+            models[key] = TensorCoreGemmModel(figures, model.half_peak, model.regressor,
+                                              min_kernel_ms=model.min_kernel_ms,
+                                              info=model.info, dtypes=model.dtypes)
+            taken.append("/".join(model.dtypes))
+    if not taken:
+        return profile
+    note = (f"{', '.join(taken)} GEMMs: the models measured on the {sibling.device.name} "
+            f"(the same compute: {profile.device.sms} SMs at {profile.device.clock_mhz:.0f} "
+            "MHz), on this GPU's figures")
+    return dataclasses.replace(profile, kernel_models=models,
+                               provenance={**profile.provenance, "gemm_sibling": note})

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from ..costs.datasheet import datasheet_default
+from ..costs.datasheet import datasheet_default, with_measured_sibling
 from ..hardware.platforms import resolve_platform
 from ..hardware.specs import device_spec
 from ..model.footprint import footprint_note, step_footprint
@@ -198,6 +198,8 @@ def prepare(scenario: dict, profile=None, host: str | None = None):
             profile = on_this_host(profile, platform.threads)
         if profile is None and platform.device != "cpu":  # a GPU without a bundled one
             profile = datasheet_default(platform.device)
+        if platform.device != "cpu":     # unmeasured: a measured twin's GEMMs, if any
+            profile = with_measured_sibling(profile)
     elif profile == "roofline":
         profile = None
     elif isinstance(profile, str):
@@ -254,6 +256,8 @@ def predict(scenario: dict, *, profile=None, overheads=None, host: str | None = 
     title = doc["name"] or "prediction"
     notes = [f"profile: {profile.name} ({profile.kind})" if profile is not None
              else "profile: datasheet roofline (no calibrated profile for this device)"]
+    if profile is not None and profile.provenance.get("gemm_sibling"):
+        notes.append(profile.provenance["gemm_sibling"])
     if profile is not None and overheads is None and profile.provenance.get("host_overheads"):
         notes.append(f"host: {profile.provenance['host_overheads']}")
     if platform.device == "cpu":
