@@ -2,6 +2,8 @@
 selected device's or link's settings, and a one-line summary of what the predictor sees."""
 from __future__ import annotations
 
+import re
+
 from PySide6.QtCore import QMimeData, QPointF, Qt, QTimer
 from PySide6.QtGui import QDrag, QPalette
 from PySide6.QtWidgets import (
@@ -74,6 +76,10 @@ class PlatformView(CanvasView):
         return True
 
 
+# an issue's path that names one device or link of a custom graph
+_AT_FAULT = re.compile(r"^platform\.(nodes|edges)\[(\d+)\]")
+
+
 class PlatformPage(QWidget):
     """The Platform tab; every change is one undoable edit of the document."""
 
@@ -109,9 +115,12 @@ class PlatformPage(QWidget):
         self.description = QLabel(self)
         self.description.setWordWrap(True)
         self.description.setForegroundRole(QPalette.PlaceholderText)
-        # a platform the predictor cannot take reads in the error colour
+        # a platform the predictor cannot take reads in the error colour; a click on it
+        # selects the device or link at fault
         style_by_theme(self.description, lambda dark: 'QLabel[problem="true"] { color: %s; }'
                        % ("#ff8a80" if dark else "#a4161a"))
+        self.description.mousePressEvent = lambda _event: self.show_fault()
+        self._fault: tuple[str, int] | None = None
         self._selected = None
         self._fitted = False
         self._build_layout()
@@ -170,9 +179,12 @@ class PlatformPage(QWidget):
         self.combo.blockSignals(False)
         self.combo.setToolTip(f"{self.combo.currentText()}: start from a preset (one undoable "
                               "edit); editing its devices or links makes it a custom graph")
-        text = self.summary(platform)
+        text, self._fault = self.summary(platform)
         self.description.setText(text)
         problem = text.startswith("⚠")
+        self.description.setToolTip("Click to select the device or link at fault"
+                                    if self._fault else "")
+        self.description.setCursor(Qt.PointingHandCursor if self._fault else Qt.ArrowCursor)
         if self.description.property("problem") != problem:
             self.description.setProperty("problem", problem)
             self.description.setForegroundRole(QPalette.WindowText if problem
@@ -181,20 +193,41 @@ class PlatformPage(QWidget):
             self.description.style().polish(self.description)
 
     @staticmethod
-    def summary(platform: dict) -> str:
-        """What the predictor makes of the platform, or why it cannot."""
+    def summary(platform: dict) -> tuple[str, tuple[str, int] | None]:
+        """What the predictor makes of the platform, or why it cannot; and the first
+        device or link at fault (``("nodes"|"edges", index)``), if an issue names one."""
         try:
             p = resolve_platform(validate_platform(platform))
         except ScenarioError as exc:
-            return "⚠ " + "; ".join(str(i) for i in exc.issues[:2])
+            fault = next(((m[1], int(m[2])) for m in (
+                _AT_FAULT.match(i.field) for i in exc.issues) if m), None)
+            return "⚠ " + "; ".join(str(i) for i in exc.issues[:2]), fault
         if p.device == "cpu":
-            return f"{p.description}: the CPU runs the step with {p.threads} thread(s)."
+            return f"{p.description}: the CPU runs the step with {p.threads} thread(s).", None
         parts = [f"{p.gpus * p.nodes} × {p.device}", f"{p.nodes} node(s)"]
         parts.append(f"GPU links: {link_text(p.intra_link)}" if p.intra_link else
                      "no GPU links (PCIe 4.0 assumed)" if p.ranks > 1 else "one GPU")
         if p.inter_link:
             parts.append(f"network: {link_text(p.inter_link)} per GPU")
-        return (p.description + ": " if "preset" in platform else "") + " · ".join(parts)
+        return (p.description + ": " if "preset" in platform else "") + " · ".join(parts), None
+
+    def show_fault(self) -> bool:
+        """Select the device or link the summary line names, and scroll to it."""
+        if self._fault is None:
+            return False
+        what, index = self._fault
+        graph = self.scene.graph()
+        item = None
+        if what == "edges":
+            item = next((x for x in self.scene.links if x.index == index), None)
+        elif 0 <= index < len(graph["nodes"]):
+            item = self.scene.devices.get(graph["nodes"][index].get("id"))
+        if item is None:
+            return False
+        self.scene.clearSelection()
+        item.setSelected(True)
+        self.view.ensureVisible(item)
+        return True
 
     def _on_selection(self, selected) -> None:
         self._selected = selected

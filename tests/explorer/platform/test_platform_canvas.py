@@ -11,7 +11,7 @@ from PySide6.QtTest import QTest
 
 from explorer.document.editor import DocumentEditor
 from explorer.platform import PlatformPage, default_link
-from explorer.platform.scene import DEVICE_MIME, DeviceItem, LinkItem
+from explorer.platform.scene import DEVICE_KINDS, DEVICE_MIME, DeviceItem, LinkItem
 from predictors.hardware.platforms import resolve_platform
 from predictors.scenario.format import ScenarioError, validate_platform
 
@@ -241,8 +241,25 @@ def test_a_link_its_ends_cannot_take_is_named_on_the_summary_line(page, tmp_path
     page.grab().save(str(tmp_path / "bad-link.png"))
     index = next(i for i, e in enumerate(page.editor.document.platform()["edges"])
                  if {e["source"], e["target"]} == {"gpu0", "nic"})
+    # a click on the line selects that link
+    QTest.mouseClick(page.description, Qt.LeftButton)
+    [chosen] = page.scene.selectedItems()
+    assert isinstance(chosen, LinkItem) and chosen.index == index
+    assert page.selection_label.text() == "Link kind"
     assert page.scene.set_link_kind(index, "pcie4")
     assert "⚠" not in page.description.text()
     page.editor.undo_stack.undo()
     page.editor.undo_stack.undo()
     assert page.editor.document.platform() == {"preset": "dgx-a100"}
+
+
+def test_a_click_on_the_line_selects_the_host_without_gpus(page):
+    page.buttons[list(DEVICE_KINDS).index("node")].click()
+    platform = page.editor.document.platform()
+    host = [n["id"] for n in platform["nodes"] if n["kind"] == "node"][-1]
+    assert f"host '{host}' has no GPUs" in page.description.text()
+    assert page.show_fault()
+    [chosen] = page.scene.selectedItems()
+    assert isinstance(chosen, DeviceItem) and chosen.node_id == host
+    page.editor.undo_stack.undo()
+    assert not page.show_fault()      # nothing at fault: nothing to select
