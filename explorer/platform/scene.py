@@ -493,6 +493,15 @@ class PlatformScene(QGraphicsScene):
             for e in graph["edges"]:
                 if e.get("kind", "").startswith("nvlink"):
                     e["kind"] = generation
+            if not generation.startswith("nvlink"):   # no NVLink: its switches are PCIe
+                switches = [n for n in graph["nodes"] if n.get("kind") == "nvswitch"]
+                for n in switches:
+                    n["kind"] = "pcie_switch"
+                if switches:
+                    self.editor.sigMessage.emit(
+                        f"The {params['model'].upper()} has no NVLink: "
+                        f"{', '.join(n['id'] for n in switches)} became PCIe switch"
+                        f"{'es' if len(switches) > 1 else ''}")
         return self.commit(graph, "Change device")
 
     def delete_selected(self) -> bool:

@@ -173,6 +173,18 @@ def test_a_new_gpu_model_brings_its_nvlink_generation(page):
     assert "nvlink4" in kinds_ and "nvlink3" not in kinds_
 
 
+def test_a_gpu_without_nvlink_turns_the_nvswitch_into_a_pcie_switch(page, qtbot):
+    with qtbot.waitSignal(page.editor.sigMessage) as said:
+        page.scene.set_device_params("gpu0", {"model": "l4"}, all_gpus=True)
+    assert "no NVLink" in said.args[0] and "nvswitch" in said.args[0]
+    platform = page.editor.document.platform()
+    assert "nvswitch" not in {n["kind"] for n in platform["nodes"]}
+    assert {e["kind"] for e in platform["edges"]} == {"pcie4", "nic200"}
+    assert "⚠" not in page.description.text() and "L4" in page.description.text()
+    page.editor.undo_stack.undo()                       # one edit, undone whole
+    assert page.editor.document.platform() == {"preset": "dgx-a100"}
+
+
 def test_another_preset_drops_the_old_positions(page):
     page.editor.set_platform({"preset": "dgx-a100"}, {"gpu0": [900.0, 900.0]}, "Move")
     assert page.editor.document.platform_positions() == {"gpu0": [900.0, 900.0]}
