@@ -190,7 +190,7 @@ def gpu_device_name(model: str) -> str:
 
 def link_issues(platform: dict) -> list[tuple[int, str]]:
     """The links of a custom graph whose kind cannot join their ends, as (edge index,
-    message naming it): NVLink joins GPUs and NVSwitches, and no faster than the GPU's own
+    message naming it): a link joins two devices; NVLink joins GPUs and NVSwitches, and no faster than the GPU's own
     generation; a NIC link has a NIC at one end and no NVSwitch at the other; PCIe reaches no
     NVSwitch and does not join two NICs (the network between NICs is a NIC link)."""
     kind_of = {n["id"]: n["kind"] for n in platform.get("nodes", [])}
@@ -203,7 +203,9 @@ def link_issues(platform: dict) -> list[tuple[int, str]]:
             continue
         ends = sorted((kind_of[a], kind_of[b]))
         name = f"{LINK_LABELS.get(kind, kind)} link {a}–{b}"
-        if kind.startswith("nvlink"):
+        if a == b:
+            out.append((i, f"{name}: a link joins two devices, not {a} to itself"))
+        elif kind.startswith("nvlink"):
             if not set(ends) <= {"gpu", "nvswitch"}:
                 other = next(k for k in ends if k not in ("gpu", "nvswitch"))
                 out.append((i, f"{name}: NVLink joins GPUs and NVSwitches, not a {other}"))

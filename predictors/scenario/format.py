@@ -167,8 +167,8 @@ def _is(value, tp) -> bool:
 def _check_platform(platform: Platform, issues: list[Issue]) -> None:
     """What the types of a custom platform graph cannot say: unique device ids, known GPU
     models (a short name or any name in the GPU table), one GPU model, GPUs that divide
-    evenly over the hosts, links between devices that exist, link kinds their ends can
-    take, and no host without GPUs."""
+    evenly over the hosts, links between devices that exist, no GPU without a link among
+    several, link kinds their ends can take, and no host without GPUs."""
     if platform.preset is not UNSET:
         return
     where = "platform"
@@ -201,6 +201,11 @@ def _check_platform(platform: Platform, issues: list[Issue]) -> None:
             if getattr(edge, key) not in ids:
                 issues.append(Issue(f"{where}.edges[{i}].{key}", "no device with that id"))
     graph = msgspec.to_builtins(platform)
+    linked = {x for e in graph.get("edges") or [] for x in (e["source"], e["target"])}
+    for i, node in enumerate(graph["nodes"]):
+        if len(models) > 1 and node["kind"] == "gpu" and node["id"] not in linked:
+            issues.append(Issue(f"{where}.nodes[{i}]", f"{node['id']} has no link to the "
+                                "other GPUs: draw its NVLink/NVSwitch or PCIe link"))
     for i, message in link_issues(graph):
         issues.append(Issue(f"{where}.edges[{i}].kind", message))
     for i, host in hosts_without_gpus(graph):

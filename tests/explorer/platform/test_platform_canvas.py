@@ -46,8 +46,13 @@ def test_adding_a_device_makes_the_preset_custom_in_one_undo_step(page):
     page.buttons[0].click()  # GPU
     platform = editor.document.platform()
     assert "nodes" in platform and kinds(page).count("gpu") == 9
-    p = resolve_platform(validate_platform(platform))
+    p = resolve_platform(platform)
     assert p.gpus == 9 and p.device == "NVIDIA A100-SXM4-40GB"
+    # not linked yet: the line names it until it is
+    new = [n["id"] for n in platform["nodes"] if n["kind"] == "gpu"][-1]
+    assert f"{new} has no link to the other GPUs" in page.description.text()
+    with pytest.raises(ScenarioError, match=f"{new} has no link"):
+        validate_platform(platform)
     editor.undo_stack.undo()
     assert editor.document.platform() == {"preset": "dgx-a100"}
 
@@ -102,7 +107,7 @@ def test_gpu_model_applies_to_every_gpu_and_delete_removes_links(page):
     assert page.scene.delete_selected()
     platform = page.editor.document.platform()
     assert not any(e["kind"].startswith("nvlink") for e in platform["edges"])
-    assert "no GPU links" in page.description.text()
+    assert "gpu0 has no link to the other GPUs" in page.description.text()
 
 
 def test_moving_a_device_keeps_the_preset(page):
