@@ -408,12 +408,9 @@ def platform_collective(kind: str, nbytes: float, platform, ranks: int | None = 
         options = collective_options(
             kind, nbytes, n, comm.link_bw, arch, nodes=comm.nodes, inter_bw=comm.inter_bw,
             fabric=comm.fabric, nvls=comm.nvls and nvls_capable(arch, comm.link_bw, comm.fabric))
-        est = min((_shared_pcie(e, _canonical(kind), nbytes, n, network) for e in options),
-                  key=lambda e: e.us)
-        notes = list(comm.notes)
-        if "shared by its routes" in est.detail:
-            notes.append(est.detail.rsplit("; ", 1)[-1])
-        return est, n, comm.nodes, notes
+        est, note = min((_shared_pcie(e, _canonical(kind), nbytes, n, network)
+                         for e in options), key=lambda x: x[0].us)
+        return est, n, comm.nodes, list(comm.notes) + ([note] if note else [])
     nodes = -(-n // platform.gpus)
     notes = []
     intra = platform.intra_link
@@ -435,14 +432,15 @@ def platform_collective(kind: str, nbytes: float, platform, ranks: int | None = 
 
 
 def _shared_pcie(est: CollectiveEstimate, kind: str, nbytes: float, ranks: int, network
-                 ) -> CollectiveEstimate:
+                 ) -> tuple[CollectiveEstimate, str | None]:
     """``est`` slowed to what the busiest PCIe link of the drawn platform can carry: on a
     PCIe tree several routes can share a link (an all-to-all across two switches sends
     half of all its bytes through each switch's uplink), and no link moves more than its
     bandwidth (at NCCL's PCIe efficiency).  NVLink and NIC sharing are in the model
-    itself (its ring's slowest route, each GPU's share of its NICs)."""
+    itself (its ring's slowest route, each GPU's share of its NICs).  With it, a note
+    that names the link (the same for every message size)."""
     if est.algorithm == "none":
-        return est
+        return est, None
     # LL lines carry 4 bytes of data in 8, LL128 120 in 128: their wire holds more bytes
     carried = {"LL": CONSTANTS["ll_frac"], "LL128": CONSTANTS["ll128_frac"]}.get(
         est.protocol, 1.0)
@@ -454,11 +452,13 @@ def _shared_pcie(est: CollectiveEstimate, kind: str, nbytes: float, ranks: int, 
                 worst, busiest = us, link
     bound = est.latency_us + worst
     if busiest is None or bound <= est.us * (1 + 1e-9):
-        return est
+        return est, None
     wire = est.bus_bw * est.us * 1e-6
     rate = busiest.bw * CONSTANTS["pci_eff"] * carried
-    why = (f"{busiest.name} is shared by its routes: it carries {worst * 1e-6 * rate / 1e6:,.1f} "
-           f"MB at {rate / 1e9:.0f} GB/s, {bound - est.us:.1f} us beyond the "
+    why = (f"{busiest.name}, shared by its routes, carries {worst * 1e-6 * rate / 1e6:,.1f} MB "
+           f"at {rate / 1e9:.0f} GB/s: {bound - est.us:.1f} us beyond the "
            f"{est.algorithm}'s own time")
+    note = (f"{busiest.name} is shared by the routes of each {kind.replace('_', '-')} "
+            f"({est.algorithm}) and sets its pace at {rate / 1e9:.0f} GB/s")
     return dataclasses.replace(est, us=bound, bus_bw=wire / (bound * 1e-6),
-                               detail=f"{est.detail}; {why}")
+                               detail=f"{est.detail}; {why}"), note

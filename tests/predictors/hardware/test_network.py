@@ -339,7 +339,7 @@ def test_a_pcie_uplink_shared_by_an_all_to_all_sets_its_pace():
     assert _time(two, "all_reduce", 1 << 28).us == pytest.approx(
         _time(one, "all_reduce", 1 << 28).us)
     notes = platform_collective("all_to_all", 1 << 28, resolve_platform(two))[3]
-    assert any("s0" in n and "shared by its routes" in n for n in notes)
+    assert any("s0" in n and "shared by the routes of each all-to-all" in n for n in notes)
     # a faster uplink (PCIe 5.0) halves what it adds; four switches of two share less
     assert _time(_pcie_tree(2, 4, "pcie5"), "all_to_all", 1 << 28).us < a2a_two.us
     # the link lanes then show no PCIe link above its bandwidth
