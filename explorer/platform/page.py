@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from PySide6.QtCore import QMimeData, QPointF, Qt, QTimer
+from PySide6.QtCore import QMimeData, QPointF, Qt, QTimer, Signal
 from PySide6.QtGui import QDrag, QPalette
 from PySide6.QtWidgets import (
     QComboBox,
@@ -76,6 +76,17 @@ class PlatformView(CanvasView):
         return True
 
 
+class _SummaryLine(QLabel):
+    """The line under the buttons; a left click on it says so."""
+
+    clicked = Signal()
+
+    def mousePressEvent(self, event):
+        if event.button() == Qt.LeftButton:
+            self.clicked.emit()
+        super().mousePressEvent(event)
+
+
 # an issue's path that names one device or link of a custom graph
 _AT_FAULT = re.compile(r"^platform\.(nodes|edges)\[(\d+)\]")
 
@@ -112,14 +123,14 @@ class PlatformPage(QWidget):
         for kind in LINK_KINDS:
             self.link_kind.addItem(link_text(kind), kind)
         self.selection_label = QLabel("", self)
-        self.description = QLabel(self)
+        self.description = _SummaryLine(self)
         self.description.setWordWrap(True)
         self.description.setForegroundRole(QPalette.PlaceholderText)
         # a platform the predictor cannot take reads in the error colour; a click on it
         # selects the device or link at fault
         style_by_theme(self.description, lambda dark: 'QLabel[problem="true"] { color: %s; }'
                        % ("#ff8a80" if dark else "#a4161a"))
-        self.description.mousePressEvent = lambda _event: self.show_fault()
+        self.description.clicked.connect(self.show_fault)
         self._fault: tuple[str, int] | None = None
         self._selected = None
         self._fitted = False

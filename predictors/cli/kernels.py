@@ -304,7 +304,9 @@ def _cmd_validate_traces(args) -> int:
 
 
 _GPU_HELP = ("the name a GPU reports (e.g. 'NVIDIA H100 80GB HBM3'; case, spaces and dashes "
-             "are forgiven), a bundled profile's name (nvidia-h200), or a profile JSON path")
+             "are forgiven), a bundled profile's name (nvidia-h200), or a profile JSON path; "
+             "the profile as bundled (a scenario prediction also gives a GPU the measured "
+             "GEMM models of a GPU of the same compute)")
 
 
 def register(subparsers) -> None:

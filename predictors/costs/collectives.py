@@ -436,7 +436,9 @@ def _shared_pcie(est: CollectiveEstimate, kind: str, nbytes: float, ranks: int, 
     """``est`` slowed to what the busiest PCIe link of the drawn platform can carry: on a
     PCIe tree several routes can share a link (an all-to-all across two switches sends
     half of all its bytes through each switch's uplink), and no link moves more than its
-    bandwidth (at NCCL's PCIe efficiency).  NVLink and NIC sharing are in the model
+    bandwidth (at NCCL's PCIe efficiency).  Only links every route between their two
+    sides must cross count (bridges of the drawn graph): a GPU's own PCIe link beside an
+    NVLink to its peer is not a shared path.  NVLink and NIC sharing are in the model
     itself (its ring's slowest route, each GPU's share of its NICs).  With it, a note
     that names the link (the same for every message size)."""
     if est.algorithm == "none":
@@ -446,7 +448,7 @@ def _shared_pcie(est: CollectiveEstimate, kind: str, nbytes: float, ranks: int, 
         est.protocol, 1.0)
     worst, busiest = 0.0, None
     for link, per_byte in network.unit_loads(kind, ranks, est.algorithm):
-        if link.kind.startswith("pcie") and link.bw > 0:
+        if link.kind.startswith("pcie") and link.bridge and link.bw > 0:
             us = per_byte * nbytes / (link.bw * CONSTANTS["pci_eff"] * carried) * 1e6
             if us > worst:
                 worst, busiest = us, link

@@ -105,6 +105,11 @@ def _measured_sibling(device_name: str) -> DeviceProfile | None:
     return None
 
 
+# derived profiles by the id of their input, which each entry keeps alive (so the same
+# input gives the same object, and the caches keyed on it stay warm)
+_WITH_SIBLING: dict[int, tuple[DeviceProfile, DeviceProfile]] = {}
+
+
 def with_measured_sibling(profile: DeviceProfile | None) -> DeviceProfile | None:
     """``profile`` (fitted on public data, or from the datasheet) with the GEMM models that
     ``calibrate --device cuda`` measured on a GPU of the same compute, bound to this GPU's
@@ -114,6 +119,15 @@ def with_measured_sibling(profile: DeviceProfile | None) -> DeviceProfile | None
     trace within 17 % where the public-data models are 48 % off."""
     if profile is None or profile.kind == "measured" or profile.device.kind != "gpu":
         return profile
+    hit = _WITH_SIBLING.get(id(profile))
+    if hit is not None and hit[0] is profile:
+        return hit[1]
+    derived = _with_sibling_gemms(profile)
+    _WITH_SIBLING[id(profile)] = (profile, derived)
+    return derived
+
+
+def _with_sibling_gemms(profile: DeviceProfile) -> DeviceProfile:
     sibling = _measured_sibling(profile.device.name)
     if sibling is None:
         return profile

@@ -54,6 +54,7 @@ class Link:
     kind: str    # the drawn kind: "nvlink4", "pcie5", "nic400"
     bw: float
     order: int   # position in :meth:`Network.links` (hosts in order, NICs last)
+    bridge: bool = True   # every route between its sides crosses it (Network.bridges)
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,6 +69,10 @@ class Network:
     unlinked: tuple[str, ...]             # GPUs without any link
     # per NIC on the network: (its id, its kind, {GPU: that GPU's share of it, bytes/s})
     nics: tuple[tuple[str, str, dict], ...] = ()
+    # the route links (keyed as in :meth:`links`) that are bridges of their host's whole
+    # drawn graph: every route between their two sides crosses them, so their load is
+    # real; a route link with a parallel path stands for links the tree left out
+    bridges: frozenset = frozenset()
 
     def __post_init__(self):
         object.__setattr__(self, "_cache", {})   # communicators by rank count
@@ -161,7 +166,8 @@ class Network:
                                                          _natural(x)))
                     family = "PCIe" if kind.startswith("pcie") else "NVLink"
                     out[(h, u, v)] = Link(f"{family} {_shown(a, h)}↔{_shown(b, h)}", kind,
-                                          tree.edges[u, v]["bw"], len(out))
+                                          tree.edges[u, v]["bw"], len(out),
+                                          (h, u, v) in self.bridges)
             for nic, kind, shares in self.nics:
                 out[("nic", nic)] = Link(f"NIC {nic}", kind, sum(shares.values()), len(out))
             object.__setattr__(self, "_links", out)
@@ -286,7 +292,7 @@ def build_network(platform: dict, link_bw: dict[str, float], host_link: str,
     hosts = max(1, hosts)
 
     # per host: the fabric (GPU, switch and host-PCIe links) and its widest routes
-    graphs = []
+    graphs, bridges = [], set()
     for h in range(hosts):
         members = [g for g in gpus if host_of[g] == h]
         g = nx.Graph()
@@ -308,6 +314,7 @@ def build_network(platform: dict, link_bw: dict[str, float], host_link: str,
                 _add(g, m, _HOST_ROOT, host_link, link_bw)
         # keep the part joined to this host's GPUs: a spanning forest's trees per component
         graphs.append(nx.maximum_spanning_tree(g, weight="bw"))
+        bridges.update((h,) + tuple(sorted(e, key=_natural)) for e in nx.bridges(g))
 
     nic_bw, nics = _nic_shares(gpus, edges, kind_of, host_of, link_bw)
     switch_of = {}
@@ -319,7 +326,7 @@ def build_network(platform: dict, link_bw: dict[str, float], host_link: str,
     order = sorted(gpus, key=lambda g: (host_of[g], gpus.index(g)))
     return Network(tuple(order), tuple(host_of[g] for g in order), tuple(graphs),
                    tuple(nic_bw[g] for g in order), tuple(switch_of.get(g) for g in order),
-                   tuple(g for g in order if g not in linked), nics)
+                   tuple(g for g in order if g not in linked), nics, frozenset(bridges))
 
 
 def _add(g: nx.Graph, a: str, b: str, kind: str, link_bw: dict[str, float]) -> None:

@@ -41,6 +41,7 @@ def test_the_h100_takes_the_h200s_measured_gemms_on_its_own_figures():
         assert model.regressor is measured.kernel_models[key].regressor
         assert model.figures.mem_bw == fitted.device.mem_bw < measured.device.mem_bw
     assert "gemm_half" not in fitted.kernel_models      # the bundled profile is untouched
+    assert with_measured_sibling(fitted) is derived      # one derived object per input
     # a measured profile, or a GPU with no measured twin, stays as it is
     assert with_measured_sibling(measured) is measured
     a100 = profile_for_device("NVIDIA A100-SXM4-40GB")

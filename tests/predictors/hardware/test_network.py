@@ -347,3 +347,17 @@ def test_a_pcie_uplink_shared_by_an_all_to_all_sets_its_pace():
     est = _time(two, "all_to_all", 1 << 28)
     for link, nbytes in platform.network.link_loads("all_to_all", 1 << 28, 8, est.algorithm):
         assert nbytes / (link.bw * est.us * 1e-6) <= 1.0, link.name
+
+
+def test_a_gpus_own_pcie_link_beside_an_nvlink_pair_is_not_shared():
+    """Two NVLink-bridged pairs of A100s, each GPU on its own PCIe 4.0 link to the CPU:
+    the routes' spanning tree keeps one PCIe link per pair, but every GPU still has its
+    own, so nothing is shared and the all-to-all keeps the model's time."""
+    nodes = [{"id": "cpu", "kind": "cpu"}] + [
+        {"id": f"g{i}", "kind": "gpu", "params": {"model": "a100"}} for i in range(4)]
+    edges = [{"source": "g0", "target": "g1", "kind": "nvlink3"},
+             {"source": "g2", "target": "g3", "kind": "nvlink3"}]
+    edges += [{"source": f"g{i}", "target": "cpu", "kind": "pcie4"} for i in range(4)]
+    platform = resolve_platform(validate_platform({"nodes": nodes, "edges": edges}))
+    est, _, _, notes = platform_collective("all_to_all", 1 << 28, platform)
+    assert "shared" not in est.detail and not any("shared" in n for n in notes)
