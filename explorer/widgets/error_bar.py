@@ -29,7 +29,7 @@ class ErrorBar(QLabel):
                    kind: str = "prediction") -> None:
         self.node_id, self.kind = node_id, kind
         # a file error outlives predictions, so a click dismisses it
-        self.setToolTip("Click to select the block at fault" if node_id
+        self.setToolTip("Click to select what is at fault" if node_id
                         else "Click to dismiss" if kind == "file" else "")
         self.setCursor(Qt.PointingHandCursor if node_id or kind == "file" else Qt.ArrowCursor)
         self.setText(f"<b>⚠</b>&nbsp; {html.escape(message)}")

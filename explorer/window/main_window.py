@@ -54,6 +54,10 @@ from .theme import install_theme
 
 __all__ = ["MainWindow", "ErrorBar", "PlatformPage", "DEFAULT_SCENARIO", "APP_NAME"]
 
+# what the error bar's click selects when the platform is at fault (an id the app never
+# gives a block)
+PLATFORM_FAULT = ":platform"
+
 APP_NAME = "ML DSE Explorer"
 # copied blocks on the clipboard (also as plain text: JSON anyone can read)
 FRAGMENT_MIME = f"application/x-{FRAGMENT_FORMAT.replace('/', '-')}+json"
@@ -564,7 +568,9 @@ class MainWindow(QMainWindow):
         exc = self.controller.last_error
         node_id = None
         if isinstance(exc, ScenarioError) and exc.issues:
-            node_id = next((i.node_id for i in exc.issues if i.node_id), None)
+            node_id = next((i.node_id for i in exc.issues if i.node_id), None) or (
+                PLATFORM_FAULT if any(i.field.startswith("platform") for i in exc.issues)
+                else None)
             self.scene.set_prediction_issues(exc.issues)
         self._show_error(message, node_id)
         self.stage_label.setText("Prediction failed")
@@ -654,7 +660,10 @@ class MainWindow(QMainWindow):
             self.scene.select_all()
 
     def _select_node(self, node_id: str) -> None:
-        if self.editor.document.has_node(node_id):
+        if node_id == PLATFORM_FAULT:    # the Platform tab, the device or link at fault
+            self.tabs.setCurrentWidget(self.platform_page)
+            self.platform_page.show_fault()
+        elif self.editor.document.has_node(node_id):
             self.tabs.setCurrentWidget(self.view)
             self.scene.select_nodes([node_id])
             item = self.scene.block_item(node_id)

@@ -306,3 +306,25 @@ def test_file_menu_exports_the_visible_range_titled_with_scenario_platform_profi
     svg = target.read_text()
     assert "ms shown" in svg and "iteration span" not in svg   # the visible range only
     assert p.scenario_name in svg and p.platform in svg and "profile: " in svg
+
+
+def test_a_platform_error_leads_to_the_platform_tab_and_its_fault(make_window, qtbot):
+    """A GPU drawn without a link: the error bar names it, and a click on it opens the
+    Platform tab with that GPU selected."""
+    from explorer.window.main_window import PLATFORM_FAULT
+    from predictors.hardware.platforms import preset_graph
+
+    w = make_window()
+    wait_for_timeline(qtbot, w)
+    graph = preset_graph("dgx-h100")
+    graph["nodes"].append({"id": "gpu8", "kind": "gpu", "params": {"model": "h100"}})
+    w.editor.set_platform(graph)
+    qtbot.waitUntil(lambda: w.canvas_error.isVisible(), timeout=60_000)
+    assert "gpu8 has no link" in w.canvas_error.text()
+    assert w.canvas_error.node_id == PLATFORM_FAULT
+    w.canvas_error.sigNodeClicked.emit(w.canvas_error.node_id)
+    assert w.tabs.currentWidget() is w.platform_page
+    [chosen] = w.platform_page.scene.selectedItems()
+    assert chosen.node_id == "gpu8"
+    w.editor.undo_stack.undo()
+    qtbot.waitUntil(lambda: not w.canvas_error.isVisible(), timeout=120_000)
