@@ -33,6 +33,7 @@ from ..hardware.specs import cpu_model
 from ..model.embedding_blocks import bag_input as _bag_input
 from ..utils.fileio import atomic_write_bytes
 from ..utils.progress import Cancelled, check_cancelled
+from .host_check import measure_host
 from .measure import measure
 from .samples import _doc, random_scenarios
 
@@ -482,6 +483,9 @@ def collect(folder: str | os.PathLike, *, device: str = "cuda", gemm_shapes=(),
               f"scenario {i + 1} of {len(scenarios)}: {name}")
 
     stages = [
+        # the host's own CPU figures, no GPU involved (the host check a prediction on
+        # another host takes): what a GPU step's CPU side is set against
+        ("host", 0.02, lambda end: measure_host(threads=1)),
         ("peaks", 0.10, lambda end: measure_peaks(dev, scale)),
         ("gemm", 0.40, lambda end: gemm_sweep(gemm_shapes, dev, end, check=check)),
         ("kernels", 0.55, lambda end: kernel_sweep(dev, end, str(folder / "kernels.json.gz"),
@@ -489,7 +493,7 @@ def collect(folder: str | os.PathLike, *, device: str = "cuda", gemm_shapes=(),
         ("scenarios", 0.97, lambda end: scenario_runs(scenarios, dev, folder, end,
                                                       check=scenario_check)),
     ]
-    starts = {"peaks": 0.0, "gemm": 0.05, "kernels": 0.4, "scenarios": 0.55}
+    starts = {"host": 0.0, "peaks": 0.02, "gemm": 0.05, "kernels": 0.4, "scenarios": 0.55}
     for name, until, run in stages:
         start = time.perf_counter()
         check(starts[name], name)

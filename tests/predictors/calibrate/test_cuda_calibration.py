@@ -287,7 +287,8 @@ def test_collect_reports_progress_and_cancels(tmp_path):
     doc = collect(tmp_path / "a", device="cpu", gemm_shapes=shapes, scenarios=docs,
                   kernels=False, budget_s=600, scale=256, log=None,
                   progress=lambda f, s: seen.append((f, s)))
-    assert [s for _, s in seen][:2] == ["peaks", "gemm"]
+    assert [s for _, s in seen][:3] == ["host", "peaks", "gemm"]
+    assert doc["host"]["dispatch_us"] > 0 and doc["host"]["gemm_gflops"] > 0
     assert seen[-1][1].startswith("scenario 1 of 1")
     assert all(a[0] <= b[0] for a, b in zip(seen, seen[1:]))
     assert len(doc["gemm"]) == 3 and doc["scenarios"][0]["measure"]["iteration_ms"] > 0
@@ -296,7 +297,7 @@ def test_collect_reports_progress_and_cancels(tmp_path):
 
     def cancel_in_gemms():
         calls.append(1)
-        return len(calls) > 2  # peaks and the first GEMM pass
+        return len(calls) > 3  # the host, peaks and the first GEMM pass
     with pytest.raises(Cancelled):
         collect(tmp_path / "b", device="cpu", gemm_shapes=shapes, scenarios=docs,
                 kernels=False, budget_s=600, scale=256, log=None, cancelled=cancel_in_gemms)
