@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
+from ..hardware.generations import arch_of
 from ..profiles import DeviceProfile, OpOverheads, OverheadTable, ProfileError
 
 __all__ = ["HOST_FORMAT", "HOSTS_DIR", "DEFAULT_HOST", "Host", "host_names", "load_host",
@@ -35,12 +36,6 @@ DEFAULT_HOST = "public-pool"
 # traces, Hopper on the H100 host of the TraceLens BERT traces.  A generation without such
 # a measurement keeps the host's own launch cost.
 LAUNCH_US = {"volta": 5.71, "hopper": 5.41}
-
-_GENERATIONS = (("v100", "volta"), ("a100", "ampere"), ("a10", "ampere"), ("a30", "ampere"),
-                ("a40", "ampere"), ("rtx 30", "ampere"), ("l40", "ada"), ("l4", "ada"),
-                ("rtx 40", "ada"), ("h100", "hopper"), ("h200", "hopper"), ("gh200", "hopper"),
-                ("b100", "blackwell"), ("b200", "blackwell"), ("gb200", "blackwell"),
-                ("t4", "turing"), ("rtx 20", "turing"), ("2080", "turing"), ("p100", "pascal"))
 
 
 @dataclass(frozen=True)
@@ -66,11 +61,8 @@ class Host:
 
 def gpu_generation(device_name: str) -> str | None:
     """The architecture generation of a GPU by its name (None: unknown)."""
-    low = device_name.lower()
-    for key, gen in _GENERATIONS:
-        if key in low:
-            return gen
-    return None
+    arch = arch_of(device_name)
+    return None if arch == "unknown" else arch
 
 
 # oldest first: a generation without its own launch measurement takes the latest earlier
