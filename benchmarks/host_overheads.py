@@ -8,7 +8,7 @@
 - ``dgx1-2023``: the PARAM DLRM traces (``param-dlrm-v100-8rank``), a DGX-1 recorded
   with shapes and an execution trace, PyTorch 2.1-era;
 - ``public-pool``: every public GPU recording in ``../shared/data/traces``, each host's
-  mean per op, the median over the hosts (2021-2024 hosts and profiler settings);
+  mean per op, the least over the hosts (2021-2024 hosts and profiler settings);
 - ``xeon-vm-2026``: the host of the project's H200 measurements (a Xeon VM, torch 2.11),
   the overheads of ``resources/profiles/gpu/nvidia-h200-measured.json``.
 
@@ -54,7 +54,7 @@ def cmd_build(args) -> int:
              "8 ranks of one TorchRec DLRM step, recorded with shapes", table),
         Host("public-pool", "every public GPU recording, pooled", "6 hosts", "1.8-2.x",
              "V100, A100, H100, RTX 2080 Ti",
-             "../shared/data/traces: each host's mean per op, the median over hosts", pool),
+             "../shared/data/traces: each host's mean per op, the least over hosts", pool),
         Host("xeon-vm-2026", "the project's H200 host: a Xeon VM, torch 2.11",
              measured.provenance.get("cpu_signature") or "Intel(R) Xeon(R) Processor (VM)",
              "2.11.0+cu130", measured.device.name,

@@ -139,15 +139,19 @@ def _op_samples(tr, op):
 
 def _pool(hosts: list[dict[str, _Acc]], key: str, fallback: OpOverheads | None) -> OpOverheads:
     """Each host's mean (the simulator adds these up, so means, with the waits left out as
-    described above), then the median over the hosts that have samples: every host counts
-    once, however many ops it recorded (hosts and profiler settings differ)."""
+    described above), then the least of those means over the hosts that have samples:
+    every host counts once, however many ops it recorded.  A recorded op's overhead is its
+    dispatch cost plus what the profiler and an older host add, so the fastest host is the
+    nearest to a current host running without the profiler.  Leaving one host out of
+    the public recordings, the least predicts the left-out host's dispatch time 21.7 %
+    off (geomean), the median 47.3 % (``kernels build-profiles --overheads-only``)."""
     fb = ((fallback.t1, fallback.t2, fallback.t3, fallback.t4, fallback.t5)
           if fallback is not None else (0.0,) * 5)
     vals = []
     for kind in range(5):
         means = [float(np.mean(h[key].samples[kind])) for h in hosts
                  if key in h and h[key].samples[kind]]
-        vals.append(float(np.median(means)) * 1e-6 if means else fb[kind])
+        vals.append(float(np.min(means)) * 1e-6 if means else fb[kind])
     return OpOverheads(*vals, n=sum(h[key].count() for h in hosts if key in h))
 
 
@@ -186,7 +190,7 @@ def trace_overheads(recordings: list[Recording], hosts: list[str] | None = None
     table = {f"aten::{v}": OpOverheads(0.0, 0.0, 0.0, 0.0, 0.0) for v in VIEW_OPS}
     table.update({k: _pool(jobs, k, default) for k in sorted(keys)})
     src = (f"measured from {len(recordings)} recorded GPU job(s) of {len(jobs)} host(s), "
-           f"{len(files)} file(s) ({', '.join(sorted(devices))}): per aten op, the median "
+           f"{len(files)} file(s) ({', '.join(sorted(devices))}): per aten op, the least "
            "over hosts of each host's mean")
     lmap = {k: list(v.most_common(1)[0][0]) for k, v in launches.items()}
     info = {"files": files, "ops": n_ops, "launches": n_launching,

@@ -77,7 +77,7 @@ def test_plans_differ_where_their_tables_do():
     piled = Plan("piled", 4, {k: 0 for k in keys})
     a, b = PlanEvaluator(graphs).spans_ms([spread, piled])
     assert b[0] > a.max()          # rank 0 looks up every table
-    assert b[1:].max() < b[0]      # and the others wait for it
+    assert b[1:].min() > a.max()   # and the others wait for it in the exchanges
 
 
 def test_cpu_ranks_are_left_to_captured_graphs():
