@@ -24,8 +24,8 @@ from predictors.scenario.format import ScenarioError
 SCENARIOS = Path(__file__).resolve().parents[3] / "resources" / "scenarios"
 # GPUs in the order of their datasheets: each at least as fast as the one before in
 # every peak (FLOP/s of each dtype, memory bandwidth)
-FASTER = ("v100-1", "a100-1", "h100-1", "h200-1")
-FASTER_NODES = ("dgx1-v100", "dgx-a100", "dgx-h100", "dgx-h200")
+FASTER = ("v100-1", "a100-1", "h100-1", "h200-1", "b200-1")
+FASTER_NODES = ("dgx1-v100", "dgx-a100", "dgx-h100", "dgx-h200", "dgx-b200")
 
 
 def _doc(name: str, preset: str, batch: int | None = None) -> dict:
