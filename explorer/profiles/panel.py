@@ -187,9 +187,9 @@ class ProfilesPanel(QWidget):
         group = QGroupBox("CPU overheads (T1–T5 per op)", parent)
         group.setToolTip(
             "The CPU time around each op: the gap before it, dispatch, kernel launches.\n"
-            "Per-op dispatch costs differ up to ~5x between hosts, so a GPU profile's pooled\n"
-            "table is a middle estimate; a trace recorded on your own host makes GPU\n"
-            "predictions right for that host.")
+            "Per-op dispatch costs differ up to ~5x between hosts; a GPU profile's pooled\n"
+            "table takes each cost from the public host that spent least on it, not from\n"
+            "yours; a trace recorded on your own host makes GPU predictions right for it.")
         self.overheads_label = QLabel(group)
         self.overheads_label.setObjectName("overheadsSource")
         self.overheads_label.setWordWrap(True)
