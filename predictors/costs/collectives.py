@@ -446,18 +446,18 @@ def _shared_pcie(est: CollectiveEstimate, kind: str, nbytes: float, ranks: int, 
     # LL lines carry 4 bytes of data in 8, LL128 120 in 128: their wire holds more bytes
     carried = {"LL": CONSTANTS["ll_frac"], "LL128": CONSTANTS["ll128_frac"]}.get(
         est.protocol, 1.0)
-    worst, busiest = 0.0, None
+    worst, busiest, rate, carries = 0.0, None, 0.0, 0.0
     for link, per_byte in network.unit_loads(kind, ranks, est.algorithm):
         if link.kind.startswith("pcie") and link.bridge and link.bw > 0:
-            us = per_byte * nbytes / (link.bw * CONSTANTS["pci_eff"] * carried) * 1e6
+            link_rate = link.bw * CONSTANTS["pci_eff"] * carried     # bytes/s
+            us = per_byte * nbytes / link_rate * 1e6
             if us > worst:
-                worst, busiest = us, link
+                worst, busiest, rate, carries = us, link, link_rate, per_byte * nbytes
     bound = est.latency_us + worst
     if busiest is None or bound <= est.us * (1 + 1e-9):
         return est, None
     wire = est.bus_bw * est.us * 1e-6
-    rate = busiest.bw * CONSTANTS["pci_eff"] * carried
-    why = (f"{busiest.name}, shared by its routes, carries {worst * 1e-6 * rate / 1e6:,.1f} MB "
+    why = (f"{busiest.name}, shared by its routes, carries {carries / 1e6:,.1f} MB "
            f"at {rate / 1e9:.0f} GB/s: {bound - est.us:.1f} us beyond the "
            f"{est.algorithm}'s own time")
     note = (f"{busiest.name} is shared by the routes of each {kind.replace('_', '-')} "

@@ -283,10 +283,7 @@ def build_network(platform: dict, link_bw: dict[str, float], host_link: str,
     """The :class:`Network` of a validated custom platform graph.  ``link_bw``: bytes/s per
     link kind; ``host_link``: the GPUs' PCIe link to their host; ``hosts``: the number of
     ``node`` devices (at least 1)."""
-    kind_of = {n["id"]: n["kind"] for n in platform["nodes"]}
-    gpus = [n["id"] for n in platform["nodes"] if n["kind"] == "gpu"]
-    edges = [e for e in platform.get("edges", [])
-             if e.get("source") in kind_of and e.get("target") in kind_of]
+    kind_of, gpus, edges = _parts(platform)
     linked = {x for e in edges for x in (e["source"], e["target"])}
     host_of = _hosts(platform, gpus, edges, kind_of, max(1, hosts))
     hosts = max(1, hosts)
@@ -336,33 +333,33 @@ def _add(g: nx.Graph, a: str, b: str, kind: str, link_bw: dict[str, float]) -> N
         g.add_edge(a, b, bw=bw, kind=kind)
 
 
-def _local_graph(kind_of: dict, edges: list[dict]) -> nx.Graph:
-    """The devices joined by every link but those between NICs (the network between
-    hosts)."""
+def _parts(platform: dict) -> tuple[dict, list[str], list[dict]]:
+    """A graph's device kinds by id, its GPUs in drawing order, and its links between
+    devices that exist."""
+    kind_of = {n["id"]: n["kind"] for n in platform["nodes"]}
+    gpus = [n["id"] for n in platform["nodes"] if n["kind"] == "gpu"]
+    edges = [e for e in platform.get("edges", [])
+             if e.get("source") in kind_of and e.get("target") in kind_of]
+    return kind_of, gpus, edges
+
+
+def _gpu_groups(platform: dict, gpus: list[str], edges: list[dict], kind_of: dict
+                ) -> tuple[list[str], list[tuple[list[str], list[int]]]]:
+    """The host ids in drawing order, and each group of GPUs joined by links (links between
+    NICs do not join: they are the network between hosts) with the indices of the hosts
+    its links reach, groups in the drawing order of their first GPU."""
+    host_ids = [n["id"] for n in platform["nodes"] if n["kind"] == "node"]
     local = nx.Graph()
     local.add_nodes_from(kind_of)
     local.add_edges_from((e["source"], e["target"]) for e in edges
                          if not (kind_of[e["source"]] == kind_of[e["target"]] == "nic"))
-    return local
-
-
-def _gpu_groups(platform: dict, gpus: list[str], edges: list[dict], kind_of: dict
-                ) -> tuple[list[str], dict[str, int], list[list[str]]]:
-    """The host ids in drawing order, the GPUs whose links reach exactly one host (its
-    index), and the other groups of GPUs joined by links, in drawing order (links between
-    NICs do not join: they are the network between hosts)."""
-    host_ids = [n["id"] for n in platform["nodes"] if n["kind"] == "node"]
-    host_of: dict[str, int] = {}
-    islands = []
-    for comp in nx.connected_components(_local_graph(kind_of, edges)):
+    groups = []
+    for comp in nx.connected_components(local):
         members = [g for g in gpus if g in comp]
-        at = [host_ids.index(h) for h in host_ids if h in comp]
-        if members and len(at) == 1:
-            host_of.update((g, at[0]) for g in members)
-        elif members:
-            islands.append(sorted(members, key=gpus.index))
-    islands.sort(key=lambda m: gpus.index(m[0]))
-    return host_ids, host_of, islands
+        if members:
+            groups.append((members, [i for i, h in enumerate(host_ids) if h in comp]))
+    groups.sort(key=lambda m: gpus.index(m[0][0]))
+    return host_ids, groups
 
 
 def hosts_without_gpus(platform: dict) -> list[tuple[int, str]]:
@@ -370,23 +367,15 @@ def hosts_without_gpus(platform: dict) -> list[tuple[int, str]]:
     on, as (node index, id): a host is taken by the GPUs whose links reach it, and the
     groups of GPUs whose links reach no host take the other hosts one each, in drawing
     order.  GPUs joined by NVLink, a switch or PCIe are in one group."""
-    nodes = platform["nodes"]
-    host_ids = [n["id"] for n in nodes if n["kind"] == "node"]
-    gpus = [n["id"] for n in nodes if n["kind"] == "gpu"]
+    kind_of, gpus, edges = _parts(platform)
+    host_ids, groups = _gpu_groups(platform, gpus, edges, kind_of)
     if len(host_ids) <= 1 or not gpus:
         return []
-    kind_of = {n["id"]: n["kind"] for n in nodes}
-    edges = [e for e in platform.get("edges", [])
-             if e.get("source") in kind_of and e.get("target") in kind_of]
-    taken, loose = set(), 0
-    for comp in nx.connected_components(_local_graph(kind_of, edges)):
-        if any(g in comp for g in gpus):
-            reached = [h for h in host_ids if h in comp]
-            taken.update(reached)
-            loose += not reached
-    free = [h for h in host_ids if h not in taken]
-    index = {n["id"]: i for i, n in enumerate(nodes)}
-    return [(index[h], h) for h in free[loose:]]
+    taken = {h for _, reached in groups for h in reached}
+    loose = sum(1 for _, reached in groups if not reached)
+    free = [h for h in range(len(host_ids)) if h not in taken]
+    index = {n["id"]: i for i, n in enumerate(platform["nodes"])}
+    return [(index[host_ids[h]], host_ids[h]) for h in free[loose:]]
 
 
 def _hosts(platform: dict, gpus: list[str], edges: list[dict], kind_of: dict,
@@ -396,7 +385,10 @@ def _hosts(platform: dict, gpus: list[str], edges: list[dict], kind_of: dict,
     is left fills the hosts in order."""
     if hosts <= 1 or not any(n["kind"] == "node" for n in platform["nodes"]):
         return {g: 0 for g in gpus}
-    host_ids, host_of, islands = _gpu_groups(platform, gpus, edges, kind_of)
+    host_ids, groups = _gpu_groups(platform, gpus, edges, kind_of)
+    host_of = {g: reached[0] for members, reached in groups if len(reached) == 1
+               for g in members}
+    islands = [members for members, reached in groups if len(reached) != 1]
     free = [h for h in range(len(host_ids)) if h not in host_of.values()]
     if len(islands) == len(free):
         for h, members in zip(free, islands):

@@ -8,8 +8,8 @@ from .network import Network, build_network
 from .specs import find_gpu_spec
 
 __all__ = ["Platform", "PLATFORM_PRESETS", "LINK_KINDS", "LINK_LABELS", "GPU_MODELS",
-           "resolve_platform", "preset_graph", "gpu_model_key", "gpu_nvlink", "gpu_device_name",
-           "link_issues"]
+           "resolve_platform", "preset_graph", "gpu_model_key", "gpu_nvlink",
+           "gpu_device_name", "link_issues"]
 
 # Per-GPU bandwidth, one direction, from NVIDIA's NVLink/NVSwitch pages and the PCIe and
 # InfiniBand specifications.
@@ -190,9 +190,10 @@ def gpu_device_name(model: str) -> str:
 
 def link_issues(platform: dict) -> list[tuple[int, str]]:
     """The links of a custom graph whose kind cannot join their ends, as (edge index,
-    message naming it): a link joins two devices; NVLink joins GPUs and NVSwitches, and no faster than the GPU's own
-    generation; a NIC link has a NIC at one end and no NVSwitch at the other; PCIe reaches no
-    NVSwitch and does not join two NICs (the network between NICs is a NIC link)."""
+    message naming it): a link joins two devices; NVLink joins GPUs and NVSwitches, and
+    no faster than the GPU's own generation; a NIC link has a NIC at one end and no
+    NVSwitch at the other; PCIe reaches no NVSwitch and does not join two NICs (the
+    network between NICs is a NIC link)."""
     kind_of = {n["id"]: n["kind"] for n in platform.get("nodes", [])}
     model_of = {n["id"]: (n.get("params") or {}).get("model", "a100")
                 for n in platform.get("nodes", []) if n["kind"] == "gpu"}
