@@ -145,7 +145,7 @@ def scenario_from_et(folder: Path = DATA) -> dict:
                       "edges": [{"source": s, "target": t} for s, t in edges]},
             "platform": {"preset": "dgx1-v100"},
             "training": {"batch_size": f["global_batch"], "optimizer": "adagrad",
-                         "dtype": "float32", "lr": 0.005},
+                         "dtype": "float32", "lr": 0.005, "input_pipeline": "torchrec"},
             "parallelism": {"embedding_sharding": sharding},
             "layout": {"model": {"dense": [0, 0], "bottom_mlp": [0, 120],
                                  "tables": [260, 60], "interaction": [130, 240],

@@ -22,7 +22,13 @@ from PySide6.QtWidgets import (
 )
 
 from predictors.hardware.platforms import PLATFORM_PRESETS
-from predictors.scenario.format import DTYPES, OPTIMIZERS, REPLICATED, ROW_WISE
+from predictors.scenario.format import (
+    DTYPES,
+    INPUT_PIPELINES,
+    OPTIMIZERS,
+    REPLICATED,
+    ROW_WISE,
+)
 from predictors.scenario.registry import BLOCK_KINDS, validate_params
 
 from ..widgets.theme_colors import canvas_colors
@@ -40,6 +46,9 @@ __all__ = ["Inspector", "ParamField"]
 
 def _relative(field_path: str) -> str:
     return field_path.split(".", 1)[1] if "." in field_path else field_path
+
+
+TRAINING_DEFAULTS = {"input_pipeline": "resident"}   # settings a scenario may leave out
 
 
 class Inspector(QWidget):
@@ -161,6 +170,11 @@ class Inspector(QWidget):
             ChoiceField("optimizer", OPTIMIZERS, "optimizer"),
             ChoiceField("dtype", DTYPES, "data type of weights and activations"),
             TextField("lr", "learning rate (does not change the time)", "e.g. 0.01"),
+            ChoiceField("input_pipeline", INPUT_PIPELINES,
+                        "resident: the batch is on the GPU when the step starts. torchrec: "
+                        "TorchRec's TrainPipelineSparseDist, which in each step copies the "
+                        "next batch from the host and sends its sparse features to the "
+                        "GPUs that hold their tables (all-to-alls the host waits for)"),
             ChoiceField("preset", list(PLATFORM_PRESETS), "platform preset",
                          {n: f"{n} \u2014 {p.description}" for n, p in PLATFORM_PRESETS.items()}),
             NumberField("threads", 1, 1024, "CPU threads (local-cpu only)", True),
@@ -194,8 +208,8 @@ class Inspector(QWidget):
 
     def _load_settings(self) -> None:
         training, platform = self.document.training(), self.document.platform()
-        for name in ("batch_size", "optimizer", "dtype", "lr"):
-            self.fields[name].set_value(training.get(name))
+        for name in ("batch_size", "optimizer", "dtype", "lr", "input_pipeline"):
+            self.fields[name].set_value(training.get(name, TRAINING_DEFAULTS.get(name)))
             self.fields[name].set_error(None)
         preset = platform.get("preset")
         if preset is None:  # a platform graph: edited on its own canvas, not here

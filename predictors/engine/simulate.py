@@ -22,7 +22,7 @@ import weakref
 from typing import Callable
 
 from ..costs.op_costs import CostedGraph, CostedOp
-from ..model.comm_ops import COLLECTIVE_OPS, PROFILER_NAMES
+from ..model.comm_ops import COLLECTIVE_OPS, HOST_WAITS, INPUT_DIST_OPS, PROFILER_NAMES
 from ..utils.formatting import format_bytes
 from .simulator import Call, CollectiveMismatch, Item, Kernel, critical_path, simulate
 from .timeline import LINKS_RANK, Timeline, TimelineBuilder
@@ -53,11 +53,14 @@ def rank_items(costed: CostedGraph) -> list[Item]:
         thread = op.thread if on_gpu else "main"
         gap = (o.t1 + (oh.autograd_t1 if op.thread == "autograd" else 0.0)) * _US
         if op.category == "communication":
-            k = Kernel(COMM, delay_us=(o.t4 * _US) + lat,
-                       wait_streams=(COMPUTE,) if on_gpu else (), collective=True, payload=op)
+            behind = (COMPUTE,) if on_gpu and op.name not in INPUT_DIST_OPS else ()
+            k = Kernel(COMM, delay_us=(o.t4 * _US) + lat, wait_streams=behind,
+                       collective=True, payload=op)
             # on a CPU rank the calling thread waits for a collective (gloo) to end, except
-            # for DDP's all-reduces: gloo's threads reduce them while backward goes on
-            blocking = not on_gpu and COLLECTIVE_OPS[op.name] != "all_reduce"
+            # for DDP's all-reduces: gloo's threads reduce them while backward goes on;
+            # on a GPU it waits for those whose result it reads (HOST_WAITS)
+            blocking = (op.name in HOST_WAITS
+                        or (not on_gpu and COLLECTIVE_OPS[op.name] != "all_reduce"))
             if not on_gpu and not blocking:
                 in_flight.add(op.index)
             call = Call(o.t4 * _US, (k,), returns_before_us=0.0 if blocking else None)

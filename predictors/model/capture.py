@@ -22,12 +22,17 @@ from torch.utils._pytree import tree_flatten
 
 from ..utils.gc_pause import collection_paused
 from .embedding_blocks import lookup_specs
+from .input_pipeline import copy_batch, host_batch, start_sparse_dist, take_sparse_dist
 from .memory import GPU_BLOCK, StorageLedger, step_memory
 from .op_classes import classify
 from .workload import Workload, build_workload, gradient_buckets
 
-__all__ = ["OpRecorder", "capture_training_step", "capture_scenario", "gpu_fused_ops",
+__all__ = ["OpRecorder", "PIPELINE_BLOCK", "capture_training_step", "capture_scenario",
+           "gpu_fused_ops",
            "op_sequence"]
+
+
+PIPELINE_BLOCK = "input pipeline"   # the block name of the TorchRec pipeline's ops
 
 
 def _dtype_name(t: torch.Tensor) -> str:
@@ -163,6 +168,14 @@ class OpRecorder(TorchDispatchMode):
         return None
 
     @contextmanager
+    def in_block(self, block: str):
+        self.block.append(block)
+        try:
+            yield
+        finally:
+            self.block.pop()
+
+    @contextmanager
     def in_phase(self, phase: str):
         old, self.phase = self.phase, phase
         try:
@@ -294,8 +307,11 @@ def capture_training_step(workload: Workload, *, gpu: bool = False) -> nx.DiGrap
 
     The inputs are made before recording, as a data loader would; the graph holds
     forward (with the loss), backward and the optimizer step.  ``gpu``: record the ops a
-    CUDA device runs where they differ from the CPU's (dropout and attention as :func:`gpu_fused_ops` records them, the
-    multi-tensor optimizer step).
+    CUDA device runs where they differ from the CPU's (dropout and attention as
+    :func:`gpu_fused_ops` records them, the multi-tensor optimizer step), and the
+    workload's TorchRec pipeline (:mod:`.input_pipeline`) when it has one: the next
+    batch's copy before the forward, its received features taken at the forward's start,
+    and the input distribution of the batch after it between forward and backward.
     """
 
     module = workload.module
@@ -325,10 +341,20 @@ def capture_training_step(workload: Workload, *, gpu: bool = False) -> nx.DiGrap
         buckets = gradient_buckets(module, module.shard.ranks)
         buckets.attach()
         recorder.ledger.read(buckets.flat + ([buckets.late_flat] if buckets.late else []))
+    pipeline = workload.pipeline if gpu else None
+    host = host_batch(pipeline) if pipeline is not None else []
     try:
         with collection_paused(), (gpu_fused_ops() if gpu else nullcontext()), recorder:
             with recorder.in_phase("forward"):
+                if pipeline is not None:
+                    with recorder.in_block(PIPELINE_BLOCK):
+                        copied = copy_batch(host, workload.device)
+                        take_sparse_dist(pipeline, workload.device)
                 loss = module(batch)
+                if pipeline is not None:
+                    with recorder.in_block(PIPELINE_BLOCK):
+                        start_sparse_dist(pipeline, copied, workload.device)
+                        del copied
             if buckets is not None:
                 buckets.expect(loss)
             with recorder.in_phase("backward"):

@@ -1,6 +1,8 @@
 """Collectives as ops a capture can record: ``mldse::all_to_all``, ``mldse::all_reduce``,
-``mldse::reduce_scatter`` and its backward ``mldse::all_gather``, and the table-row-wise
-exchange ``mldse::node_reduce_scatter`` with its backward ``mldse::node_all_gather``.
+``mldse::reduce_scatter`` and its backward ``mldse::all_gather``, the table-row-wise
+exchange ``mldse::node_reduce_scatter`` with its backward ``mldse::node_all_gather``, and
+the sparse features' input distribution of TorchRec's pipeline, ``mldse::kjt_splits`` and
+``mldse::kjt_all_to_all``.
 
 A rank of a data- and model-parallel job calls NCCL where a single-device step has no op.
 These custom ops stand in for those calls on the meta device: they have shapes (their fake
@@ -21,8 +23,9 @@ from contextlib import contextmanager
 
 import torch
 
-__all__ = ["COLLECTIVE_OPS", "PROFILER_NAMES", "GradientBuckets", "all_to_all", "exchange_anchor",
-           "reduce_scatter", "all_reduce", "wait_pending", "take_exchange_us"]
+__all__ = ["COLLECTIVE_OPS", "PROFILER_NAMES", "INPUT_DIST_OPS", "HOST_WAITS",
+           "GradientBuckets", "all_to_all", "exchange_anchor", "reduce_scatter", "all_reduce",
+           "wait_pending", "take_exchange_us"]
 
 # recorded op name -> the collective kind of devices/collectives.py
 COLLECTIVE_OPS = {"mldse::all_to_all": "all_to_all",
@@ -31,7 +34,9 @@ COLLECTIVE_OPS = {"mldse::all_to_all": "all_to_all",
                   "mldse::reduce_scatter": "reduce_scatter",
                   "mldse::all_gather": "all_gather",
                   "mldse::node_reduce_scatter": "node_reduce_scatter",
-                  "mldse::node_all_gather": "node_all_gather"}
+                  "mldse::node_all_gather": "node_all_gather",
+                  "mldse::kjt_splits": "all_to_all",
+                  "mldse::kjt_all_to_all": "all_to_all"}
 
 # what a profiler calls them (the record_param_comms / NCCL names of a Kineto trace)
 PROFILER_NAMES = {"mldse::all_to_all": "nccl:all_to_all",
@@ -40,7 +45,15 @@ PROFILER_NAMES = {"mldse::all_to_all": "nccl:all_to_all",
                   "mldse::reduce_scatter": "nccl:reduce_scatter",
                   "mldse::all_gather": "nccl:all_gather",
                   "mldse::node_reduce_scatter": "nccl:reduce_scatter + all_to_all",
-                  "mldse::node_all_gather": "nccl:all_to_all + all_gather"}
+                  "mldse::node_all_gather": "nccl:all_to_all + all_gather",
+                  "mldse::kjt_splits": "nccl:all_to_all",
+                  "mldse::kjt_all_to_all": "nccl:all_to_all"}
+
+# The input distribution runs on its own stream, which waits for nothing the step's
+# forward queued: these collectives follow only the communication stream's order.
+INPUT_DIST_OPS = frozenset({"mldse::kjt_splits", "mldse::kjt_all_to_all"})
+# The host waits for these to end (it reads their result: ``.tolist()`` of the splits).
+HOST_WAITS = frozenset({"mldse::kjt_splits"})
 
 FIRST_BUCKET_BYTES = 1 << 20   # torch.distributed's _DEFAULT_FIRST_BUCKET_BYTES
 BUCKET_BYTES = 25 << 20        # DistributedDataParallel(bucket_cap_mb=25)
@@ -180,6 +193,31 @@ def _node_rs_backward(ctx, grads):
 
 
 _node_reduce_scatter.register_autograd(_node_rs_backward, setup_context=_node_rs_setup)
+
+
+@torch.library.custom_op("mldse::kjt_splits", mutates_args=())
+def _kjt_splits(splits: torch.Tensor) -> torch.Tensor:
+    """How many lengths and values this rank sends each rank, exchanged so that each
+    rank knows what it will receive (TorchRec's splits all-to-all); the host reads the
+    result before it can go on."""
+    _capture_only()
+
+
+@_kjt_splits.register_fake
+def _(splits):
+    return splits.new_empty(splits.shape)
+
+
+@torch.library.custom_op("mldse::kjt_all_to_all", mutates_args=())
+def _kjt_all_to_all(data: torch.Tensor) -> torch.Tensor:
+    """The sparse features' lengths or values sent to the ranks that look them up (as
+    many as this rank sends: the ranks' shares are alike on average)."""
+    _capture_only()
+
+
+@_kjt_all_to_all.register_fake
+def _(data):
+    return data.new_empty(data.shape)
 
 
 # -- a real exchange on CPU ranks, over torch.distributed (gloo) ---------------------------

@@ -22,6 +22,7 @@ from .embedding_blocks import (
     table_inputs,
 )
 from .index_law import row_block
+from .input_pipeline import InputPipeline, pipeline_of
 
 __all__ = ["Workload", "build_workload", "training_step", "BuildError"]
 
@@ -369,6 +370,7 @@ class Workload:
     dtype: torch.dtype
     lr: float
     device: torch.device
+    pipeline: InputPipeline | None = None   # TorchRec's pipeline around the step
 
     def make_batch(self, seed: int = 0) -> dict:
         """Inputs for one step: random data on CPU-like devices, shapes only on meta."""
@@ -537,6 +539,8 @@ def build_workload(doc: dict, device: str | torch.device = "meta",
     """
     device = torch.device(device)
     dtype = _DTYPES[doc["training"]["dtype"]]
+    pipeline = (pipeline_of(doc, shard)
+                if doc["training"].get("input_pipeline") == "torchrec" else None)
     if shard is not None and shard.rowwise:
         doc = _cut_rowwise(doc, shard)
     if shard is not None and shard.columns:
@@ -554,7 +558,7 @@ def build_workload(doc: dict, device: str | torch.device = "meta",
         shard = replace(shard, anchor=exchange_anchor(dtype, device))
     module.shard = shard
     return Workload(doc, module, specs, doc["training"]["batch_size"], dtype,
-                    doc["training"]["lr"], device)
+                    doc["training"]["lr"], device, pipeline)
 
 
 def training_step(module: nn.Module, batch: dict, optimizer: torch.optim.Optimizer):

@@ -26,8 +26,8 @@ from msgspec import UNSET, Meta, Struct, UnsetType, field
 from ..hardware.platforms import GPU_MODELS, LINK_KINDS, PLATFORM_PRESETS
 from .registry import BLOCK_KINDS, DEFAULT_TABLE, MAX_SIZE, BlockKind, ParamSpec
 
-__all__ = ["FORMAT", "VERSION", "DTYPES", "OPTIMIZERS", "ROW_WISE", "REPLICATED",
-           "PLATFORM_NODE_KINDS",
+__all__ = ["FORMAT", "VERSION", "DTYPES", "OPTIMIZERS", "INPUT_PIPELINES", "ROW_WISE",
+           "REPLICATED", "PLATFORM_NODE_KINDS",
            "Scenario", "Model", "Block", "BlockId", "BlockKindName", "BLOCK_TYPES",
            "PARAMS_TYPES", "Edge", "Table", "Uniform", "Zipf", "Platform", "Device",
            "DeviceParams", "Link", "Training", "Parallelism", "SCENARIO_DECODER", "params_type"]
@@ -36,6 +36,7 @@ FORMAT = "ml-dse/scenario"
 VERSION = 1
 DTYPES = ("float32", "bfloat16", "float16")
 OPTIMIZERS = ("sgd", "adam", "adamw", "adagrad")
+INPUT_PIPELINES = ("resident", "torchrec")
 ROW_WISE = "rw"   # an embedding_sharding value: the table's rows split over every rank
 REPLICATED = "dp"  # an embedding_sharding value: the table on every rank (data parallel)
 PLATFORM_NODE_KINDS = ("cpu", "gpu", "node", "nvswitch", "nic", "pcie_switch")
@@ -235,6 +236,11 @@ class Training(Struct, forbid_unknown_fields=True):
                     "FBGEMM's fused lookups apply Adagrad inside their backward)")] = "sgd"
     dtype: Literal[DTYPES] = "float32"
     lr: Annotated[PositiveNumber, Meta(description="the learning rate")] = 0.01
+    input_pipeline: Annotated[Literal[INPUT_PIPELINES], Meta(
+        description="resident: the batch is on the device when the step starts; torchrec: "
+                    "on GPUs, TorchRec's TrainPipelineSparseDist, which in each step copies "
+                    "the next batch from the host and sends its sparse features to the "
+                    "ranks that hold their tables")] = "resident"
 
 
 RankNumber = Annotated[int, Meta(ge=0)]

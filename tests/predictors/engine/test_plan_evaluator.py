@@ -13,10 +13,12 @@ from predictors.model.sharding import REPLICATED, ROW_WISE, ColumnWise, Plan
 from predictors.scenario.format import load_scenario
 
 
-def _graphs(kernel: str, preset: str = "pcie-4x-a100", optimizer: str = "sgd"):
+def _graphs(kernel: str, preset: str = "pcie-4x-a100", optimizer: str = "sgd",
+            pipeline: str = "resident"):
     doc = load_scenario(SCENARIOS / "small_dlrm.json")
     doc["platform"] = {"preset": preset}
     doc["training"]["optimizer"] = optimizer
+    doc["training"]["input_pipeline"] = pipeline
     for node in doc["model"]["nodes"]:
         if node["kind"] == "interaction":
             node["params"]["op"] = "cat"   # tables of several widths
@@ -57,13 +59,12 @@ def _plans(graphs, rng, n=5):
     return plans
 
 
-@pytest.mark.parametrize("kernel,optimizer", [("fused", "sgd"),
-                                              pytest.param("per_table", "sgd",
-                                                           marks=pytest.mark.slow),
-                                              pytest.param("fused", "adam",
-                                                           marks=pytest.mark.slow)])
-def test_composed_plans_simulate_as_their_captured_rank_graphs(kernel, optimizer):
-    graphs = _graphs(kernel, optimizer=optimizer)
+@pytest.mark.parametrize("kernel,optimizer,pipeline", [
+    ("fused", "sgd", "resident"), ("fused", "sgd", "torchrec"),
+    pytest.param("per_table", "sgd", "resident", marks=pytest.mark.slow),
+    pytest.param("fused", "adam", "resident", marks=pytest.mark.slow)])
+def test_composed_plans_simulate_as_their_captured_rank_graphs(kernel, optimizer, pipeline):
+    graphs = _graphs(kernel, optimizer=optimizer, pipeline=pipeline)
     plans = _plans(graphs, random.Random(7))
     fast = PlanEvaluator(graphs).spans_ms(plans)
     for plan, spans in zip(plans, fast):

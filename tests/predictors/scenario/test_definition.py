@@ -113,7 +113,7 @@ def test_every_problem_is_reported_at_once():
          "'tanh'], got 'swish'"),
         "model.nodes[4].params.layers: expected a non-empty list of integers, got 'wide'",
         ("training.momentum: unknown training setting (known: batch_size, batch_per_gpu, optimizer, "
-         "dtype, lr)"),
+         "dtype, lr, input_pipeline)"),
         "training.lr: must be positive, got -1",
         "layout: expected an object of canvas positions, got []",
     ]
@@ -155,7 +155,8 @@ def test_problems_inside_a_block_name_the_block():
     (lambda d: d["training"].update(batch_size=10 ** 400),
      "training.batch_size: must be <= 1,099,511,627,776, got <1329-bit integer>"),
     (lambda d: d["training"].update({"a\nb": 1}),
-     "training['a\\nb']: unknown training setting (known: batch_size, batch_per_gpu, optimizer, dtype, lr)"),
+     "training['a\\nb']: unknown training setting (known: batch_size, batch_per_gpu, optimizer, "
+     "dtype, lr, input_pipeline)"),
     (lambda d: d.update(parallelism={"embedding_sharding": {"tables/0": "x"}}),
      "parallelism.embedding_sharding.tables/0: expected a rank (0, 1, ...), 'rw', 'dp' or {'kind': 'tw'|'rw'|'dp'|'cw'|'twrw', ...}, got 'x'"),
     (lambda d: d.update(version=10 ** 5000),

@@ -1,0 +1,150 @@
+"""TorchRec's training pipeline around a captured step (``training.input_pipeline:
+"torchrec"``, on GPUs).
+
+``TrainPipelineSparseDist`` overlaps three batches.  In the step of batch *i* the host
+also
+
+- copies batch *i + 2* from host memory to the device (``copy_batch_to_gpu``: the dense
+  features, the labels, and the sparse features as one KeyedJaggedTensor of values and
+  lengths);
+- distributes batch *i + 1*'s sparse features to the ranks that hold their tables
+  (``sparse_data_dist``), once per sharding kind that has an input distribution
+  (table-wise, row-wise, column-wise, table-row-wise; a data-parallel table's features
+  stay): the features are permuted into destination order, the splits (how many lengths
+  and values go to each rank) are made on the host, copied and exchanged in an
+  all-to-all whose result the host reads before it goes on, then the lengths and the
+  values go in two more all-to-alls;
+- at the start of the forward, takes batch *i*'s received features: permutes them back
+  into table order, sums the lengths, and, for each sharding kind's lookup, turns the
+  lengths into offsets.
+
+:func:`pipeline_of` describes this for one rank from the scenario and its sharding, and
+the three ``*`` functions record it as aten ops and the collectives of
+:mod:`.comm_ops`, so the host pays each op's dispatch like any other op of the step.
+FBGEMM's sparse ops (``permute_2D_sparse_data``, ``asynchronous_complete_cumsum``) are
+recorded as the aten ops that do the same work (``index_select``, ``cumsum``).  The data
+loader's own time is not part of it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["InputPipeline", "pipeline_of", "host_batch", "copy_batch", "start_sparse_dist",
+           "take_sparse_dist"]
+
+_VALUES, _LENGTHS = torch.int64, torch.int32
+
+
+@dataclass(frozen=True)
+class InputPipeline:
+    """What one rank's pipeline moves in a step."""
+
+    ranks: int
+    local_batch: int
+    dense: tuple[tuple[tuple[int, ...], torch.dtype], ...]   # host tensors besides the KJT
+    features: int                    # sparse features (tables) of the batch
+    values: int                      # their indices in this rank's samples
+    # per sharding kind with an input distribution: (kind, features, values it sends)
+    dists: tuple[tuple[str, int, int], ...]
+    lookups: tuple[tuple[str, int], ...]    # per sharding kind looked up: (kind, features)
+
+
+def _kind(shard, key: str) -> str:
+    if shard is None:
+        return "local"
+    if key in shard.replicated:
+        return "dp"
+    if key in shard.row_groups:
+        return "twrw"
+    if key in shard.rowwise:
+        return "rw"
+    return "cw" if key in shard.columns else "tw"
+
+
+def pipeline_of(doc: dict, shard=None) -> InputPipeline:
+    """The pipeline of one rank (``shard``; None: one device) of scenario ``doc`` (before
+    a rank's row-wise tables are cut to its block)."""
+    b = shard.local_batch if shard is not None else int(doc["training"]["batch_size"])
+    dense, features, values = [], 0, 0
+    sent: dict[str, list[int]] = {}
+    looked: dict[str, int] = {}
+    for node in doc["model"]["nodes"]:
+        kind, p = node["kind"], node.get("params", {})
+        if kind == "dense_input":
+            dense.append(((b, int(p["features"])), torch.float32))
+        elif kind == "token_input":
+            dense.append(((b, int(p["seq_len"])), torch.int64))
+        elif kind == "loss":
+            dense.append(((b,), torch.float32))
+        elif kind == "embedding_tables":
+            for j, table in enumerate(p["tables"]):
+                how = _kind(shard, f"{node['id']}/{j}")
+                n = int(round(b * float(table["pooling"])))
+                features, values = features + 1, values + n
+                looked[how] = looked.get(how, 0) + 1
+                if how not in ("dp", "local"):
+                    copies = len(shard.columns[f"{node['id']}/{j}"]) if how == "cw" else 1
+                    got = sent.setdefault(how, [0, 0])
+                    got[0] += copies
+                    got[1] += copies * n
+    order = ("tw", "rw", "cw", "twrw", "dp", "local")   # TorchRec's sharding kinds' order
+    return InputPipeline(
+        shard.ranks if shard is not None else 1, b, tuple(dense), features, values,
+        tuple((k, *sent[k]) for k in order if k in sent),
+        tuple((k, looked[k]) for k in order if k in looked))
+
+
+def host_batch(p: InputPipeline) -> list[torch.Tensor]:
+    """The next batch as the data loader leaves it in host memory (made before the step is
+    recorded): the dense tensors, then the KJT's values and lengths."""
+    out = [torch.empty(shape, dtype=dtype) for shape, dtype in p.dense]
+    if p.features:
+        out += [torch.empty(p.values, dtype=_VALUES),
+                torch.empty(p.features * p.local_batch, dtype=_LENGTHS)]
+    return out
+
+
+def copy_batch(tensors: list[torch.Tensor], device) -> list[torch.Tensor]:
+    """``copy_batch_to_gpu``: every tensor of the host batch copied to ``device``."""
+    return [t.to(device, non_blocking=True) for t in tensors]
+
+
+def start_sparse_dist(p: InputPipeline, copied: list[torch.Tensor], device) -> list:
+    """``sparse_data_dist`` of the batch ``copied`` (:func:`copy_batch`'s output): per
+    sharding kind, its features permuted into destination order, the splits made on the
+    host and exchanged (the host waits for them), then the lengths and values
+    exchanged.  Returns what the exchanges deliver."""
+    if not p.dists:
+        return []
+    values, lengths = copied[-2], copied[-1]
+    per_feature = lengths.view(p.features, p.local_batch)
+    got = []
+    for _, features, n in p.dists:
+        order = torch.empty(features, dtype=torch.int64, device=device)
+        out_lengths = per_feature.index_select(0, order)
+        out_values = values.index_select(0, torch.empty(n, dtype=torch.int64, device=device))
+        splits = torch.stack([torch.empty(p.ranks, dtype=torch.int64).to(device)
+                              for _ in range(3)])   # lengths, values and samples per rank
+        torch.ops.mldse.kjt_splits(splits.flatten())
+        recat = torch.empty(p.ranks * features, dtype=torch.int32).to(device)
+        got.append((torch.ops.mldse.kjt_all_to_all(out_lengths.flatten()),
+                    torch.ops.mldse.kjt_all_to_all(out_values), recat))
+    return got
+
+
+def take_sparse_dist(p: InputPipeline, device) -> None:
+    """The forward's side of the pipeline: the features received in the step before
+    (permuted back into table order, their lengths summed) and each sharding kind's
+    lookup offsets."""
+    for _, features, n in p.dists:
+        # what a rank receives, taken as what it sends (alike on average over the ranks)
+        lengths = torch.empty(features * p.local_batch, dtype=_LENGTHS, device=device)
+        recat = torch.empty(features, dtype=torch.int64, device=device)
+        lengths.view(features, p.local_batch).index_select(0, recat).sum()
+        values = torch.empty(n, dtype=_VALUES, device=device)
+        values.index_select(0, torch.empty(n, dtype=torch.int64, device=device))
+    for _, features in p.lookups:
+        lengths = torch.empty(features * p.local_batch, dtype=_LENGTHS, device=device)
+        torch.cumsum(lengths.to(torch.int64), 0).to(torch.int32)
