@@ -26,11 +26,13 @@ pooling summed; the job's table sizes are the MLPerf DLRM-DCNv2 Criteo 1TB sizes
 exactly what the traces say (one set per rank).
 
 With ``--write`` the scenario goes to ``resources/scenarios/param_dlrm_8xv100.json``.
-The predictions use the bundled V100 profile (kernels fitted on public data) and three
+The scenario runs TorchRec's pipeline (``"input_pipeline": "torchrec"``), as the job did.
+The predictions use the bundled V100 profile (kernels fitted on public data) and four
 host tables: the public recordings of other hosts and the project's H200 host (neither
-holds anything of this job), and this job's own traces (the default host's source, for
-comparison).  Each rank's prediction is set beside its recorded step, and the phases of the
-rank that starts last beside the predicted ones.
+holds anything of this job), this job's own traces (``dgx1-2023``), and the default host
+``public-pool`` (which pools this job with the others), for comparison.  Each rank's
+prediction is set beside its recorded step, and the phases of the rank that starts last
+beside the predicted ones.
 """
 from __future__ import annotations
 
@@ -194,14 +196,16 @@ def phases(folder: Path = DATA, rank: int = 7) -> list[tuple[str, float]]:
 
 
 def predicted_phases(result, rank: int = 7) -> list[tuple[str, float]]:
-    """Forward (until the autograd thread starts), backward (its span) and the optimizer
+    """Everything until backward (the pipeline's copy and input distribution and the
+    forward: until the autograd thread starts), backward (its span) and the optimizer
     (the rest) of ``rank``'s predicted step, ms."""
     tl = result.timeline
     lane = {ln.name: i for i, ln in enumerate(tl.lanes) if ln.rank == rank}
     auto = tl.lane == lane["CPU autograd thread"]
     b0, b1 = tl.start_us[auto].min(), (tl.start_us[auto] + tl.dur_us[auto]).max()
     end = tl.span_ms(rank) * 1e3
-    return [("forward", b0 / 1e3), ("backward", (b1 - b0) / 1e3), ("optimizer", (end - b1) / 1e3)]
+    return [("until backward", b0 / 1e3), ("backward", (b1 - b0) / 1e3),
+            ("optimizer", (end - b1) / 1e3)]
 
 
 def main() -> int:
@@ -220,10 +224,11 @@ def main() -> int:
     from predictors.costs.host_overheads import DEFAULT_HOST
     from predictors.engine.predict import predict
     # host overheads: none from this job (the other public hosts, the project's H200
-    # host), and, for comparison, this job's own (the default host's source)
+    # host); this job's own; the default host, which pools it with the others
     runs = {"other public hosts": predict(doc, overheads=other_hosts_overheads()),
             "xeon-vm-2026": predict(doc, host="xeon-vm-2026"),
-            f"{DEFAULT_HOST} (own)": predict(doc, host=DEFAULT_HOST)}
+            "dgx1-2023 (own)": predict(doc, host="dgx1-2023"),
+            f"{DEFAULT_HOST} (default)": predict(doc, host=DEFAULT_HOST)}
     steps = recorded()
     last = max(steps, key=lambda s: s["start_ms"])
     print(f"{'rank':>4} {'recorded ms':>11} {'starts at':>9}  " + "  ".join(
@@ -248,8 +253,13 @@ def main() -> int:
               f"{last['rank']}'s {last['ms']:.3f} ms (the last to start)")
     print(f"the ranks start up to {last['start_ms']:.3f} ms apart and end within "
           f"{max(s['end_ms'] for s in steps) - min(s['end_ms'] for s in steps):.3f} ms")
+    recorded_phases = phases(rank=last["rank"])
     print(f"rank {last['rank']}, recorded phases: " + ", ".join(
-        f"{name} {ms:.2f}" for name, ms in phases(rank=last["rank"])) + " ms")
+        f"{name} {ms:.2f}" for name, ms in recorded_phases) + " ms")
+    ahead = sum(ms for name, ms in recorded_phases if name not in ("backward", "optimizer"))
+    print(f"rank {last['rank']}, recorded: until backward {ahead:.2f}, " + ", ".join(
+        f"{name} {ms:.2f}" for name, ms in recorded_phases
+        if name in ("backward", "optimizer")) + " ms")
     for key, result in runs.items():
         print(f"rank {last['rank']}, predicted ({key}): " + ", ".join(
             f"{name} {ms:.2f}" for name, ms in predicted_phases(result, last["rank"])) + " ms")
