@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from predictors.hardware.platforms import PLATFORM_PRESETS
+from predictors.scenario.definition import TRAINING_DEFAULTS
 from predictors.scenario.format import (
     DTYPES,
     INPUT_PIPELINES,
@@ -46,9 +47,6 @@ __all__ = ["Inspector", "ParamField"]
 
 def _relative(field_path: str) -> str:
     return field_path.split(".", 1)[1] if "." in field_path else field_path
-
-
-TRAINING_DEFAULTS = {"input_pipeline": "resident"}   # settings a scenario may leave out
 
 
 class Inspector(QWidget):

@@ -260,8 +260,12 @@ def predict(scenario: dict, *, profile=None, overheads=None, host: str | None = 
         notes.append(profile.provenance["gemm_sibling"])
     if profile is not None and overheads is None and profile.provenance.get("host_overheads"):
         notes.append(f"host: {profile.provenance['host_overheads']}")
+    if doc["training"].get("input_pipeline") == "torchrec":
+        notes.append("input pipeline: TorchRec's (each step copies the next batch to the GPU "
+                     "and sends its sparse features to their tables' ranks)"
+                     if platform.device != "cpu" else
+                     "input pipeline: TorchRec's applies to GPUs; this CPU step is resident")
     if platform.device == "cpu":
-
         notes.extend(filter(None, [other_cpu_note(profile), unsteady_note(profile), (
             profile.provenance.get("host_scaling") or {}).get("note")
             if profile is not None else None]))

@@ -30,7 +30,8 @@ __all__ = ["FORMAT", "VERSION", "DTYPES", "OPTIMIZERS", "INPUT_PIPELINES", "ROW_
            "REPLICATED", "PLATFORM_NODE_KINDS",
            "Scenario", "Model", "Block", "BlockId", "BlockKindName", "BLOCK_TYPES",
            "PARAMS_TYPES", "Edge", "Table", "Uniform", "Zipf", "Platform", "Device",
-           "DeviceParams", "Link", "Training", "Parallelism", "SCENARIO_DECODER", "params_type"]
+           "DeviceParams", "Link", "Training", "TRAINING_DEFAULTS", "Parallelism",
+           "SCENARIO_DECODER", "params_type"]
 
 FORMAT = "ml-dse/scenario"
 VERSION = 1
@@ -241,6 +242,11 @@ class Training(Struct, forbid_unknown_fields=True):
                     "on GPUs, TorchRec's TrainPipelineSparseDist, which in each step copies "
                     "the next batch from the host and sends its sparse features to the "
                     "ranks that hold their tables")] = "resident"
+
+
+# each training setting's default, for editors that show a setting a document leaves out
+TRAINING_DEFAULTS = {f.name: f.default for f in msgspec.structs.fields(Training)
+                     if f.default is not msgspec.NODEFAULT and f.default is not UNSET}
 
 
 RankNumber = Annotated[int, Meta(ge=0)]

@@ -160,6 +160,18 @@ def test_no_selection_shows_training(qtbot, inspector, editor):
     assert presets.currentData() == "a100-1"
 
 
+def test_the_input_pipeline_shows_its_default_and_changes_in_one_undo_step(inspector, editor):
+    inspector.follow_selection([])
+    combo = inspector.fields["input_pipeline"].widget
+    assert combo.currentData() == "resident"   # the default
+    combo.setCurrentIndex(combo.findData("torchrec"))
+    assert editor.document.training()["input_pipeline"] == "torchrec"
+    assert editor.undo_stack.count() == 1
+    editor.undo_stack.undo()
+    assert editor.document.training().get("input_pipeline", "resident") == "resident"
+    assert combo.currentData() == "resident"
+
+
 def test_follows_removal_and_shows_issues(inspector, editor):
     node_id = editor.add_block("mlp", (0, 600))
     inspector.follow_selection([node_id])
