@@ -31,8 +31,9 @@ The predictions use the bundled V100 profile (kernels fitted on public data) and
 host tables: the public recordings of other hosts and the project's H200 host (neither
 holds anything of this job), this job's own traces (``dgx1-2023``), and the default host
 ``public-pool`` (which pools this job with the others), for comparison.  Each rank's
-prediction is set beside its recorded step, and the phases of the rank that starts last
-beside the predicted ones.
+prediction is set beside its recorded step (with the other hosts' table, also with each
+rank starting when its recording starts: ``predict(..., rank_starts_ms=...)``), and the
+phases of the rank that starts last beside the predicted ones.
 """
 from __future__ import annotations
 
@@ -225,11 +226,15 @@ def main() -> int:
     from predictors.engine.predict import predict
     # host overheads: none from this job (the other public hosts, the project's H200
     # host); this job's own; the default host, which pools it with the others
-    runs = {"other public hosts": predict(doc, overheads=other_hosts_overheads()),
+    steps = recorded()
+    others = other_hosts_overheads()
+    runs = {"other public hosts": predict(doc, overheads=others),
+            # the same, each rank starting when its recording starts
+            "other hosts, recorded starts": predict(
+                doc, overheads=others, rank_starts_ms=[s["start_ms"] for s in steps]),
             "xeon-vm-2026": predict(doc, host="xeon-vm-2026"),
             "dgx1-2023 (own)": predict(doc, host="dgx1-2023"),
             f"{DEFAULT_HOST} (default)": predict(doc, host=DEFAULT_HOST)}
-    steps = recorded()
     last = max(steps, key=lambda s: s["start_ms"])
     print(f"{'rank':>4} {'recorded ms':>11} {'starts at':>9}  " + "  ".join(
         f"{k:>24}" for k in runs))

@@ -84,9 +84,22 @@ def _cmd_predict(args) -> int:
         overheads = _trace_overheads(args.overheads_from, doc, args.prog)
         if isinstance(overheads, int):
             return overheads
+    starts = None
+    if args.rank_starts_ms:
+        try:
+            starts = [float(x) for x in args.rank_starts_ms.split(",")]
+        except ValueError:
+            return usage_error(f"--rank-starts-ms {args.rank_starts_ms}: expected numbers "
+                               "separated by commas, one per rank")
     if profile_arg(args) is None:
         _check_host(doc)
-    result = predict(doc, profile=profile_arg(args), overheads=overheads, host=args.host)
+    try:
+        result = predict(doc, profile=profile_arg(args), overheads=overheads, host=args.host,
+                         rank_starts_ms=starts)
+    except ValueError as exc:
+        if starts is None or "rank_starts_ms" not in str(exc):
+            raise
+        return usage_error(f"--rank-starts-ms: {str(exc).split(': ', 1)[1]}")
     if args.chrome_trace:
         result.timeline.save_chrome_trace(args.chrome_trace)
     if args.json:
@@ -500,6 +513,10 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
                    help="the host whose CPU dispatches a GPU step: a name of the host "
                         "catalogue (resources/hosts) or a host file (default: the "
                         "scenario's platform.host, else public-pool)")
+    p.add_argument("--rank-starts-ms", metavar="T0,T1,...",
+                   help="when each rank of a multi-GPU platform starts its step, ms, comma "
+                        "separated (a straggler: 0,0,0,2.5); the early ranks wait for it "
+                        "(default: together)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--chrome-trace", metavar="OUT.json",
                    help="also write the predicted timeline as a Chrome trace (Perfetto)")

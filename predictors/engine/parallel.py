@@ -129,8 +129,10 @@ class RankGraphs:
 
     def simulate(self, plan: Plan, title: str = "",
                  cancelled: Callable[[], bool] | None = None,
-                 progress: Callable[[int], None] | None = None) -> Timeline:
-        """The step of every rank under ``plan``, walked together."""
+                 progress: Callable[[int], None] | None = None,
+                 starts_us=None) -> Timeline:
+        """The step of every rank under ``plan``, walked together (each rank from its
+        ``starts_us``, default together)."""
 
         graphs = []
         for r in range(self.ranks):
@@ -138,7 +140,7 @@ class RankGraphs:
             if progress is not None:
                 progress(r)
         timer = collective_timer(self.platform, self.profile)
-        timeline = simulate_ranks(graphs, timer, title, cancelled)
+        timeline = simulate_ranks(graphs, timer, title, cancelled, starts_us)
         self.notes.extend(n for n in timer.notes if n not in self.notes)
         return timeline
 

@@ -1,8 +1,9 @@
 """The prediction pipeline: scenario -> module -> captured op graph -> costs -> Timeline."""
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -86,7 +87,19 @@ def rank_figures(timeline: Timeline, memories=(), device_bytes: float = 0.0) -> 
     return out
 
 
-def _predict_ranks(doc, platform, profile, overheads, step, cancelled, notes):
+def _starts_us(starts_ms, ranks: int) -> list[float] | None:
+    """``rank_starts_ms`` checked and in microseconds (None: together)."""
+    if starts_ms is None:
+        return None
+    starts = [float(x) for x in starts_ms]
+    if len(starts) != ranks or not all(0.0 <= x < math.inf for x in starts):
+        raise ValueError(f"rank_starts_ms: expected {ranks} start times (ms, 0 or more), "
+                         f"one per rank, got {list(starts_ms)!r}")
+    return [x * 1e3 for x in starts]
+
+
+def _predict_ranks(doc, platform, profile, overheads, step, cancelled, notes,
+                   starts_us=None):
     """Every rank of a multi-GPU platform: ``(timeline, ops, device, sharding,
     memories)``."""
     from .parallel import RankGraphs, scenario_plan  # deferred: imports torch
@@ -102,7 +115,8 @@ def _predict_ranks(doc, platform, profile, overheads, step, cancelled, notes):
     def captured(rank):
         step(0.2 + 0.6 * (rank + 1) / ranks, f"capturing rank {rank + 1} of {ranks}")
 
-    timeline = graphs.simulate(plan, doc["name"] or "prediction", cancelled, captured)
+    timeline = graphs.simulate(plan, doc["name"] or "prediction", cancelled, captured,
+                               starts_us)
     node_wise = len(plan.row_groups)
     rowwise, replicated = len(plan.rowwise) - node_wise, len(plan.replicated)
     kinds = [f"{n} of them {kind}" for n, kind in ((rowwise, "row-wise"),
@@ -229,6 +243,7 @@ def _on_host(profile: DeviceProfile, name: str | None) -> DeviceProfile:
 
 
 def predict(scenario: dict, *, profile=None, overheads=None, host: str | None = None,
+            rank_starts_ms: Sequence[float] | None = None,
             progress: Callable[[float, str], None] | None = None,
             cancelled: Callable[[], bool] | None = None) -> Prediction:
     """Predict one training iteration of ``scenario`` (a scenario document).
@@ -240,7 +255,10 @@ def predict(scenario: dict, *, profile=None, overheads=None, host: str | None = 
     by :func:`predictors.traces.overhead_tables.trace_overheads`) replaces the profile's.
     ``host`` names the host of the catalogue whose CPU overheads a GPU step pays
     (:mod:`predictors.costs.host_overheads`; default: the scenario's ``platform.host``,
-    else the default host).  ``progress(fraction, stage)`` is called between stages;
+    else the default host).  ``rank_starts_ms`` says when each rank of a multi-GPU
+    platform starts its step (a straggler, or the skew of a recording; default: all at
+    0); a rank's iteration runs from its own start, an early one's waits included.
+    ``progress(fraction, stage)`` is called between stages;
     ``cancelled()`` is polled and, when it returns True, :class:`Cancelled` is raised.
     Invalid scenarios raise :class:`predictors.scenario.format.ScenarioError`.
     """
@@ -270,10 +288,11 @@ def predict(scenario: dict, *, profile=None, overheads=None, host: str | None = 
             profile.provenance.get("host_scaling") or {}).get("note")
             if profile is not None else None]))
     sharding = None
+    starts_us = _starts_us(rank_starts_ms, platform.ranks)
     with torch_errors_as_scenario_errors():
         if platform.ranks > 1:
             timeline, num_ops, device_name, sharding, memories = _predict_ranks(
-                doc, platform, profile, overheads, step, cancelled, notes)
+                doc, platform, profile, overheads, step, cancelled, notes, starts_us)
         else:
             step(0.1, "capturing the training step")
             graph = capture_scenario(doc, gpu=platform.device != "cpu")

@@ -100,13 +100,15 @@ _ITEMS: dict[int, tuple[weakref.ref, list[Item]]] = {}
 
 
 def _run(costed: list[CostedGraph], timer: CollectiveTimer | None, cancelled,
-         collectives: list | None = None):
-    """``(programs, results, meetings, details)`` of every rank walked together;
-    ``collectives`` gets each meeting's ops (one per rank)."""
+         collectives: list | None = None, starts_us=None):
+    """``(programs, results, meetings, details)`` of every rank walked together, each
+    starting at ``starts_us`` (default: together); ``collectives`` gets each meeting's ops
+    (one per rank)."""
     programs = [_items(c) for c in costed]
-    # When every rank runs the same graph (data parallel), the ranks arrive at every
-    # collective together, so one walk times them all.
-    alike = len(costed) > 1 and all(c is costed[0] for c in costed)
+    # When every rank runs the same graph (data parallel) from the same start, the ranks
+    # arrive at every collective together, so one walk times them all.
+    alike = (len(costed) > 1 and all(c is costed[0] for c in costed)
+             and not any(starts_us or ()))
     walked = programs[:1] if alike else programs
     details: list[str] = []
 
@@ -121,41 +123,64 @@ def _run(costed: list[CostedGraph], timer: CollectiveTimer | None, cancelled,
             collectives.append(ops)
         return seconds * _US
 
-    results, meetings = simulate(walked, collective_time, cancelled=cancelled)
+    results, meetings = simulate(walked, collective_time, starts_us if not alike else None,
+                                 cancelled=cancelled)
     if alike:
         results = results * len(costed)
     return programs, results, meetings, details
 
 
 def simulate_ranks(costed: list[CostedGraph], timer: CollectiveTimer | None = None,
-                   title: str = "", cancelled: Callable[[], bool] | None = None) -> Timeline:
+                   title: str = "", cancelled: Callable[[], bool] | None = None,
+                   starts_us=None) -> Timeline:
     """Simulate every rank's ``costed`` graph (rank = its position) together and return
     one Timeline (microseconds from 0).  ``timer(ops)`` gets the ranks' twin collective
-    ops and answers ``(seconds, detail)``; without one a collective takes no time."""
+    ops and answers ``(seconds, detail)``; without one a collective takes no time.
+    ``starts_us``: when each rank starts its step (a late rank; default: together); a
+    rank's iteration runs from its own start."""
     collectives: list = []
-    programs, results, meetings, details = _run(costed, timer, cancelled, collectives)
-    path = critical_path(results, meetings)
+    programs, results, meetings, details = _run(costed, timer, cancelled, collectives,
+                                                starts_us)
+    starts = list(starts_us) if any(starts_us or ()) else [0.0] * len(costed)
+    path = critical_path(results, meetings, starts)
     tl = TimelineBuilder(title)
     kernels, bars = 0, {}
     for rank, (c, items, res) in enumerate(zip(costed, programs, results)):
         wanted = {(kind, i) for r, kind, i in path if r == rank}
-        kernels += _draw(tl, rank, c, items, res, meetings, details, wanted, bars)
+        kernels += _draw(tl, rank, c, items, res, meetings, details, wanted, bars,
+                         starts[rank])
     loads_of = getattr(timer, "link_loads", None)
     if loads_of is not None and len(costed) > 1:
         _draw_links(tl, meetings, [loads_of(ops) for ops in collectives],
                     [PROFILER_NAMES.get(ops[0].name, ops[0].name) for ops in collectives])
     dev = costed[0].device if costed else None
-    return tl.build(device=dev.name if dev else "", kernels=kernels,
-                    ops=sum(len(c.ops) for c in costed), ranks=len(costed),
-                    overheads=costed[0].overheads.source if costed else "",
-                    critical_path=sorted(bars[e] for e in path if e in bars))
+    out = tl.build(device=dev.name if dev else "", kernels=kernels,
+                   ops=sum(len(c.ops) for c in costed), ranks=len(costed),
+                   overheads=costed[0].overheads.source if costed else "",
+                   critical_path=sorted(bars[e] for e in path if e in bars))
+    if any(starts_us or ()):
+        _shift_ranks(out, starts_us)
+    return out
+
+
+def _shift_ranks(tl: Timeline, starts_us) -> None:
+    """Move each rank's bars and counters from its own clock onto the Timeline's (the
+    links' bars are on it already: a collective's rendezvous is)."""
+    for lane, info in enumerate(tl.lanes):
+        if info.rank == LINKS_RANK or not starts_us[info.rank]:
+            continue
+        tl.start_us[tl.lane == lane] += starts_us[info.rank]
+        if lane in tl.counters:
+            t, v = tl.counters[lane]
+            tl.counters[lane] = (t + starts_us[info.rank], v)
 
 
 def rank_spans_ms(costed: list[CostedGraph], timer: CollectiveTimer | None = None,
-                  cancelled: Callable[[], bool] | None = None) -> list[float]:
+                  cancelled: Callable[[], bool] | None = None,
+                  starts_us=None) -> list[float]:
     """Each rank's iteration (ms), as :func:`simulate_ranks`' Timeline spans it, without
     drawing the Timeline: what a search over plans needs."""
-    _, results, _, _ = _run(costed, timer, cancelled)
+    _, results, _, _ = _run(costed, timer, cancelled, starts_us=starts_us)
     out = []
     for c, res in zip(costed, results):
         # the training loop's bar is drawn only when it lasts
@@ -167,10 +192,10 @@ def rank_spans_ms(costed: list[CostedGraph], timer: CollectiveTimer | None = Non
 
 
 def _draw(tl: TimelineBuilder, rank: int, costed: CostedGraph, items: list[Item], res,
-          meetings, details, wanted: set, bars: dict) -> int:
-    """One rank's bars and its memory curve; the number of kernels it ran.  ``bars`` gets
-    the bar drawn for each ``("item" | "kernel", index)`` of ``wanted``, keyed
-    ``(rank, kind, index)``."""
+          meetings, details, wanted: set, bars: dict, start_us: float = 0.0) -> int:
+    """One rank's bars (on its own clock, which starts at ``start_us``) and its memory
+    curve; the number of kernels it ran.  ``bars`` gets the bar drawn for each
+    ``("item" | "kernel", index)`` of ``wanted``, keyed ``(rank, kind, index)``."""
     items_wanted = {i for kind, i in wanted if kind == "item"}
     kernels_wanted = {i for kind, i in wanted if kind == "kernel"}
     on_gpu = costed.device.kind != "cpu"
@@ -198,7 +223,7 @@ def _draw(tl: TimelineBuilder, rank: int, costed: CostedGraph, items: list[Item]
             tl.add(lane, start, end - start, "cpu_op", name, f"{op.phase}: {op.detail}")
             k_start, k_end = res.kernels[k]
             meet = meetings[q]
-            wait = meet.start_us - k_start
+            wait = meet.start_us - (k_start + start_us)
             why = details[q] + (f"; waited {wait:.1f} us for rank {meet.last_rank}"
                                 if wait > 0 else "")
             if comm is None:

@@ -140,6 +140,21 @@ def test_platform_takes_a_preset_a_scenario_or_a_platform_file(tmp_path, capsys)
     assert swept["rows"][0]["ranks"] == 1
 
 
+def test_rank_starts_make_a_straggler_and_bad_ones_are_user_errors(capsys):
+    small = str(SCENARIOS / "small_dlrm.json")
+    assert main(["predict", small, "--platform", "dgx-a100", "--json",
+                 "--rank-starts-ms", "0,0,0,0,0,0,0,2.5"]) == 0
+    late = json.loads(capsys.readouterr().out)
+    assert main(["predict", small, "--platform", "dgx-a100", "--json"]) == 0
+    together = json.loads(capsys.readouterr().out)
+    assert late["iteration_ms"] > together["iteration_ms"] + 1.0
+    for bad, says in (("0,1", "expected 8 start times"), ("0,x", "expected numbers"),
+                      ("0,0,0,0,0,0,0,-1", "expected 8 start times")):
+        assert main(["predict", small, "--platform", "dgx-a100", "--rank-starts-ms", bad]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: --rank-starts-ms") and says in err
+
+
 def test_platform_errors_are_user_errors(tmp_path, capsys):
     small = str(SCENARIOS / "small_dlrm.json")
     for command in (["predict", small], ["fit", small], ["rank-sharding", small],

@@ -478,3 +478,20 @@ def test_rank_spans_are_the_timelines_spans(name, preset):
     assert spans == pytest.approx([timeline.span_ms(r) for r in range(graphs.ranks)],
                                   rel=1e-12)
     assert len(set(spans)) > 1 or name != "mlperf_dlrm_dcnv2.json"  # ranks differ there
+
+
+def test_a_late_rank_makes_the_others_wait_from_their_own_start(dlrm):
+    together = predict(dlrm)
+    late = predict(dlrm, rank_starts_ms=[0.0] * 7 + [3.0])
+    spans = [r["iteration_ms"] for r in late.per_rank]
+    alone = [r["iteration_ms"] for r in together.per_rank]
+    # the early ranks wait for rank 7 at the first collective (their host goes on
+    # issuing meanwhile, so they lose up to its 3 ms); rank 7's own step does not change
+    assert all(1.0 < s - a <= 3.0 + 1e-6 for s, a in zip(spans[:7], alone[:7]))
+    assert spans[7] == pytest.approx(alone[7], rel=1e-6)
+    # rank 7's bars start at 3 ms on the Timeline's clock
+    tl = late.timeline
+    lanes = [i for i, ln in enumerate(tl.lanes) if ln.rank == 7 and ln.kind != "counter"]
+    assert tl.start_us[np.isin(tl.lane, lanes)].min() >= 3000.0
+    with pytest.raises(ValueError, match="rank_starts_ms: expected 8 start times"):
+        predict(dlrm, rank_starts_ms=[0.0, 1.0])
