@@ -6,7 +6,7 @@ from __future__ import annotations
 from predictors.hardware.platforms import PLATFORM_PRESETS, resolve_platform
 from predictors.plan.sweep import SWEEPABLE, parse_values
 from predictors.profiles import ProfileError
-from predictors.scenario.format import DTYPES, OPTIMIZERS, ScenarioError
+from predictors.scenario.format import DTYPES, INPUT_PIPELINES, OPTIMIZERS, ScenarioError
 from predictors.utils.formatting import format_bytes
 
 from ..run.results_dock import ResultsController
@@ -33,7 +33,7 @@ def batch_ladder(largest: int, steps: int = 5) -> list[int]:
 
 def default_values(doc: dict, param: str) -> list:
     """Values worth a first look: a quarter to four times the batch, the platforms of the
-    scenario's kind (GPU or CPU), every dtype, every optimizer."""
+    scenario's kind (GPU or CPU), every dtype, every optimizer, every input pipeline."""
     if param == "batch_size":
         try:
             b = max(1, int(doc["training"]["batch_size"]))
@@ -48,6 +48,8 @@ def default_values(doc: dict, param: str) -> list:
         return [name for name, p in PLATFORM_PRESETS.items() if (p.device == "cpu") == cpu]
     if param == "optimizer":
         return list(OPTIMIZERS)
+    if param == "input_pipeline":
+        return list(INPUT_PIPELINES)
     return list(DTYPES)
 
 
@@ -63,7 +65,7 @@ class SweepController(ResultsController):
     title = "Sweep"
     object_name = "sweepDock"
     action = ("S&weep", "Ctrl+Shift+W", "Predict the scenario for each value of one "
-              "setting: batch size, platform, dtype or optimizer (Sweep dock)")
+              "setting: batch size, platform, dtype, optimizer or input pipeline (Sweep dock)")
     failure = "Could not sweep"
 
     def __init__(self, window, sweep_fn=None, fit_fn=None):

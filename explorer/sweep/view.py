@@ -35,10 +35,10 @@ COLUMN_TIPS = ("Order of the values", "The value of the swept setting",
                "value that does not fit is not picked as the best",
                "Ranks the platform runs")
 EMPTY_TEXT = ("Run ▸ Sweep predicts the scenario once per value of one setting (batch size, "
-              "platform, dtype or optimizer) and compares the iterations, throughput and "
-              "peak memory here. Pick the setting and the values, then Sweep.")
+              "platform, dtype, optimizer or input pipeline) and compares the iterations, "
+              "throughput and peak memory here. Pick the setting and the values, then Sweep.")
 LABELS = {"batch_size": "batch size", "platform": "platform", "dtype": "dtype",
-          "optimizer": "optimizer"}
+          "optimizer": "optimizer", "input_pipeline": "input pipeline"}
 ACCENT = "#4e79a7"
 
 

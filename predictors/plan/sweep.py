@@ -28,6 +28,8 @@ SWEEPABLE = {
     "platform": ("platform", "preset", str, "platform preset"),
     "dtype": ("training", "dtype", str, "training dtype"),
     "optimizer": ("training", "optimizer", str, "optimizer"),
+    "input_pipeline": ("training", "input_pipeline", str,
+                       "input pipeline (resident, or TorchRec's copy and input distribution)"),
 }
 
 

@@ -77,3 +77,13 @@ def test_sweeping_the_optimizer_shows_adams_time_and_memory():
     assert adamw.iteration_ms > sgd.iteration_ms   # the moments' update
     params = sgd.prediction.per_rank[0]["memory"]["resident_bytes"]["parameters"]
     assert adamw.peak_memory_bytes - sgd.peak_memory_bytes >= 2 * params * 0.99
+
+
+def test_sweeping_the_input_pipeline_shows_what_torchrecs_costs(dlrm):
+    dlrm["platform"] = {"preset": "dgx-a100"}
+    result = sweep(dlrm, "input_pipeline", parse_values("input_pipeline", "resident,torchrec"))
+    resident, torchrec = result.rows
+    assert not resident.error and not torchrec.error
+    assert torchrec.iteration_ms > resident.iteration_ms   # the copy and the input dist
+    bad = sweep(dlrm, "input_pipeline", ["dali"]).rows[0]
+    assert "training.input_pipeline" in bad.error
