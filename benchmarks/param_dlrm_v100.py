@@ -44,6 +44,8 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -202,10 +204,11 @@ def predicted_phases(result, rank: int = 7) -> list[tuple[str, float]]:
     (the rest) of ``rank``'s predicted step, ms."""
     tl = result.timeline
     lane = {ln.name: i for i, ln in enumerate(tl.lanes) if ln.rank == rank}
+    mine = np.isin(tl.lane, list(lane.values()))
+    t0, end = tl.start_us[mine].min(), (tl.start_us[mine] + tl.dur_us[mine]).max()
     auto = tl.lane == lane["CPU autograd thread"]
     b0, b1 = tl.start_us[auto].min(), (tl.start_us[auto] + tl.dur_us[auto]).max()
-    end = tl.span_ms(rank) * 1e3
-    return [("until backward", b0 / 1e3), ("backward", (b1 - b0) / 1e3),
+    return [("until backward", (b0 - t0) / 1e3), ("backward", (b1 - b0) / 1e3),
             ("optimizer", (end - b1) / 1e3)]
 
 

@@ -514,7 +514,7 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
                         "catalogue (resources/hosts) or a host file (default: the "
                         "scenario's platform.host, else public-pool)")
     p.add_argument("--rank-starts-ms", metavar="T0,T1,...",
-                   help="when each rank of a multi-GPU platform starts its step, ms, comma "
+                   help="when each rank of a multi-rank platform starts its step, ms, comma "
                         "separated (a straggler: 0,0,0,2.5); the early ranks wait for it "
                         "(default: together)")
     p.add_argument("--json", action="store_true", help="print one JSON object")

@@ -255,7 +255,7 @@ def predict(scenario: dict, *, profile=None, overheads=None, host: str | None = 
     by :func:`predictors.traces.overhead_tables.trace_overheads`) replaces the profile's.
     ``host`` names the host of the catalogue whose CPU overheads a GPU step pays
     (:mod:`predictors.costs.host_overheads`; default: the scenario's ``platform.host``,
-    else the default host).  ``rank_starts_ms`` says when each rank of a multi-GPU
+    else the default host).  ``rank_starts_ms`` says when each rank of a multi-rank
     platform starts its step (a straggler, or the skew of a recording; default: all at
     0); a rank's iteration runs from its own start, an early one's waits included.
     ``progress(fraction, stage)`` is called between stages;
@@ -279,10 +279,13 @@ def predict(scenario: dict, *, profile=None, overheads=None, host: str | None = 
     if profile is not None and overheads is None and profile.provenance.get("host_overheads"):
         notes.append(f"host: {profile.provenance['host_overheads']}")
     if doc["training"].get("input_pipeline") == "torchrec":
-        notes.append("input pipeline: TorchRec's (each step copies the next batch to the GPU "
-                     "and sends its sparse features to their tables' ranks)"
-                     if platform.device != "cpu" else
-                     "input pipeline: TorchRec's applies to GPUs; this CPU step is resident")
+        sends = platform.ranks > 1 and any(n["kind"] == "embedding_tables"
+                                           for n in doc["model"]["nodes"])
+        notes.append("input pipeline: TorchRec's applies to GPUs; this CPU step is resident"
+                     if platform.device == "cpu" else
+                     "input pipeline: TorchRec's (each step copies the next batch to the GPU"
+                     + (" and sends its sparse features to their tables' ranks)" if sends
+                        else ")"))
     if platform.device == "cpu":
         notes.extend(filter(None, [other_cpu_note(profile), unsteady_note(profile), (
             profile.provenance.get("host_scaling") or {}).get("note")

@@ -23,6 +23,7 @@ from typing import Callable
 
 from ..costs.op_costs import CostedGraph, CostedOp
 from ..model.comm_ops import COLLECTIVE_OPS, HOST_WAITS, INPUT_DIST_OPS, PROFILER_NAMES
+from ..model.input_pipeline import DIST_BLOCK, SIDE_STREAMS
 from ..utils.formatting import format_bytes
 from .simulator import Call, CollectiveMismatch, Item, Kernel, critical_path, simulate
 from .timeline import LINKS_RANK, Timeline, TimelineBuilder
@@ -33,6 +34,7 @@ __all__ = ["simulate_rank", "simulate_ranks", "rank_spans_ms", "CollectiveTimer"
 _US = 1e6
 MEMORY_COUNTER = "memory allocated"
 COMPUTE, COMM = "compute", "communication"
+SIDE_LANES = {name: f"stream {2 + i} ({name})" for i, name in enumerate(sorted(SIDE_STREAMS))}
 
 CollectiveTimer = Callable[[list[CostedOp]], tuple[float, str]]
 
@@ -53,7 +55,10 @@ def rank_items(costed: CostedGraph) -> list[Item]:
         thread = op.thread if on_gpu else "main"
         gap = (o.t1 + (oh.autograd_t1 if op.thread == "autograd" else 0.0)) * _US
         if op.category == "communication":
-            behind = (COMPUTE,) if on_gpu and op.name not in INPUT_DIST_OPS else ()
+            # ProcessGroupNCCL's stream waits for the issuing stream: the input
+            # distribution's, or the compute stream
+            behind = (() if not on_gpu else (DIST_BLOCK,) if op.name in INPUT_DIST_OPS
+                      else (COMPUTE,))
             k = Kernel(COMM, delay_us=(o.t4 * _US) + lat, wait_streams=behind,
                        collective=True, payload=op)
             # on a CPU rank the calling thread waits for a collective (gloo) to end, except
@@ -72,7 +77,9 @@ def rank_items(costed: CostedGraph) -> list[Item]:
             if in_flight.intersection(op.deps):   # a view of an all-reduce's buffer
                 in_flight.add(op.index)
         elif on_gpu:
-            k = Kernel(COMPUTE, op.kernel_s * _US, (o.t4 * _US) + lat, payload=op)
+            # the TorchRec pipeline's copy and input distribution have streams of their own
+            k = Kernel(op.block if op.block in SIDE_STREAMS else COMPUTE, op.kernel_s * _US,
+                       (o.t4 * _US) + lat, payload=op)
             item = Item(thread, gap, o.t2 * _US, 0.0, o.t3 * _US, (Call(o.t4 * _US, (k,)),),
                         waits_for=n - 1, after_items=deps, payload=op)
         else:
@@ -134,7 +141,7 @@ def simulate_ranks(costed: list[CostedGraph], timer: CollectiveTimer | None = No
                    title: str = "", cancelled: Callable[[], bool] | None = None,
                    starts_us=None) -> Timeline:
     """Simulate every rank's ``costed`` graph (rank = its position) together and return
-    one Timeline (microseconds from 0).  ``timer(ops)`` gets the ranks' twin collective
+    one Timeline (microseconds from the first rank's start).  ``timer(ops)`` gets the ranks' twin collective
     ops and answers ``(seconds, detail)``; without one a collective takes no time.
     ``starts_us``: when each rank starts its step (a late rank; default: together); a
     rank's iteration runs from its own start."""
@@ -204,8 +211,9 @@ def _draw(tl: TimelineBuilder, rank: int, costed: CostedGraph, items: list[Item]
                  "autograd": tl.lane(rank, "cpu", "CPU autograd thread") if on_gpu else main}
     stream = tl.lane(rank, "stream", "stream 0 (compute)") if on_gpu else None
     comm = None
-    if costed.overheads.step_s > 0 and 0 in items_wanted:
-        bars[(rank, "item", 0)] = len(tl)
+    if costed.overheads.step_s > 0:   # drawn whenever it lasts, as rank_spans_ms counts it
+        if 0 in items_wanted:
+            bars[(rank, "item", 0)] = len(tl)
         tl.add(main, 0.0, res.item_end[0], "cpu_overhead", "training loop",
                "per-iteration CPU time outside aten ops (measured)")
     kernels, k, q = 0, 0, 0
@@ -236,7 +244,10 @@ def _draw(tl: TimelineBuilder, rank: int, costed: CostedGraph, items: list[Item]
         elif on_gpu:
             tl.add(lane, start, end - start, "cpu_op", op.name, op.detail)
             k_start, k_end = res.kernels[k]
-            tl.add(stream, k_start, k_end - k_start, op.category, op.name,
+            on = stream
+            if op.block in SIDE_STREAMS:   # numbered after the communication stream
+                on = tl.lane(rank, "stream", SIDE_LANES[op.block])
+            tl.add(on, k_start, k_end - k_start, op.category, op.name,
                    f"{op.detail} | {op.model}")
             k, kernels = k + 1, kernels + 1
         else:

@@ -32,8 +32,8 @@ def _pct(x: float) -> str:
 
 def path_shares(timeline: Timeline) -> dict[str, float]:
     """The critical path's device, communication and host parts, as shares of the
-    step."""
-    step = timeline.span_ms() * 1e3
+    step (the slowest rank's span: ranks that start apart span more together)."""
+    step = max((timeline.span_ms(r) for r in timeline.ranks), default=0.0) * 1e3
     path = np.asarray(timeline.meta.get("critical_path") or [], dtype=int)
     if step <= 0 or not len(path):
         return {"device": 0.0, "communication": 0.0, "host": 1.0}

@@ -22,17 +22,21 @@ from torch.utils._pytree import tree_flatten
 
 from ..utils.gc_pause import collection_paused
 from .embedding_blocks import lookup_specs
-from .input_pipeline import copy_batch, host_batch, start_sparse_dist, take_sparse_dist
+from .input_pipeline import (
+    COPY_BLOCK,
+    DIST_BLOCK,
+    TAKE_BLOCK,
+    copy_batch,
+    host_batch,
+    start_sparse_dist,
+    take_sparse_dist,
+)
 from .memory import GPU_BLOCK, StorageLedger, step_memory
 from .op_classes import classify
 from .workload import Workload, build_workload, gradient_buckets
 
-__all__ = ["OpRecorder", "PIPELINE_BLOCK", "capture_training_step", "capture_scenario",
-           "gpu_fused_ops",
+__all__ = ["OpRecorder", "capture_training_step", "capture_scenario", "gpu_fused_ops",
            "op_sequence"]
-
-
-PIPELINE_BLOCK = "input pipeline"   # the block name of the TorchRec pipeline's ops
 
 
 def _dtype_name(t: torch.Tensor) -> str:
@@ -342,17 +346,18 @@ def capture_training_step(workload: Workload, *, gpu: bool = False) -> nx.DiGrap
         buckets.attach()
         recorder.ledger.read(buckets.flat + ([buckets.late_flat] if buckets.late else []))
     pipeline = workload.pipeline if gpu else None
-    host = host_batch(pipeline) if pipeline is not None else []
+    host = host_batch(pipeline, batch) if pipeline is not None else []
     try:
         with collection_paused(), (gpu_fused_ops() if gpu else nullcontext()), recorder:
             with recorder.in_phase("forward"):
                 if pipeline is not None:
-                    with recorder.in_block(PIPELINE_BLOCK):
+                    with recorder.in_block(COPY_BLOCK):
                         copied = copy_batch(host, workload.device)
+                    with recorder.in_block(TAKE_BLOCK):
                         take_sparse_dist(pipeline, workload.device)
                 loss = module(batch)
                 if pipeline is not None:
-                    with recorder.in_block(PIPELINE_BLOCK):
+                    with recorder.in_block(DIST_BLOCK):
                         start_sparse_dist(pipeline, copied, workload.device)
                         del copied
             if buckets is not None:

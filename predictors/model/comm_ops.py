@@ -49,8 +49,8 @@ PROFILER_NAMES = {"mldse::all_to_all": "nccl:all_to_all",
                   "mldse::kjt_splits": "nccl:all_to_all",
                   "mldse::kjt_all_to_all": "nccl:all_to_all"}
 
-# The input distribution runs on its own stream, which waits for nothing the step's
-# forward queued: these collectives follow only the communication stream's order.
+# The input distribution runs on a stream of its own (input_pipeline.DIST_BLOCK): these
+# collectives wait for it, not for the compute stream.
 INPUT_DIST_OPS = frozenset({"mldse::kjt_splits", "mldse::kjt_all_to_all"})
 # The host waits for these to end (it reads their result: ``.tolist()`` of the splits).
 HOST_WAITS = frozenset({"mldse::kjt_splits"})

@@ -32,9 +32,18 @@ from dataclasses import dataclass
 import torch
 
 __all__ = ["InputPipeline", "pipeline_of", "host_batch", "copy_batch", "start_sparse_dist",
-           "take_sparse_dist"]
+           "take_sparse_dist", "COPY_BLOCK", "DIST_BLOCK", "TAKE_BLOCK", "SIDE_STREAMS"]
 
 _VALUES, _LENGTHS = torch.int64, torch.int32
+
+# The block names of the pipeline's ops.  The batch's copy runs on a memcpy stream and the
+# input distribution on a stream of its own (TorchRec's ``memcpy_stream`` and
+# ``data_dist_stream``), so neither waits for the forward's kernels; the forward's side
+# runs on the compute stream.
+COPY_BLOCK = "batch copy"
+DIST_BLOCK = "input distribution"
+TAKE_BLOCK = "input pipeline"
+SIDE_STREAMS = frozenset({COPY_BLOCK, DIST_BLOCK})
 
 
 @dataclass(frozen=True)
@@ -43,12 +52,13 @@ class InputPipeline:
 
     ranks: int
     local_batch: int
-    dense: tuple[tuple[tuple[int, ...], torch.dtype], ...]   # host tensors besides the KJT
     features: int                    # sparse features (tables) of the batch
     values: int                      # their indices in this rank's samples
-    # per sharding kind with an input distribution: (kind, features, values it sends)
+    # per sharding kind with an input distribution: (kind, feature slots, values) this
+    # rank sends; a row-wise feature's lengths go to every bucket of its rows (TorchRec's
+    # bucketize), a column-wise one's lengths and values to every shard
     dists: tuple[tuple[str, int, int], ...]
-    lookups: tuple[tuple[str, int], ...]    # per sharding kind looked up: (kind, features)
+    lookups: tuple[tuple[str, int], ...]    # per sharding kind looked up: (kind, slots)
 
 
 def _kind(shard, key: str) -> str:
@@ -63,43 +73,49 @@ def _kind(shard, key: str) -> str:
     return "cw" if key in shard.columns else "tw"
 
 
+def _slots(shard, how: str, key: str) -> int:
+    """How many ranks get a feature's lengths: its row buckets or column shards."""
+    if how == "rw":
+        return shard.ranks
+    if how == "twrw":
+        return len(shard.row_groups[key])
+    return len(shard.columns[key]) if how == "cw" else 1
+
+
 def pipeline_of(doc: dict, shard=None) -> InputPipeline:
     """The pipeline of one rank (``shard``; None: one device) of scenario ``doc`` (before
     a rank's row-wise tables are cut to its block)."""
     b = shard.local_batch if shard is not None else int(doc["training"]["batch_size"])
-    dense, features, values = [], 0, 0
+    features, values = 0, 0
     sent: dict[str, list[int]] = {}
     looked: dict[str, int] = {}
     for node in doc["model"]["nodes"]:
-        kind, p = node["kind"], node.get("params", {})
-        if kind == "dense_input":
-            dense.append(((b, int(p["features"])), torch.float32))
-        elif kind == "token_input":
-            dense.append(((b, int(p["seq_len"])), torch.int64))
-        elif kind == "loss":
-            dense.append(((b,), torch.float32))
-        elif kind == "embedding_tables":
-            for j, table in enumerate(p["tables"]):
-                how = _kind(shard, f"{node['id']}/{j}")
-                n = int(round(b * float(table["pooling"])))
-                features, values = features + 1, values + n
-                looked[how] = looked.get(how, 0) + 1
-                if how not in ("dp", "local"):
-                    copies = len(shard.columns[f"{node['id']}/{j}"]) if how == "cw" else 1
-                    got = sent.setdefault(how, [0, 0])
-                    got[0] += copies
-                    got[1] += copies * n
+        if node["kind"] != "embedding_tables":
+            continue
+        for j, table in enumerate(node["params"]["tables"]):
+            key = f"{node['id']}/{j}"
+            how = _kind(shard, key)
+            n = int(round(b * float(table["pooling"])))
+            slots = _slots(shard, how, key)
+            features, values = features + 1, values + n
+            looked[how] = looked.get(how, 0) + slots
+            if how not in ("dp", "local"):
+                got = sent.setdefault(how, [0, 0])
+                got[0] += slots
+                got[1] += n * (slots if how == "cw" else 1)   # row buckets split the values
     order = ("tw", "rw", "cw", "twrw", "dp", "local")   # TorchRec's sharding kinds' order
     return InputPipeline(
-        shard.ranks if shard is not None else 1, b, tuple(dense), features, values,
+        shard.ranks if shard is not None else 1, b, features, values,
         tuple((k, *sent[k]) for k in order if k in sent),
         tuple((k, looked[k]) for k in order if k in looked))
 
 
-def host_batch(p: InputPipeline) -> list[torch.Tensor]:
+def host_batch(p: InputPipeline, batch: dict) -> list[torch.Tensor]:
     """The next batch as the data loader leaves it in host memory (made before the step is
-    recorded): the dense tensors, then the KJT's values and lengths."""
-    out = [torch.empty(shape, dtype=dtype) for shape, dtype in p.dense]
+    recorded): tensors like ``batch``'s dense inputs, tokens and targets, then the KJT's
+    values and lengths."""
+    out = [torch.empty(t.shape, dtype=t.dtype) for part in ("dense", "tokens", "target")
+           for t in batch[part].values()]
     if p.features:
         out += [torch.empty(p.values, dtype=_VALUES),
                 torch.empty(p.features * p.local_batch, dtype=_LENGTHS)]
@@ -122,6 +138,7 @@ def start_sparse_dist(p: InputPipeline, copied: list[torch.Tensor], device) -> l
     per_feature = lengths.view(p.features, p.local_batch)
     got = []
     for _, features, n in p.dists:
+        # the features in destination order (a row-wise one once per bucket)
         order = torch.empty(features, dtype=torch.int64, device=device)
         out_lengths = per_feature.index_select(0, order)
         out_values = values.index_select(0, torch.empty(n, dtype=torch.int64, device=device))

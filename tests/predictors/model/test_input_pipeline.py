@@ -5,8 +5,12 @@ import copy
 import pytest
 from paths import SCENARIOS
 
-from predictors.engine.predict import predict
-from predictors.model.capture import PIPELINE_BLOCK, capture_training_step
+from predictors.costs.op_costs import cost_op_graph
+from predictors.engine.predict import predict, prepare
+from predictors.engine.simulate import rank_items
+from predictors.model.capture import capture_training_step
+from predictors.model.comm_ops import INPUT_DIST_OPS
+from predictors.model.input_pipeline import COPY_BLOCK, DIST_BLOCK, TAKE_BLOCK
 from predictors.model.sharding import tables_of
 from predictors.model.workload import RankShard, build_workload
 from predictors.scenario.format import ScenarioError, load_scenario, validate_scenario
@@ -22,7 +26,7 @@ def dlrm():
 
 def _pipeline_ops(graph):
     return [graph.nodes[i] for i in sorted(graph.nodes)
-            if graph.nodes[i]["block"] == PIPELINE_BLOCK]
+            if graph.nodes[i]["block"] in (COPY_BLOCK, DIST_BLOCK, TAKE_BLOCK)]
 
 
 def test_a_rank_copies_its_batch_and_sends_each_sharding_kinds_features(dlrm):
@@ -32,23 +36,46 @@ def test_a_rank_copies_its_batch_and_sends_each_sharding_kinds_features(dlrm):
     shard = RankShard(0, 8, frozenset(keys[:3]), 64, 512, rowwise=frozenset(keys[-1:]))
     graph = capture_training_step(build_workload(dlrm, shard=shard), gpu=True)
     ops = _pipeline_ops(graph)
-    copies = [n for n in ops if n["name"] == "aten::_to_copy" and n["phase"] == "forward"
-              and n["input_shapes"][0] and n["input_shapes"][0][0] >= 64]
+    copies = [n for n in ops if n["block"] == COPY_BLOCK]
     # dense features, labels, the KJT's values and lengths of this rank's 64 samples
-    assert {tuple(n["input_shapes"][0]) for n in copies} >= {
-        (64, 13), (64,), (64 * pooling,), (64 * len(keys),)}
+    assert [n["name"] for n in copies] == ["aten::_to_copy"] * 4
+    assert [tuple(n["input_shapes"][0]) for n in copies] == [
+        (64, 13), (64, 1), (64 * pooling,), (64 * len(keys),)]
     names = [n["name"] for n in ops if n["name"].startswith("mldse::")]
     # table-wise and row-wise tables: an input distribution each
     assert names == ["mldse::kjt_splits", "mldse::kjt_all_to_all",
                      "mldse::kjt_all_to_all"] * 2
+    lengths = [n for n in ops if n["name"] == "mldse::kjt_all_to_all"][0::2]
     values = [n for n in ops if n["name"] == "mldse::kjt_all_to_all"][1::2]
     assert [n["input_shapes"][0][0] for n in values] == [
         64 * sum(t["pooling"] for t in tables["params"]["tables"][:-1]),
         64 * tables["params"]["tables"][-1]["pooling"]]
+    # a row-wise feature's lengths go to each of the 8 buckets of its rows
+    assert [n["input_shapes"][0][0] for n in lengths] == [64 * (len(keys) - 1), 64 * 8]
     # sent after the forward's own exchange, before backward
     order = [graph.nodes[i]["name"] for i in sorted(graph.nodes)]
     assert order.index("mldse::all_to_all") < order.index("mldse::kjt_splits")
     assert all(n["phase"] == "forward" for n in ops)
+
+
+def test_the_copy_and_the_input_distribution_run_on_streams_of_their_own(dlrm):
+    keys = [t.key for t in tables_of(dlrm)]
+    doc, platform, profile = prepare(dlrm)
+    shard = RankShard(0, 8, frozenset(keys[:3]), 64, 512)
+    graph = capture_training_step(build_workload(doc, shard=shard), gpu=True)
+    items = rank_items(cost_op_graph(graph, platform, profile))
+    streams = {}
+    for item in items[1:]:
+        for call in item.calls:
+            for k in call.kernels:
+                op = item.payload
+                if op.name in INPUT_DIST_OPS:   # NCCL's stream waits for the dist stream
+                    assert k.wait_streams == (DIST_BLOCK,)
+                elif not k.collective:
+                    streams.setdefault(op.block, set()).add(k.stream)
+    # neither waits behind the forward's kernels; the forward's side runs among them
+    assert streams[COPY_BLOCK] == {COPY_BLOCK} and streams[DIST_BLOCK] == {DIST_BLOCK}
+    assert streams[TAKE_BLOCK] == {"compute"}
 
 
 def test_data_parallel_tables_and_one_gpu_have_no_input_distribution(dlrm):
