@@ -211,6 +211,8 @@ def _draw(tl: TimelineBuilder, rank: int, costed: CostedGraph, items: list[Item]
                  "autograd": tl.lane(rank, "cpu", "CPU autograd thread") if on_gpu else main}
     stream = tl.lane(rank, "stream", "stream 0 (compute)") if on_gpu else None
     comm = None
+    if any(op.category == "communication" for op in costed.ops):   # before the side streams
+        comm = tl.lane(rank, "stream", "stream 1 (communication)")
     if costed.overheads.step_s > 0:   # drawn whenever it lasts, as rank_spans_ms counts it
         if 0 in items_wanted:
             bars[(rank, "item", 0)] = len(tl)
@@ -234,8 +236,6 @@ def _draw(tl: TimelineBuilder, rank: int, costed: CostedGraph, items: list[Item]
             wait = meet.start_us - (k_start + start_us)
             why = details[q] + (f"; waited {wait:.1f} us for rank {meet.last_rank}"
                                 if wait > 0 else "")
-            if comm is None:
-                comm = tl.lane(rank, "stream", "stream 1 (communication)")
             tl.add(comm, k_start, k_end - k_start, "communication", name,
                    f"{op.phase}: {op.detail} | {why}")
             k, q, kernels = k + 1, q + 1, kernels + 1
