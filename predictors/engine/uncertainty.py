@@ -5,17 +5,18 @@ the errors (``predicted / measured - 1``) of held-out measured steps of the same
 
 - **calibrated**: the profile's own end-to-end validation (``validation.end_to_end``:
   random scenarios measured on the profile's device and predicted by it, held out of its
-  fit; ``calibrate`` records them);
+  fit; ``calibrate`` records them), and on a GPU the H200's measured steps of the machine
+  starts its overheads do not come from, predicted with its measured profile;
 - **public-data GPU profile** (fitted, or a datasheet profile): the errors of the
-  project's measured H200 steps predicted with the H200 profile fitted on public data,
-  which holds nothing of the H200 (an unseen GPU), per verdict (host-, device-bound or
-  mixed), from ``resources/uncertainty/gpu_public.json``
-  (``python benchmarks/uncertainty.py --fit`` writes it).
+  project's measured H200 steps (every machine start) predicted with the H200 profile
+  fitted on public data, which holds nothing of the H200 (an unseen GPU), per verdict
+  (host-, device-bound or mixed), from ``resources/uncertainty/gpu_public.json``
+  (``python benchmarks/uncertainty.py --fit`` writes it, per machine start).
 
 With ``n`` errors, the range lies between their order statistics at ``0.1 (n + 1)`` and
 ``0.9 (n + 1)`` (interpolated; NumPy's ``weibull`` quantiles), whose expected coverage
 of a new step of the same regime is 80 %.  ``python benchmarks/uncertainty.py`` checks the
-coverage on measured steps held out of the table.
+coverage on each machine start with the range built from the others.
 """
 from __future__ import annotations
 
