@@ -4,7 +4,12 @@ import pytest
 from paths import SCENARIOS
 
 from predictors.engine.predict import predict
-from predictors.engine.uncertainty import error_quantiles, range_remark, stated_range
+from predictors.engine.uncertainty import (
+    error_quantiles,
+    range_remark,
+    start_quantiles,
+    stated_range,
+)
 from predictors.profiles import resolve_profile
 from predictors.scenario.format import load_scenario
 
@@ -14,6 +19,20 @@ def test_the_quantiles_are_the_order_statistics_of_expected_coverage():
     assert error_quantiles(errors) == pytest.approx((0.01, 0.09))
     grid = np.linspace(-0.2, 0.2, 99)            # positions 10 and 90 of n + 1 = 100
     assert error_quantiles(grid) == pytest.approx((grid[9], grid[89]))
+
+
+def test_machine_starts_that_move_their_steps_widen_the_range():
+    residuals = np.linspace(-0.05, 0.05, 11)
+    alike = [residuals, residuals + 0.001, residuals - 0.001]
+    apart = [residuals - 0.15, residuals, residuals + 0.15]
+    lo, hi = start_quantiles(alike)
+    assert (lo, hi) == pytest.approx(error_quantiles(np.concatenate(alike)), abs=0.01)
+    lo, hi = start_quantiles(apart)
+    # a new start may move further than the ones seen: wider than their pooled errors'
+    pooled_lo, pooled_hi = error_quantiles(np.concatenate(apart))
+    assert lo < pooled_lo - 0.03 and hi > pooled_hi + 0.03
+    # one start: its own quantiles
+    assert start_quantiles([residuals]) == pytest.approx(error_quantiles(residuals))
 
 
 def test_a_calibrated_profile_states_the_range_of_its_own_validation():
