@@ -90,7 +90,8 @@ def _table(device: str, per_start: dict, leave_out: str | None = None) -> dict:
                                            "calibrated": MEASURED_PROFILE},
             "starts": {r: [s for s in v if s != leave_out] for r, v in per_start.items()},
             "command": "python benchmarks/uncertainty.py --fit", "errors": errors,
-            "errors_per_start": per_start}
+            "errors_per_start": {r: {s: e for s, e in starts.items() if s != leave_out}
+                                 for r, starts in per_start.items()}}
 
 
 def fit() -> int:

@@ -18,8 +18,9 @@ With ``n`` errors, the range lies between their order statistics at ``0.1 (n + 1
 of a new step of the same regime is 80 %.  Where the errors come from several machine
 starts, a start's host moves its steps together, and a new start may move them further
 than the starts seen: each error is its start's shift (the start's median) plus a
-residual, and the range is that of a new start's shift (normal, with the shifts' mean
-and the spread of one more draw from them) plus a residual (:func:`start_quantiles`).  ``python benchmarks/uncertainty.py`` checks the
+residual, and the range is that of a new start's shift (Student's t over the starts
+seen: the spread of one more draw) plus a residual (:func:`start_quantiles`).  A
+calibrated profile's own validation counts as one more start.  ``python benchmarks/uncertainty.py`` checks the
 coverage on each machine start with the range built from the others.
 """
 from __future__ import annotations
@@ -27,7 +28,6 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
-from statistics import NormalDist
 
 import numpy as np
 
@@ -53,25 +53,44 @@ SHIFT_GRID = 64   # points of a new start's shift distribution
 
 
 def start_quantiles(starts) -> tuple[float, float]:
-    """:func:`error_quantiles` of errors grouped by machine start (each group one start):
-    a new start's shift is normal around the ``k`` starts' median errors, with their
-    standard deviation times ``sqrt(1 + 1/k)`` (one more draw, its mean estimated), and
-    each residual (an error less its start's median) is added to it.  With fewer than
-    two starts, the errors' own quantiles."""
-    groups = [np.asarray(list(g), dtype=float) for g in starts if len(g)]
-    if len(groups) < 2:
-        return error_quantiles(np.concatenate(groups) if groups else [])
-    shifts = np.array([np.median(g) for g in groups])
-    residuals = np.concatenate([g - m for g, m in zip(groups, shifts)])
-    k = len(shifts)
-    scale = shifts.std(ddof=1) * np.sqrt(1.0 + 1.0 / k)
-    grid = np.array([NormalDist().inv_cdf((i + 0.5) / SHIFT_GRID) for i in range(SHIFT_GRID)])
-    return error_quantiles(((shifts.mean() + scale * grid)[:, None]
-                            + residuals[None, :]).ravel())
+    """:func:`error_quantiles` of errors grouped by machine start (each group one start).
+
+    On ``log(1 + error)`` (so the range stays positive): each error is its start's shift
+    (the start's median) plus a residual; a new start's shift follows Student's t with
+    ``k - 1`` degrees of freedom around the ``k`` starts' mean shift, scaled by their
+    standard deviation times ``sqrt(1 + 1/k)`` (the predictive spread of one more start),
+    and each residual is added to it.  With one start, its errors' own quantiles.
+    ValueError when there are no errors."""
+    groups = [np.log1p(np.asarray(g, dtype=float)) for g in map(list, starts) if g]
+    if not groups:
+        raise ValueError("start_quantiles: no errors")
+    if len(groups) == 1:
+        lo, hi = error_quantiles(groups[0])
+    else:
+        from scipy.stats import t  # deferred: scipy
+
+        shifts = np.array([np.median(g) for g in groups])
+        residuals = np.concatenate([g - m for g, m in zip(groups, shifts)])
+        k = len(shifts)
+        scale = shifts.std(ddof=1) * np.sqrt(1.0 + 1.0 / k)
+        grid = t.ppf((np.arange(SHIFT_GRID) + 0.5) / SHIFT_GRID, df=k - 1)
+        lo, hi = error_quantiles(((shifts.mean() + scale * grid)[:, None]
+                                  + residuals[None, :]).ravel())
+    return float(np.expm1(lo)), float(np.expm1(hi))
 
 
-@lru_cache(maxsize=4)
 def _public_errors(path: Path) -> dict:
+    """The errors file at ``path`` ({} when it is missing or unreadable), read again
+    when it changes."""
+    try:
+        st = path.stat()
+    except OSError:
+        return {}
+    return _read_errors(path, st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=8)
+def _read_errors(path: Path, _mtime_ns: int, _size: int) -> dict:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -80,7 +99,25 @@ def _public_errors(path: Path) -> dict:
 
 def _calibrated_errors(profile) -> list[float]:
     rows = ((profile.validation or {}).get("end_to_end") or {}).get("rows") or []
-    return [float(r["error"]) for r in rows if r.get("error") is not None]
+    return [float(r["error"]) for r in rows
+            if r.get("error") is not None and np.isfinite(r["error"])]
+
+
+def _table_groups(known: dict, regime: str, bound: str) -> tuple[list[list[float]], str]:
+    """The table's errors of ``regime`` as groups (one per machine start, or one pooled
+    group for a table without starts), those of verdict ``bound`` where at least two
+    starts have steps of it, else all; and which verdict they are (``bound`` or
+    ``"all"``)."""
+    per_start = list((known.get("errors_per_start") or {}).get(regime, {}).values())
+    if per_start:
+        groups = [list(v.get(bound) or []) for v in per_start]
+        if sum(1 for g in groups if g) >= 2:
+            return groups, bound
+        return [[e for g in v.values() for e in g] for v in per_start], "all"
+    by_bound = (known.get("errors") or {}).get(regime, {})
+    if by_bound.get(bound):
+        return [list(by_bound[bound])], bound
+    return [[e for v in by_bound.values() for e in v]], "all"
 
 
 def stated_range(iteration_ms: float, profile, device: str, bound: str,
@@ -90,25 +127,18 @@ def stated_range(iteration_ms: float, profile, device: str, bound: str,
     whose verdict is ``bound``; None where no validation speaks for it."""
     own = _calibrated_errors(profile) if profile is not None else []
     same_device = profile is not None and (device == "cpu" or profile.device.name == device)
-    known = _public_errors(table) if device != "cpu" else {}
     regime = "calibrated" if len(own) >= MIN_ERRORS and same_device else "public"
-    by_bound = known.get("errors", {}).get(regime, {})
-    # per machine start, its errors of this verdict (all of its errors where too few
-    # starts have steps of it)
-    per_start = list((known.get("errors_per_start") or {}).get(regime, {}).values())
-    groups = [v.get(bound) or [] for v in per_start]
-    kind = bound if bound in by_bound else "all"
-    if sum(1 for g in groups if g) < 2:
-        groups, kind = [[e for g in v.values() for e in g] for v in per_start], "all"
+    known = _public_errors(table) if device != "cpu" else {}
+    if regime == "calibrated" and known.get("device") != device:
+        known = {}   # other runs of this very GPU, or none
+    groups, kind = _table_groups(known, regime, bound)
     runs = [e for g in groups for e in g]
-    if not per_start:   # a table without starts: its pooled errors
-        runs = by_bound.get(bound) or [e for v in by_bound.values() for e in v]
-        groups = [runs]
-    own_group = own if regime == "calibrated" else []
-    errors = own_group + runs
+    mine = own if regime == "calibrated" else []
+    if len(mine) + len(runs) < MIN_ERRORS:
+        return None
     parts = []
-    if regime == "calibrated":
-        parts.append(f"{len(own)} held-out steps of the profile's own validation")
+    if mine:
+        parts.append(f"{len(mine)} held-out steps of the profile's own validation")
     if runs:
         starts = sum(1 for g in groups if g)
         parts.append(f"{len(runs)} measured {known.get('device', 'GPU')} steps ({kind}) of "
@@ -116,13 +146,10 @@ def stated_range(iteration_ms: float, profile, device: str, bound: str,
                      + " predicted "
                      + ("with that GPU's measured profile" if regime == "calibrated" else
                         "with a profile fitted on public data, which has none of that GPU"))
-    basis = " and ".join(parts)
-    if len(errors) < MIN_ERRORS:
-        return None
-    lo, hi = start_quantiles([own_group] + groups)
+    lo, hi = start_quantiles([mine] + groups)
     # measured = predicted / (1 + error): the largest error gives the lowest measurement
     return {"iteration_ms_low": iteration_ms / (1.0 + hi),
-            "iteration_ms_high": iteration_ms / (1.0 + lo), "basis": basis}
+            "iteration_ms_high": iteration_ms / (1.0 + lo), "basis": " and ".join(parts)}
 
 
 def range_remark(iteration_ms: float, low: float | None, high: float | None) -> str:

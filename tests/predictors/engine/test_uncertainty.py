@@ -31,8 +31,13 @@ def test_machine_starts_that_move_their_steps_widen_the_range():
     # a new start may move further than the ones seen: wider than their pooled errors'
     pooled_lo, pooled_hi = error_quantiles(np.concatenate(apart))
     assert lo < pooled_lo - 0.03 and hi > pooled_hi + 0.03
-    # one start: its own quantiles
-    assert start_quantiles([residuals]) == pytest.approx(error_quantiles(residuals))
+    # one start: its own quantiles (taken on log(1 + error))
+    assert start_quantiles([residuals]) == pytest.approx(error_quantiles(residuals), abs=1e-4)
+    # the range stays positive however far the starts lie apart
+    lo, _ = start_quantiles([[-0.5, -0.45], [0.5, 0.6], [-0.2]])
+    assert lo > -1.0
+    with pytest.raises(ValueError, match="no errors"):
+        start_quantiles([[], []])
 
 
 def test_a_calibrated_profile_states_the_range_of_its_own_validation():
@@ -72,3 +77,27 @@ def test_a_range_that_leaves_out_the_prediction_says_why():
                              "prediction")
     else:
         assert "leaves out" not in note
+
+
+def test_the_check_leaves_the_checked_machine_start_out_of_its_range(tmp_path):
+    import importlib.util
+    import json
+
+    from paths import ROOT
+
+    spec = importlib.util.spec_from_file_location("uncertainty_bench",
+                                                  ROOT / "benchmarks" / "uncertainty.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    calm = {"host": [-0.02, 0.0, 0.01, 0.03]}
+    per_start = {"public": {"a": calm, "b": calm, "wild": {"host": [0.9, 1.1, 1.3, 1.5]}}}
+    ranges = {}
+    for out in (None, "wild"):
+        table = bench._table("NVIDIA H200", per_start, out)
+        assert ("wild" in table["errors_per_start"]["public"]) == (out is None)
+        path = tmp_path / f"{out}.json"
+        path.write_text(json.dumps(table))
+        ranges[out] = stated_range(10.0, None, "NVIDIA H200", "host", table=path)
+    # without the wild start its range is far narrower
+    assert (ranges["wild"]["iteration_ms_high"] - ranges["wild"]["iteration_ms_low"]
+            < 0.5 * (ranges[None]["iteration_ms_high"] - ranges[None]["iteration_ms_low"]))
