@@ -102,5 +102,10 @@ def step_verdict(timeline: Timeline, per_rank: list[dict], num_ops: int, device:
         if per_table:
             what_if.insert(1, "fused embedding lookups (kernel: fused): one lookup per "
                               "dim instead of one per table")
+        if (tables and len(per_rank) > 1
+                and doc["training"].get("input_pipeline") == "torchrec"):
+            what_if.append("fewer sharding kinds: each kind with an input distribution "
+                           "(table-, row-, column-wise) adds its all-to-alls and a wait "
+                           "for its splits")
     return {"bound": bound, "text": text,
             "shares": {k: round(v, 4) for k, v in shares.items()}, "what_if": what_if}

@@ -103,6 +103,10 @@ def test_the_host_waits_for_the_splits_and_the_step_takes_longer(dlrm):
     resident["training"]["input_pipeline"] = "resident"
     plain = predict(resident)
     assert piped.iteration_ms > plain.iteration_ms
+    # host-bound, with the what-if that TorchRec's pipeline adds
+    assert piped.verdict["bound"] == plain.verdict["bound"] == "host"
+    assert any("sharding kinds" in w for w in piped.verdict["what_if"])
+    assert not any("sharding kinds" in w for w in plain.verdict["what_if"])
     tl = piped.timeline
     lanes = {i: ln for i, ln in enumerate(tl.lanes)}
 
