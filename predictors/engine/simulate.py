@@ -141,8 +141,9 @@ def simulate_ranks(costed: list[CostedGraph], timer: CollectiveTimer | None = No
                    title: str = "", cancelled: Callable[[], bool] | None = None,
                    starts_us=None) -> Timeline:
     """Simulate every rank's ``costed`` graph (rank = its position) together and return
-    one Timeline (microseconds from the first rank's start).  ``timer(ops)`` gets the ranks' twin collective
-    ops and answers ``(seconds, detail)``; without one a collective takes no time.
+    one Timeline (microseconds from the first rank's start).  ``timer(ops)`` gets the
+    ranks' twin collective ops and answers ``(seconds, detail)``; without one a
+    collective takes no time.
     ``starts_us``: when each rank starts its step (a late rank; default: together); a
     rank's iteration runs from its own start."""
     collectives: list = []

@@ -20,8 +20,9 @@ starts, a start's host moves its steps together, and a new start may move them f
 than the starts seen: each error is its start's shift (the start's median) plus a
 residual, and the range is that of a new start's shift (Student's t over the starts
 seen: the spread of one more draw) plus a residual (:func:`start_quantiles`).  A
-calibrated profile's own validation counts as one more start.  ``python benchmarks/uncertainty.py`` checks the
-coverage on each machine start with the range built from the others.
+calibrated profile's own validation counts as one more start.
+``python benchmarks/uncertainty.py`` checks the coverage on each machine start with the
+range built from the others.
 """
 from __future__ import annotations
 

@@ -42,8 +42,8 @@ from .typecheck import check, short_repr
 
 __all__ = ["FORMAT", "VERSION", "ScenarioError", "Issue", "load_scenario", "read_scenario",
            "migrate_scenario", "save_scenario", "validate_scenario", "validate_platform",
-           "scenario_to_json", "model_graph", "MIGRATIONS", "DTYPES", "OPTIMIZERS", "INPUT_PIPELINES",
-           "ROW_WISE", "REPLICATED", "PLATFORM_NODE_KINDS"]
+           "scenario_to_json", "model_graph", "MIGRATIONS", "DTYPES", "OPTIMIZERS",
+           "INPUT_PIPELINES", "ROW_WISE", "REPLICATED", "PLATFORM_NODE_KINDS"]
 
 _BLOCK_FIELD = re.compile(r"model\.nodes\[(\d+)\]")
 
