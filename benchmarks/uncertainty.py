@@ -74,22 +74,11 @@ def _by_bound(rows: list[dict]) -> dict[str, list[float]]:
     return {k: sorted(v) for k, v in sorted(out.items())}
 
 
-def _pooled(by_start: dict[str, dict[str, list[float]]]) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = {}
-    for by_bound in by_start.values():
-        for bound, errors in by_bound.items():
-            out.setdefault(bound, []).extend(errors)
-    return {k: sorted(v) for k, v in sorted(out.items())}
-
-
 def _table(device: str, per_start: dict, leave_out: str | None = None) -> dict:
-    """The errors file: every regime's errors pooled over its starts (but ``leave_out``)."""
-    errors = {regime: _pooled({s: e for s, e in starts.items() if s != leave_out})
-              for regime, starts in per_start.items()}
+    """The errors file: each regime's errors per machine start (but ``leave_out``)."""
     return {"device": device, "profiles": {"public": "fitted on public data",
                                            "calibrated": MEASURED_PROFILE},
-            "starts": {r: [s for s in v if s != leave_out] for r, v in per_start.items()},
-            "command": "python benchmarks/uncertainty.py --fit", "errors": errors,
+            "command": "python benchmarks/uncertainty.py --fit",
             "errors_per_start": {r: {s: e for s, e in starts.items() if s != leave_out}
                                  for r, starts in per_start.items()}}
 
@@ -102,10 +91,14 @@ def fit() -> int:
     doc = _table(device, per_start)
     PUBLIC_GPU_ERRORS.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(PUBLIC_GPU_ERRORS, (json.dumps(doc, indent=1) + "\n").encode())
-    for regime, by_bound in doc["errors"].items():
-        print(f"{regime}: {sum(len(v) for v in by_bound.values())} errors on {device} from "
-              f"{len(per_start[regime])} machine starts ("
-              + ", ".join(f"{k}: {len(v)}" for k, v in by_bound.items()) + ")")
+    for regime, starts in per_start.items():
+        counts: dict[str, int] = {}
+        for by_bound in starts.values():
+            for bound, errors in by_bound.items():
+                counts[bound] = counts.get(bound, 0) + len(errors)
+        print(f"{regime}: {sum(counts.values())} errors on {device} from {len(starts)} "
+              "machine starts (" + ", ".join(f"{k}: {n}" for k, n in sorted(counts.items()))
+              + ")")
     print(f"-> {PUBLIC_GPU_ERRORS.relative_to(ROOT)}")
     return 0
 

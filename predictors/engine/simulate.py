@@ -146,10 +146,10 @@ def simulate_ranks(costed: list[CostedGraph], timer: CollectiveTimer | None = No
     collective takes no time.
     ``starts_us``: when each rank starts its step (a late rank; default: together); a
     rank's iteration runs from its own start."""
+    starts = list(starts_us) if starts_us is not None else [0.0] * len(costed)
     collectives: list = []
     programs, results, meetings, details = _run(costed, timer, cancelled, collectives,
-                                                starts_us)
-    starts = list(starts_us) if any(starts_us or ()) else [0.0] * len(costed)
+                                                starts)
     path = critical_path(results, meetings, starts)
     tl = TimelineBuilder(title)
     kernels, bars = 0, {}
@@ -166,8 +166,7 @@ def simulate_ranks(costed: list[CostedGraph], timer: CollectiveTimer | None = No
                    ops=sum(len(c.ops) for c in costed), ranks=len(costed),
                    overheads=costed[0].overheads.source if costed else "",
                    critical_path=sorted(bars[e] for e in path if e in bars))
-    if any(starts_us or ()):
-        _shift_ranks(out, starts_us)
+    _shift_ranks(out, starts)
     return out
 
 
@@ -184,11 +183,10 @@ def _shift_ranks(tl: Timeline, starts_us) -> None:
 
 
 def rank_spans_ms(costed: list[CostedGraph], timer: CollectiveTimer | None = None,
-                  cancelled: Callable[[], bool] | None = None,
-                  starts_us=None) -> list[float]:
+                  cancelled: Callable[[], bool] | None = None) -> list[float]:
     """Each rank's iteration (ms), as :func:`simulate_ranks`' Timeline spans it, without
     drawing the Timeline: what a search over plans needs."""
-    _, results, _, _ = _run(costed, timer, cancelled, starts_us=starts_us)
+    _, results, _, _ = _run(costed, timer, cancelled)
     out = []
     for c, res in zip(costed, results):
         # the training loop's bar is drawn only when it lasts

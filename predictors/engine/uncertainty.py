@@ -105,20 +105,14 @@ def _calibrated_errors(profile) -> list[float]:
 
 
 def _table_groups(known: dict, regime: str, bound: str) -> tuple[list[list[float]], str]:
-    """The table's errors of ``regime`` as groups (one per machine start, or one pooled
-    group for a table without starts), those of verdict ``bound`` where at least two
-    starts have steps of it, else all; and which verdict they are (``bound`` or
-    ``"all"``)."""
+    """The table's errors of ``regime``, one group per machine start: those of verdict
+    ``bound`` where at least two starts have steps of it, else all; and which verdict
+    they are (``bound`` or ``"all"``)."""
     per_start = list((known.get("errors_per_start") or {}).get(regime, {}).values())
-    if per_start:
-        groups = [list(v.get(bound) or []) for v in per_start]
-        if sum(1 for g in groups if g) >= 2:
-            return groups, bound
-        return [[e for g in v.values() for e in g] for v in per_start], "all"
-    by_bound = (known.get("errors") or {}).get(regime, {})
-    if by_bound.get(bound):
-        return [list(by_bound[bound])], bound
-    return [[e for v in by_bound.values() for e in v]], "all"
+    groups = [list(v.get(bound) or []) for v in per_start]
+    if sum(1 for g in groups if g) >= 2:
+        return groups, bound
+    return [[e for g in v.values() for e in g] for v in per_start], "all"
 
 
 def stated_range(iteration_ms: float, profile, device: str, bound: str,

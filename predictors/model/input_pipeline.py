@@ -127,16 +127,15 @@ def copy_batch(tensors: list[torch.Tensor], device) -> list[torch.Tensor]:
     return [t.to(device, non_blocking=True) for t in tensors]
 
 
-def start_sparse_dist(p: InputPipeline, copied: list[torch.Tensor], device) -> list:
+def start_sparse_dist(p: InputPipeline, copied: list[torch.Tensor], device) -> None:
     """``sparse_data_dist`` of the batch ``copied`` (:func:`copy_batch`'s output): per
     sharding kind, its features permuted into destination order, the splits made on the
     host and exchanged (the host waits for them), then the lengths and values
-    exchanged.  Returns what the exchanges deliver."""
+    exchanged."""
     if not p.dists:
-        return []
+        return
     values, lengths = copied[-2], copied[-1]
     per_feature = lengths.view(p.features, p.local_batch)
-    got = []
     for _, features, n in p.dists:
         # the features in destination order (a row-wise one once per bucket)
         order = torch.empty(features, dtype=torch.int64, device=device)
@@ -145,10 +144,9 @@ def start_sparse_dist(p: InputPipeline, copied: list[torch.Tensor], device) -> l
         splits = torch.stack([torch.empty(p.ranks, dtype=torch.int64).to(device)
                               for _ in range(3)])   # lengths, values and samples per rank
         torch.ops.mldse.kjt_splits(splits.flatten())
-        recat = torch.empty(p.ranks * features, dtype=torch.int32).to(device)
-        got.append((torch.ops.mldse.kjt_all_to_all(out_lengths.flatten()),
-                    torch.ops.mldse.kjt_all_to_all(out_values), recat))
-    return got
+        torch.empty(p.ranks * features, dtype=torch.int32).to(device)   # the recat order
+        torch.ops.mldse.kjt_all_to_all(out_lengths.flatten())
+        torch.ops.mldse.kjt_all_to_all(out_values)
 
 
 def take_sparse_dist(p: InputPipeline, device) -> None:
