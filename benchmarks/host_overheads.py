@@ -12,8 +12,8 @@
 - ``xeon-vm-2026``: the host of the project's H200 measurements (a Xeon VM, torch 2.11),
   the overheads of ``resources/profiles/gpu/nvidia-h200-measured.json``.
 
-``check`` predicts the project's measured H200 steps
-(``resources/measurements/nvidia-h200-2026-11-29-seed11``) with the H200 profile fitted on
+``check`` predicts the project's measured H200 steps (the four machine starts in
+``resources/measurements/nvidia-h200-2026-11-29*``) with the H200 profile fitted on
 public data on each host, BERT-base at batch 32 on every GPU preset of one host, and the
 PARAM V100 DLRM (``resources/scenarios/param_dlrm_8xv100.json``) on each host.
 """
@@ -30,7 +30,8 @@ sys.path.insert(0, str(ROOT))
 
 from predictors.costs.host_overheads import HOSTS_DIR, Host, load_host  # noqa: E402
 
-H200_STEPS = ROOT / "resources" / "measurements" / "nvidia-h200-2026-11-29-seed11"
+H200_STARTS = tuple(ROOT / "resources" / "measurements" / f"nvidia-h200-2026-11-29{s}"
+                    for s in ("", "-seed7", "-rerun", "-seed11"))
 PRESETS = ("v100-1", "a100-1", "h100-1", "h200-1", "dgx1-v100", "dgx-a100", "dgx-h100",
            "dgx-h200")
 
@@ -77,17 +78,17 @@ def cmd_check(args) -> int:
     from predictors.utils.metrics import format_summary, summarize
 
     out: dict = {"h200": {}, "bert": {}, "param_dlrm": {}}
-    doc = load_measurements(H200_STEPS)
-    rows = [r for r in doc["scenarios"] if r.get("measure")]
     fitted = profile_for_device("NVIDIA H200")
-    print(f"H200 steps of {H200_STEPS.name} ({len(rows)}), the H200 profile fitted on "
-          "public data, on each host:")
-    for name in host_names():
-        prof = profile_on_host(fitted, load_host(name))
-        errs = [predict(r["doc"], profile=prof).iteration_ms / r["measure"]["iteration_ms"] - 1
-                for r in rows]
-        out["h200"][name] = [round(100 * e, 1) for e in errs]
-        print(f"  {name:14s} {format_summary(summarize(errs))}")
+    for folder in H200_STARTS:
+        rows = [r for r in load_measurements(folder)["scenarios"] if r.get("measure")]
+        print(f"H200 steps of {folder.name} ({len(rows)}), the H200 profile fitted on "
+              "public data, on each host:")
+        for name in host_names():
+            prof = profile_on_host(fitted, load_host(name))
+            errs = [predict(r["doc"], profile=prof).iteration_ms
+                    / r["measure"]["iteration_ms"] - 1 for r in rows]
+            out["h200"].setdefault(folder.name, {})[name] = [round(100 * e, 1) for e in errs]
+            print(f"  {name:14s} {format_summary(summarize(errs))}")
     bert = json.loads((ROOT / "resources" / "scenarios" / "bert_base.json").read_text())
     print("BERT-base, batch 32, on the default host:")
     for preset in PRESETS:

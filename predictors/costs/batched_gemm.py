@@ -48,20 +48,31 @@ def tile_estimates(B, M, N, K, fig: GpuFigures):
     """Per tile shape: ``(tiles, waves, structured seconds)``, each ``(len(SGEMM_TILES), n)``.
 
     A wave's time is the larger of one SM's FLOPs for its resident tiles at ``peak/SMs``
-    and the device's operand traffic for the wave (each tile streams an ``a x K`` and a
-    ``K x b`` panel; a batch's panels are not shared) at the DRAM bandwidth.
+    and the wave's operand traffic at the DRAM bandwidth.  The tiles of a wave that share
+    an ``a x K`` row panel or a ``K x b`` column panel of one product read it once (L2
+    serves the others): a wave fills whole products in order and then part of the next,
+    row by row.  Counting every tile's panels instead makes small tiles look memory-bound
+    on GPUs with a high FLOP-to-byte ratio, and the regressor then reads the GPU's identity
+    from that, which does not carry to GPUs outside the training data.
     """
     B, M, N, K = np.broadcast_arrays(*(np.maximum(np.asarray(x, dtype=np.float64), 1.0)
                                        for x in (B, M, N, K)))
     per_sm = fig.peak_flops / fig.sms
     tiles, waves, secs = [], [], []
     for a, b, per in SGEMM_TILES:
-        n_tiles = B * np.minimum(np.ceil(M / a) * np.ceil(N / b), np.ceil(M / b) * np.ceil(N / a))
+        rows, cols = np.ceil(M / a), np.ceil(N / b)  # one product's tile grid
+        per_product = rows * cols
+        n_tiles = B * per_product
         slots = fig.sms * per
         w = np.ceil(n_tiles / slots)
-        resident = np.minimum(n_tiles, slots) / fig.sms  # tiles on the busiest SM
+        on = np.minimum(n_tiles, slots)  # tiles of one wave
+        resident = on / fig.sms  # tiles on the busiest SM
         t_flops = np.ceil(resident) * 2.0 * a * b * K / per_sm
-        t_bytes = np.minimum(n_tiles, slots) * _ITEM * (a + b) * K / fig.mem_bw
+        whole = np.floor(on / per_product)
+        part = on - whole * per_product
+        panels_a = whole * rows + np.minimum(rows, np.ceil(part / cols))
+        panels_b = whole * cols + np.minimum(cols, part)
+        t_bytes = _ITEM * K * (panels_a * a + panels_b * b) / fig.mem_bw
         tiles.append(n_tiles)
         waves.append(w)
         secs.append(w * np.maximum(t_flops, t_bytes))

@@ -2,12 +2,15 @@
 model, every listed GPU, and (with ../shared/data) their fit to the public measurements."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
 from predictors.calibrate.kernel_fit import (
     kernels_dir,
     load_kernel_set,
+    measured_gemms,
     shape_range_split,
 )
 from predictors.costs.batched_gemm import (
@@ -57,6 +60,25 @@ def test_waves_count_the_batch_tiles_over_the_sms():
     # one more product opens a third wave, and the structured time grows with it
     assert tile_estimates(217, 128, 128, 64, A100)[1][0] == 3
     assert structured_ms(217, 128, 128, 64, A100) > structured_ms(216, 128, 128, 64, A100)
+
+
+def test_a_waves_tiles_read_their_shared_panels_once():
+    # one 1024 x 1024 product in 128 x 128 tiles: 64 tiles, one wave on 108 SMs, reading
+    # 8 row panels and 8 column panels, not 64 of each
+    fig = GpuFigures("slow memory", 19.5e12, 10e9, 108, 40e6, 1410, 64)
+    secs = tile_estimates(1, 1024, 1024, 1024, fig)[2][0]
+    assert secs == pytest.approx(4 * 1024 * 16 * 128 / 10e9)
+
+
+def test_gpus_of_one_compute_run_a_compute_bound_bmm_alike():
+    # the H100 and the H200 differ only in memory bandwidth: 64 products of 1024^3 are
+    # compute-bound on both
+    h100, h200 = (bundled_kernel_model("gpu-bmm").with_figures(figures_from_spec(GPU_SPECS[n]))
+                  for n in ("NVIDIA H100 80GB HBM3", "NVIDIA H200"))
+    a, b = (m.predict_shapes(np.array([64.0, 8.0]), np.array([1024.0, 2048.0]),
+                             np.array([1024.0, 2048.0]), np.array([1024.0, 2048.0]))
+            for m in (h100, h200))
+    assert np.allclose(a, b, rtol=0.1)
 
 
 def test_structured_time_is_never_under_the_roofline():
@@ -111,7 +133,8 @@ def test_bundled_models_are_small_and_described():
         path = KERNEL_MODEL_DIR / f"{name}.npz"
         assert path.stat().st_size < 2e6
         info = bundled_kernel_model(name).info
-        assert info["seed"] == 0 and len(info["trained_on"]) == 5
+        assert info["seed"] == 0 and len(info["trained_on"]) >= 5
+        assert ("NVIDIA H200" in info["trained_on"]) == (name == "gpu-bmm")
         assert set(info["leave_one_gpu_out"]) == set(info["trained_on"])
 
 
@@ -151,6 +174,28 @@ def test_gemm_model_routes_batched_products_and_convolutions():
     # outside what the conv model measured: the implicit-GEMM path, as before
     assert np.isfinite(ms).all() and np.array_equal(ms[1:], plain.predict_ms(nodes[1:]))
     assert [conv.covers(n) is not None for n in nodes] == [True, False, False, False, False]
+
+
+def _measurements(folder, gpu: str, gemm: list[dict]):
+    folder.mkdir()
+    (folder / "measurements.json").write_text(json.dumps(
+        {"format": "ml-dse-measurements", "version": 1, "device": {"name": gpu},
+         "gemm": gemm}))
+
+
+def test_own_gpu_measurements_train_the_bmm_model_as_kernel_times(tmp_path):
+    row = {"op": "bmm", "b": 8, "m": 64, "n": 64, "k": 64, "dtype": "float32", "ms": 0.01}
+    _measurements(tmp_path / "h200", "NVIDIA H200", [
+        row, dict(row, op="linear", b=2, m=3, n=16, k=32, ms=0.005),
+        dict(row, dtype="bfloat16"), dict(row, ms=None)])
+    _measurements(tmp_path / "unknown", "Mystery GPU 9000", [row])
+    _measurements(tmp_path / "bf16-only", "NVIDIA H100 80GB HBM3", [dict(row, dtype="bfloat16")])
+    (out,) = measured_gemms(tmp_path)
+    fig, dims, ms, is_bmm = out
+    assert fig.name == "NVIDIA H200" and fig.sms == 132
+    # a linear on a 3-D input is one product of (B*M) rows
+    assert dims.tolist() == [[8, 64, 64, 64], [1, 6, 16, 32]]
+    assert ms.tolist() == [0.01, 0.005] and is_bmm.tolist() == [True, False]
 
 
 @needs_data
