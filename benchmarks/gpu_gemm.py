@@ -4,13 +4,15 @@
     .venv/bin/python benchmarks/gpu_gemm.py --variants [--regressor gbm|mlp|both]
 
 Prints, per GPU: GMAE (geometric mean of |pred/measured - 1|), MAPE and the median ratio
-on a random 20% of shapes held out (fit on the other 80% of all GPUs), and for
+on a random 20% of shapes held out (fit on the other 80% of all GPUs), on the shapes
+outside the training range (fit on small and medium shapes, scored on the largest 10 % by
+FLOPs and tall-skinny ones, per GPU and per kind), and for
 leave-one-GPU-out (fit on the other four GPUs, predict from datasheet figures).  Then the
 bundled profiles' predictions for square GEMMs, as achieved TFLOP/s.
 
 ``--variants`` prints instead one line per model variant (feature set, target, regressor,
-pooling weight): held-out GMAE per GPU and leave-one-GPU-out GMAE per GPU, mean and worst
-(the table in docs/models/gpu_profiles.md).
+pooling weight): held-out and shape-range GMAE per GPU and leave-one-GPU-out GMAE per GPU,
+mean and worst (the table in docs/models/gpu_profiles.md).
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from predictors.calibrate.gemm_fit import (
     DEVICE_WEIGHT,
     fit_regressor,
     heldout_validation,
+    shape_range_validation,
     leave_one_gpu_out,
     training_set,
 )
@@ -114,15 +117,18 @@ def _variants(kinds) -> int:
                   base, fitter(kind, w)) for w in weights]
     names = [n.replace("NVIDIA ", "").replace("Tesla ", "").split("-")[0] for n in base.names]
     cells = " ".join(f"{n:>5}" for n in names)
-    print(f"{'variant':<38} | held-out GMAE %: {cells}   all | leave-one-GPU-out GMAE %: "
-          f"{cells}  mean worst")
+    print(f"{'variant':<38} | held-out GMAE %: {cells}   all | shape range GMAE %: {cells}"
+          f"   all | leave-one-GPU-out GMAE %: {cells}  mean worst")
     for label, ts, fit in rows:
         t0 = time.perf_counter()
         h = heldout_validation(ts, fit)
+        r = shape_range_validation(ts, fit)
         lo = leave_one_gpu_out(ts, fit)
         logo = [100 * lo[n]["gmae"] for n in ts.names]
-        held = [100 * h["per_gpu"][n]["gmae"] for n in ts.names] + [100 * h["all"]["gmae"]]
+        held, far = ([100 * v["per_gpu"][n]["gmae"] for n in ts.names] + [100 * v["all"]["gmae"]]
+                     for v in (h, r))
         print(f"{label:<38} | {'':17}" + " ".join(f"{v:5.1f}" for v in held)
+              + f" | {'':20}" + " ".join(f"{v:5.1f}" for v in far)
               + f" | {'':26}" + " ".join(f"{v:5.1f}" for v in logo)
               + f" {np.mean(logo):5.1f} {np.max(logo):5.1f}  ({time.perf_counter() - t0:.0f} s)",
               flush=True)
@@ -148,6 +154,12 @@ def main() -> int:
         for name, f in h["per_gpu"].items():
             print(_row(name, f))
         print(_row("all", h["all"]))
+        r = shape_range_validation(ts, kind)
+        print(f"[{kind}] shape range ({r['split']})")
+        for name, f in {**r["per_gpu"], "all": r["all"]}.items():
+            print(_row(name, f))
+        for name, f in r["per_kind"].items():
+            print(_row(f"kind:{name}", f))
         if not args.no_logo:
             print(f"[{kind}] leave-one-GPU-out (all shapes of the GPU, the others' median "
                   "overhead; long = latency > 3x (that overhead + floor kernel))")

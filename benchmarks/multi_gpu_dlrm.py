@@ -48,6 +48,8 @@ def main() -> int:
     ap.add_argument("--kernel", choices=("per_table", "fused", "both"), default="both",
                     help="the embedding tables' lookup kernels (default: both)")
     ap.add_argument("--host", help="the host of the catalogue (default: the default host)")
+    ap.add_argument("--input-pipeline", choices=("torchrec", "resident"),
+                    help="replace the scenario's input pipeline (it runs TorchRec's)")
     ap.add_argument("--json", metavar="OUT.json", help="also write the rows as JSON")
     args = ap.parse_args()
     base = load_scenario(SCENARIO)
@@ -58,6 +60,8 @@ def main() -> int:
     for kernel, (gpus, batch, rps) in ((k, m) for k in kernels for m in MEASURED):
         doc = with_kernel(base, kernel)
         doc["training"]["batch_size"] = batch
+        if args.input_pipeline:
+            doc["training"]["input_pipeline"] = args.input_pipeline
         doc["platform"] = {"preset": "dgx-a100"} if gpus == 8 else four_a100()
         t0 = time.perf_counter()
         result = predict(doc, host=args.host)

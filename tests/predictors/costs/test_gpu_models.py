@@ -4,7 +4,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from predictors.calibrate.gemm_fit import TrainingSet, fit_regressor, leave_one_gpu_out
+from predictors.calibrate.gemm_fit import (
+    TrainingSet,
+    fit_regressor,
+    leave_one_gpu_out,
+    shape_range_split,
+    shape_range_validation,
+)
 from predictors.calibrate.gpu_profiles import (
     BUNDLED_GPUS,
     PROFILE_DIR,
@@ -148,6 +154,33 @@ def test_leave_one_gpu_out_uses_nothing_of_the_left_out_gpu():
     y_changed = np.where(gpu == 0, y + 3.0, y)
     again, _ = run(changed, y_changed)
     assert again["a"] == base["a"]
+
+
+def test_shape_range_check_fits_on_small_shapes_and_scores_the_far_ones():
+    rng = np.random.default_rng(0)
+    n = 600
+    dims = np.column_stack([np.ones(n), *(2.0 ** rng.integers(3, 13, (3, n)))])
+    X = np.log(dims[:, 1:])
+    y = 0.1 * X[:, 0]
+    gpu = np.arange(n) % 2
+    lat = np.exp(y) * 0.01 + 0.05
+    ts = TrainingSet(X, y, np.full(n, 0.01), lat, np.full(n, 0.05), gpu, ["a", "b"], dims)
+    masks = shape_range_split(ts)
+    flops = dims.prod(axis=1)
+    assert flops[masks["large"]].min() >= np.percentile(flops, 90)
+    M, N, K = dims[masks["tall_skinny"], 1:].T
+    assert (np.maximum(np.maximum(M, N), K) >= 256 * np.minimum(np.minimum(M, N), K)).all()
+    fitted = []
+
+    def fit(Xt, yt, seed):
+        fitted.append(len(yt))
+        return fit_gbm(Xt, yt, max_iter=10)
+
+    out = shape_range_validation(ts, fit)
+    test = masks["large"] | masks["tall_skinny"]
+    assert fitted == [n - test.sum()]
+    assert out["all"]["n"] == test.sum() and set(out["per_kind"]) == set(masks)
+    assert sum(f["n"] for f in out["per_gpu"].values()) == test.sum()
 
 
 def test_gemm_dims_of_aten_ops():
