@@ -8,10 +8,10 @@ measurements and print the tables (docs/accuracy.md, docs/models/kernels.md).
 Per op, errors of the predicted latency (kernel + the GPU's measurement overhead) against
 the measured one, per GPU (geomean, mean, worst of |pred / measured - 1|):
 
-- **shape range**: fit on small and medium shapes of all five GPUs, score the large,
+- **shape range**: fit on small and medium shapes of every GPU, score the large,
   tall-skinny and tiny-batched ones (convolutions: large, lopsided, tiny), per GPU and
   per kind of shape;
-- **leave one GPU out**: fit on four GPUs, predict every shape of the fifth from its
+- **leave one GPU out**: fit on the other GPUs, predict every shape of the one left out from its
   datasheet figures and the others' median measurement overhead;
 - ``--baseline``: every measured shape priced without these models: ``bmm`` by the
   bundled GEMM regressor (trained on ``linear`` GEMMs), convolutions as implicit GEMMs
@@ -21,7 +21,7 @@ the measured one, per GPU (geomean, mean, worst of |pred / measured - 1|):
 layer norm, softmax, add, GELU and ReLU kernels of the same GPUs: per op and GPU the error
 of the latency, and the median predicted / measured kernel time of kernels over 50 us.
 
-Takes about a minute per op on one core (twelve fits of two boosted-tree ensembles).
+Takes about a minute per op on one core (six fits, each of two boosted-tree ensembles).
 """
 from __future__ import annotations
 

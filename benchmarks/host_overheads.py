@@ -79,12 +79,12 @@ def cmd_check(args) -> int:
 
     out: dict = {"h200": {}, "bert": {}, "param_dlrm": {}}
     fitted = profile_for_device("NVIDIA H200")
+    on_host = {name: profile_on_host(fitted, load_host(name)) for name in host_names()}
     for folder in H200_STARTS:
         rows = [r for r in load_measurements(folder)["scenarios"] if r.get("measure")]
         print(f"H200 steps of {folder.name} ({len(rows)}), the H200 profile fitted on "
               "public data, on each host:")
-        for name in host_names():
-            prof = profile_on_host(fitted, load_host(name))
+        for name, prof in on_host.items():
             errs = [predict(r["doc"], profile=prof).iteration_ms
                     / r["measure"]["iteration_ms"] - 1 for r in rows]
             out["h200"].setdefault(folder.name, {})[name] = [round(100 * e, 1) for e in errs]

@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 from predictors.utils.metrics import gmae  # noqa: E402
 from predictors.engine.predict import predict  # noqa: E402
 from predictors.model.embedding_blocks import with_kernel  # noqa: E402
+from predictors.scenario.definition import INPUT_PIPELINES  # noqa: E402
 from predictors.scenario.format import load_scenario  # noqa: E402
 
 SCENARIO = ROOT / "resources" / "scenarios" / "torchrec_dlrm_criteo1tb.json"
@@ -48,7 +49,7 @@ def main() -> int:
     ap.add_argument("--kernel", choices=("per_table", "fused", "both"), default="both",
                     help="the embedding tables' lookup kernels (default: both)")
     ap.add_argument("--host", help="the host of the catalogue (default: the default host)")
-    ap.add_argument("--input-pipeline", choices=("torchrec", "resident"),
+    ap.add_argument("--input-pipeline", choices=INPUT_PIPELINES,
                     help="replace the scenario's input pipeline (it runs TorchRec's)")
     ap.add_argument("--json", metavar="OUT.json", help="also write the rows as JSON")
     args = ap.parse_args()

@@ -125,6 +125,8 @@ def heldout_validation(ts: TrainingSet, kind, *, fraction: float = 0.2,
 def shape_range_split(ts: TrainingSet) -> dict[str, np.ndarray]:
     """Masks of the shapes outside the training range, by kind: ``large`` (the top 10 %
     by FLOPs), ``tall_skinny`` (largest over smallest of B·M, N, K at least 256)."""
+    if ts.dims is None:
+        raise ValueError("the training set has no shapes (dims): build it with training_set()")
     B, M, N, K = ts.dims.T
     rows = B * M
     flops = rows * N * K

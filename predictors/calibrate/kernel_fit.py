@@ -3,10 +3,7 @@ kernel measurements (``../shared/data/microbench/neusight-kernels``).
 
 The ``bmm`` model also trains on the NeuSight ``linear`` GEMMs of the same GPUs
 (``neusight-gemm``, as single products ``(B*M) x N x K``): they reach larger matrices than
-the ``bmm`` set (M, N, K up to 1024).  Only ``bmm`` rows are scored.  It trains too on the
-fp32 GEMMs of this project's own GPU measurements (``resources/measurements``, from
-``calibrate --device cuda``: kernel times of CUDA-graph replays, so no overhead): the H200,
-the one GPU with 128 FP32 lanes per SM in the data.
+the ``bmm`` set (M, N, K up to 1024).  Only ``bmm`` rows are scored.
 
 Errors are on the measured latency, as for the GEMM model (:mod:`.gemm_fit`): the
 predicted kernel time plus the GPU's measurement overhead (NeuSight times whole ops: launch
@@ -16,8 +13,8 @@ and synchronisation included).  Two checks of extrapolation:
   (:func:`shape_range_split`: the largest 10 % by FLOPs, tall-skinny ones, tiny matrices
   in large batches; for convolutions, the largest 10 %, lopsided channel counts, large
   images and tiny ones);
-- **leave one GPU out**: fit on four GPUs, predict the fifth from its datasheet figures,
-  with the others' median measurement overhead.
+- **leave one GPU out**: fit on the other GPUs, predict the one left out from its datasheet
+  figures, with the others' median measurement overhead.
 """
 from __future__ import annotations
 
@@ -74,7 +71,6 @@ HYPERPARAMETERS = {"max_iter": 200, "learning_rate": 0.1, "max_leaf_nodes": 31,
 # figures; the rest comes from one that does not.  Chosen on the shape-range split and
 # leave-one-GPU-out of both ops (docs/models/kernels.md compares 0.5, 0.75 and 1).
 DEVICE_WEIGHT = 0.75
-MEASUREMENTS_DIR = Path(__file__).resolve().parents[2] / "resources" / "measurements"
 
 
 def kernels_dir() -> Path | None:
@@ -115,7 +111,7 @@ def load_kernel_set(op: str, folder: str | Path | None = None,
                     configs: str | Path | None = None, *, linear: bool = True) -> KernelSet:
     """Every GPU's measurements of ``op`` (``bmm`` or ``conv``), with the GPU's figures
     from NeuSight's ``device_configs``; for ``bmm`` with ``linear``, the same GPUs'
-    ``linear`` GEMMs too (marked ``aux``) and :func:`measured_gemms`."""
+    ``linear`` GEMMs too (marked ``aux``)."""
     folder = Path(folder) if folder else (kernels_dir() / op if kernels_dir() else None)
     if folder is None or not folder.is_dir():
         raise FileNotFoundError(f"the NeuSight {op} measurements are not there "
@@ -139,7 +135,6 @@ def load_kernel_set(op: str, folder: str | Path | None = None,
     if not parts:
         raise FileNotFoundError(f"{folder}: no {op} measurements")
     names = [p[0].name for p in parts]
-    figs = [p[0] for p in parts]
     gpu = [np.full(len(p[1]), i) for i, p in enumerate(parts)]
     aux = [np.zeros(len(p[1]), bool) for p in parts]
     if op == "bmm" and linear and neusight_dir() is not None:
@@ -153,42 +148,9 @@ def load_kernel_set(op: str, folder: str | Path | None = None,
                           np.full(len(roof), m.overhead_ms)))
             gpu.append(np.full(len(roof), g))
             aux.append(np.ones(len(roof), bool))
-    if op == "bmm" and linear:
-        for fig, dims, ms, is_bmm in measured_gemms():
-            g = names.index(fig.name) if fig.name in names else len(names)
-            if g == len(names):
-                names.append(fig.name)
-                figs.append(fig)
-            X, roof = _features(op, dims, fig)
-            parts.append((fig, dims, X, np.log(ms / roof), roof, ms, np.zeros(len(ms))))
-            gpu.append(np.full(len(ms), g))
-            aux.append(~is_bmm)
     cat = [np.concatenate([p[j] for p in parts]) for j in range(1, 7)]
-    return KernelSet(op, *cat, np.concatenate(gpu), names, figs, np.concatenate(aux))
-
-
-def measured_gemms(folder: str | Path = MEASUREMENTS_DIR):
-    """The fp32 ``bmm`` and ``linear`` kernel times of each measurements folder under
-    ``folder`` whose GPU has datasheet figures: ``(figures, dims (B, M, N, K), ms, is_bmm)``
-    per folder, a ``linear`` as one product ``(B*M) x N x K``."""
-    from ..hardware.specs import find_gpu_spec
-    from ..costs.gemm_features import figures_from_spec
-    from .cuda_profile import load_measurements
-
-    out = []
-    for sub in sorted({p.parent for p in Path(folder).glob("*/measurements.json*")}):
-        doc = load_measurements(sub)
-        rows = [r for r in doc.get("gemm") or []
-                if r.get("dtype") == "float32" and r.get("ms") and r.get("op") in ("bmm", "linear")]
-        spec = find_gpu_spec(doc["device"]["name"])
-        if not rows or spec is None:
-            continue
-        is_bmm = np.array([r["op"] == "bmm" for r in rows])
-        dims = np.array([[r["b"], r["m"], r["n"], r["k"]] if bmm else
-                         [1, r["b"] * r["m"], r["n"], r["k"]] for r, bmm in zip(rows, is_bmm)],
-                        dtype=np.float64)
-        out.append((figures_from_spec(spec), dims, np.array([r["ms"] for r in rows]), is_bmm))
-    return out
+    return KernelSet(op, *cat, np.concatenate(gpu), names, [p[0] for p in parts[:len(names)]],
+                     np.concatenate(aux))
 
 
 def shape_range_split(ks: KernelSet) -> dict[str, np.ndarray]:
@@ -271,11 +233,8 @@ def leave_one_gpu_out(ks: KernelSet, seed: int = 0) -> dict:
     for g, name in enumerate(ks.names):
         train = ks.gpu != g
         reg = fit_pooled(ks.X[train], ks.y[train], seed)
-        own = ks.overhead_ms[ks.gpu == g][0]
-        # kernel times (an own measurement) get none; timed ops, the others' median
-        others = 0.0 if own == 0 else float(np.median(
-            [ks.overhead_ms[ks.gpu == h][0] for h in range(len(ks.names))
-             if h != g and ks.overhead_ms[ks.gpu == h][0] > 0]))
+        others = float(np.median([ks.overhead_ms[(ks.gpu == h) & ~ks.aux][0]
+                                  for h in range(len(ks.names)) if h != g]))
         out[name] = score(ks, reg, np.flatnonzero(~train & ~ks.aux), others)[name]
     return out
 
@@ -305,8 +264,7 @@ def build_kernel_models(out_dir: str | Path = KERNEL_MODEL_DIR, *, ops=OPS, seed
     for op in ops:
         ks = load_kernel_set(op)
         info = {"data": f"../shared/data/microbench/neusight-kernels/{op} (sitar-lab/NeuSight, "
-                        "MIT; fp32, PyTorch 2.1)" + (" and neusight-gemm (linear GEMMs); the "
-                                                     "fp32 GEMMs of resources/measurements"
+                        "MIT; fp32, PyTorch 2.1)" + (" and neusight-gemm (linear GEMMs)"
                                                      if ks.aux.any() else ""),
                 "trained_on": ks.names, "kernels": int((~ks.aux).sum()),
                 "linear_gemms": int(ks.aux.sum()), "seed": seed, "hyperparameters": HYPERPARAMETERS,

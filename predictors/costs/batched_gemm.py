@@ -3,8 +3,8 @@ utilisation.
 
 The structure comes first, as in NeuSight (Lee et al., ASPLOS 2025): an sgemm kernel cuts
 each of the ``B`` products into output tiles, the device runs ``SMs x tiles-per-SM`` tiles
-at a time (a *wave*), and a tile's time is bounded by its roofline on one SM (its FLOPs at
-the SM's share of the peak, its operand panels at the SM's share of the DRAM bandwidth).
+at a time (a *wave*), and a wave's time is bounded by its FLOPs at the SMs' share of the
+peak and by the operand panels it reads at the DRAM bandwidth.
 Those estimates, per tile shape, with the waves, the last wave's occupancy and the batch,
 are the features; a gradient-boosted regressor (:func:`~.regressors.fit_gbm`) learns
 ``log(kernel / roofline)`` from them, i.e. the utilisation, and no prediction beats the
@@ -44,38 +44,44 @@ SGEMM_TILES = ((128, 128, 1), (128, 64, 2), (64, 64, 4), (128, 32, 4), (32, 32, 
 _ITEM = 4.0  # bytes per fp32 element
 
 
+def _wave(B, M, N, K, a, b, per, fig: GpuFigures):
+    """``(tiles, waves, seconds)`` of ``a x b`` output tiles, ``per`` of them on one SM."""
+    rows, cols = np.ceil(M / a), np.ceil(N / b)  # one product's tile grid
+    per_product = rows * cols
+    n_tiles = B * per_product
+    slots = fig.sms * per
+    waves = np.ceil(n_tiles / slots)
+    on = np.minimum(n_tiles, slots)  # tiles of the first wave
+    t_flops = np.ceil(on / fig.sms) * 2.0 * a * b * K / (fig.peak_flops / fig.sms)
+    whole = np.floor(on / per_product)  # products the first wave covers, then part of one
+    part = on - whole * per_product
+    panels_a = whole * rows + np.minimum(rows, np.ceil(part / cols))
+    panels_b = whole * cols + np.minimum(cols, part)
+    t_bytes = _ITEM * K * (panels_a * a + panels_b * b) / fig.mem_bw
+    return n_tiles, waves, waves * np.maximum(t_flops, t_bytes)
+
+
 def tile_estimates(B, M, N, K, fig: GpuFigures):
     """Per tile shape: ``(tiles, waves, structured seconds)``, each ``(len(SGEMM_TILES), n)``.
 
-    A wave's time is the larger of one SM's FLOPs for its resident tiles at ``peak/SMs``
-    and the wave's operand traffic at the DRAM bandwidth.  The tiles of a wave that share
-    an ``a x K`` row panel or a ``K x b`` column panel of one product read it once (L2
-    serves the others): a wave fills whole products in order and then part of the next,
-    row by row.  Counting every tile's panels instead makes small tiles look memory-bound
-    on GPUs with a high FLOP-to-byte ratio, and the regressor then reads the GPU's identity
-    from that, which does not carry to GPUs outside the training data.
+    Every wave takes as long as the first: the larger of one SM's FLOPs for its resident
+    tiles at ``peak/SMs`` and the wave's operand traffic at the DRAM bandwidth.  Tiles of a
+    wave that share an ``a x K`` row panel or a ``K x b`` column panel of one product read
+    it once (L2 serves the others); the wave fills whole products in order, then part of
+    the next, row by row.  A tile runs in the orientation (``a x b`` or ``b x a``) that
+    takes less time.  Counting each tile's panels would make small tiles look memory-bound
+    on GPUs with a high FLOP-to-byte ratio, and a regressor would read the GPU's identity
+    from that, which does not carry to GPUs outside its training data.
     """
     B, M, N, K = np.broadcast_arrays(*(np.maximum(np.asarray(x, dtype=np.float64), 1.0)
                                        for x in (B, M, N, K)))
-    per_sm = fig.peak_flops / fig.sms
     tiles, waves, secs = [], [], []
     for a, b, per in SGEMM_TILES:
-        rows, cols = np.ceil(M / a), np.ceil(N / b)  # one product's tile grid
-        per_product = rows * cols
-        n_tiles = B * per_product
-        slots = fig.sms * per
-        w = np.ceil(n_tiles / slots)
-        on = np.minimum(n_tiles, slots)  # tiles of one wave
-        resident = on / fig.sms  # tiles on the busiest SM
-        t_flops = np.ceil(resident) * 2.0 * a * b * K / per_sm
-        whole = np.floor(on / per_product)
-        part = on - whole * per_product
-        panels_a = whole * rows + np.minimum(rows, np.ceil(part / cols))
-        panels_b = whole * cols + np.minimum(cols, part)
-        t_bytes = _ITEM * K * (panels_a * a + panels_b * b) / fig.mem_bw
-        tiles.append(n_tiles)
-        waves.append(w)
-        secs.append(w * np.maximum(t_flops, t_bytes))
+        one, other = _wave(B, M, N, K, a, b, per, fig), _wave(B, M, N, K, b, a, per, fig)
+        pick = other[2] < one[2]
+        tiles.append(np.where(pick, other[0], one[0]))
+        waves.append(np.where(pick, other[1], one[1]))
+        secs.append(np.minimum(one[2], other[2]))
     return np.array(tiles), np.array(waves), np.array(secs)
 
 

@@ -159,7 +159,7 @@ def test_leave_one_gpu_out_uses_nothing_of_the_left_out_gpu():
 def test_shape_range_check_fits_on_small_shapes_and_scores_the_far_ones():
     rng = np.random.default_rng(0)
     n = 600
-    dims = np.column_stack([np.ones(n), *(2.0 ** rng.integers(3, 13, (3, n)))])
+    dims = np.column_stack([rng.integers(1, 3, n), *(2.0 ** rng.integers(3, 13, (3, n)))])
     X = np.log(dims[:, 1:])
     y = 0.1 * X[:, 0]
     gpu = np.arange(n) % 2
@@ -168,8 +168,11 @@ def test_shape_range_check_fits_on_small_shapes_and_scores_the_far_ones():
     masks = shape_range_split(ts)
     flops = dims.prod(axis=1)
     assert flops[masks["large"]].min() >= np.percentile(flops, 90)
-    M, N, K = dims[masks["tall_skinny"], 1:].T
-    assert (np.maximum(np.maximum(M, N), K) >= 256 * np.minimum(np.minimum(M, N), K)).all()
+    B, M, N, K = dims[masks["tall_skinny"]].T
+    rows = B * M  # a linear layer's batch folds into its rows
+    assert (np.maximum(np.maximum(rows, N), K) >= 256 * np.minimum(np.minimum(rows, N), K)).all()
+    B, M, N, K = dims[~masks["tall_skinny"]].T
+    assert (np.maximum(np.maximum(B * M, N), K) < 256 * np.minimum(np.minimum(B * M, N), K)).all()
     fitted = []
 
     def fit(Xt, yt, seed):
