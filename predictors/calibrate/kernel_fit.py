@@ -267,6 +267,7 @@ def build_kernel_models(out_dir: str | Path = KERNEL_MODEL_DIR, *, ops=OPS, seed
                         "MIT; fp32, PyTorch 2.1)" + (" and neusight-gemm (linear GEMMs)"
                                                      if ks.aux.any() else ""),
                 "trained_on": ks.names, "kernels": int((~ks.aux).sum()),
+                "trained_figures": [f.to_json() for f in ks.figures],
                 "linear_gemms": int(ks.aux.sum()), "seed": seed, "hyperparameters": HYPERPARAMETERS,
                 "device_weight": DEVICE_WEIGHT,
                 "metric": "|predicted / measured latency - 1|, latency = kernel + the GPU's "

@@ -31,7 +31,9 @@ __all__ = [
     "SGEMM_TILES",
     "BatchedGemmModel",
     "bmm_features",
+    "device_columns",
     "roofline_ms",
+    "same_die",
     "structured_ms",
     "tile_estimates",
 ]
@@ -129,11 +131,23 @@ def bmm_features(B, M, N, K, fig: GpuFigures) -> np.ndarray:
     slots = np.array([fig.sms * per for _, _, per in SGEMM_TILES])[:, None]
     for i in range(len(SGEMM_TILES)):
         cols += [np.log(waves[i]), tiles[i] / (waves[i] * slots[i]), np.log(secs[i] / best)]
-    # per-SM figures: they carry across GPU sizes better than the absolute ones
-    dev = (fig.peak_flops / fig.sms / fig.clock_mhz, fig.mem_bw / fig.sms, fig.clock_mhz,
-           fig.l2_bytes / fig.sms)
-    cols += [np.full_like(B, np.log(v)) for v in dev]
+    cols += [np.full_like(B, v) for v in device_columns(fig)]
     return np.column_stack(cols)
+
+
+def device_columns(fig: GpuFigures) -> tuple[float, ...]:
+    """The last :data:`DEVICE_COLUMNS` features: per-SM figures (they carry across GPU
+    sizes better than the absolute ones), in log.  FLOPs per SM per cycle are the lanes'
+    (two per FP32 lane): derived from a rounded datasheet peak they would differ by
+    rounding alone between GPUs of one design, and trees would split on that."""
+    return tuple(float(np.log(v)) for v in (
+        2.0 * fig.cores_per_sm, fig.mem_bw / fig.sms, fig.clock_mhz, fig.l2_bytes / fig.sms))
+
+
+def same_die(a: GpuFigures, b: GpuFigures) -> bool:
+    """Whether two GPUs share SMs, FP32 lanes per SM and L2: variants of one die that
+    differ in clock, memory or board."""
+    return a.sms == b.sms and a.cores_per_sm == b.cores_per_sm and a.l2_bytes == b.l2_bytes
 
 
 class BatchedGemmModel:
@@ -149,7 +163,12 @@ class BatchedGemmModel:
     min_kernel_ms : float
         The shortest kernel it predicts.
     info : dict
-        Training data and validation figures.
+        Training data and validation figures; ``trained_figures`` lists the training GPUs'
+        figures.  A GPU of the same die as one of them (:func:`same_die`) gives the
+        regressor that GPU's device columns, so a variant with another clock or memory
+        keeps the efficiency its die was measured at (its own figures still set the
+        roofline, tiles and waves); trees would otherwise place it by the nearest
+        training GPU's clock or bandwidth, which may be another die's.
     """
 
     op_class = "bmm"
@@ -164,6 +183,15 @@ class BatchedGemmModel:
         self.regressor = regressor
         self.min_kernel_ms = float(min_kernel_ms)
         self.info = dict(info or {})
+        trained = [GpuFigures.from_json(f) for f in self.info.get("trained_figures", [])]
+        self.die = next((t for t in trained if same_die(t, figures)), figures)
+
+    def _log_ratio(self, X: np.ndarray) -> np.ndarray:
+        """The regressor on feature rows, with the die's device columns."""
+        if self.die is not self.figures:
+            X = X.copy()
+            X[:, -DEVICE_COLUMNS:] = device_columns(self.die)
+        return self.regressor.predict(X)
 
     def with_figures(self, figures: GpuFigures) -> BatchedGemmModel:
         """The same regressor bound to another GPU's figures."""
@@ -179,7 +207,7 @@ class BatchedGemmModel:
         if ok.any():
             args = [x[ok] for x in (B, M, N, K)]
             roof_ms = roofline_ms(*args, self.figures)
-            ms = np.exp(self.regressor.predict(bmm_features(*args, self.figures))) * roof_ms
+            ms = np.exp(self._log_ratio(bmm_features(*args, self.figures))) * roof_ms
             out[ok] = np.maximum(np.maximum(ms, roof_ms), self.min_kernel_ms)
         return out
 

@@ -104,7 +104,7 @@ class ConvKernelModel(BatchedGemmModel):
         args = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (
             N, Cin, Cout, H, W, kernel, stride, pad)))
         struct = conv_structured_ms(*args, self.figures)[0]
-        ms = np.exp(self.regressor.predict(conv_features(*args, self.figures))) * struct
+        ms = np.exp(self._log_ratio(conv_features(*args, self.figures))) * struct
         return np.maximum(ms, self.min_kernel_ms)
 
     def predict_shapes(self, *args, **kwargs):
