@@ -68,8 +68,8 @@ _COLUMNS = {"bmm": ("B", "M", "N", "K"),
 HYPERPARAMETERS = {"max_iter": 200, "learning_rate": 0.1, "max_leaf_nodes": 31,
                    "min_samples_leaf": 20}
 # The share of the prediction (in log space) from a regressor that sees the absolute device
-# figures; the rest comes from one that does not.  Chosen on the shape-range split and
-# leave-one-GPU-out of both ops (docs/models/kernels.md compares 0.5, 0.75 and 1).
+# figures; the rest comes from one that does not.  The lowest worst GPU left out in bmm of
+# 0.5, 0.75 and 1; convolutions barely move with it (docs/models/kernels.md).
 DEVICE_WEIGHT = 0.75
 
 

@@ -84,18 +84,22 @@ def test_gpus_of_one_compute_run_a_compute_bound_bmm_alike():
 
 
 def test_a_variant_of_a_measured_die_keeps_its_efficiency():
-    # the V100-SXM2 and the V100-DGXS are the V100-PCIe's die at a higher clock: they run
-    # a compute-bound bmm faster than it, by at most their clock ratio
+    # the V100-SXM2 and the V100-DGXS are the V100-PCIe's die at a higher clock: a
+    # compute-bound bmm runs faster on them by their ratio of peaks, and so do convolutions
     model = bundled_kernel_model("gpu-bmm")
-    pcie = model.with_figures(figures_from_spec(GPU_SPECS["Tesla V100-PCIE-32GB"]))
+    conv = bundled_kernel_model("gpu-conv")
+    pcie_fig = figures_from_spec(GPU_SPECS["Tesla V100-PCIE-32GB"])
+    pcie = model.with_figures(pcie_fig)
     assert pcie.die.name == "Tesla V100-PCIE-32GB" and pcie.die is not pcie.figures
     shape = (np.array([64.0]), 1024.0, 1024.0, 1024.0)
+    conv_pcie = conv.with_figures(pcie_fig).predict_conv(32, 256, 256, 14)[0]
     for name in ("Tesla V100-SXM2-32GB", "Tesla V100-DGXS-32GB"):
         fig = figures_from_spec(GPU_SPECS[name])
         variant = model.with_figures(fig)
         assert variant.die.name == "Tesla V100-PCIE-32GB"
         ratio = pcie.predict_shapes(*shape)[0] / variant.predict_shapes(*shape)[0]
-        assert 1.0 <= ratio <= fig.clock_mhz / pcie.figures.clock_mhz * 1.01
+        assert ratio == pytest.approx(fig.peak_flops / pcie_fig.peak_flops, rel=0.01)
+        assert conv.with_figures(fig).predict_conv(32, 256, 256, 14)[0] < conv_pcie
     # a GPU of no measured die keeps its own figures
     h100 = model.with_figures(figures_from_spec(GPU_SPECS["NVIDIA H100 80GB HBM3"]))
     assert h100.die is h100.figures
