@@ -30,8 +30,8 @@ from predictors.calibrate.gemm_fit import (
     DEVICE_WEIGHT,
     fit_regressor,
     heldout_validation,
-    shape_range_validation,
     leave_one_gpu_out,
+    shape_range_validation,
     training_set,
 )
 from predictors.calibrate.gpu_profiles import BUNDLED_GPUS, profile_for_device  # noqa: E402
