@@ -110,6 +110,40 @@ def gemm_errors(doc: dict, profile) -> list[dict]:
     return out
 
 
+# FLOPs bands of the fp32 GEMMs' size breakdown
+_BANDS = (1e5, 1e8, 3e8, 1e9, 3e9, 1e10, 1e13)
+
+
+def fp32_by_size(doc: dict, profile, reference) -> list[dict]:
+    """The fp32 ``linear`` GEMMs by FLOPs band: ``profile``'s GMAE and median predicted /
+    measured, and the median of measured over ``reference``'s prediction (a GPU of the
+    training data, predicted in its own range): where it is near or over 1, this GPU
+    runs those products no faster than the reference, whatever its datasheet says."""
+    from predictors.utils.metrics import gmae
+
+    sel = [r for r in doc.get("gemm") or []
+           if r.get("ms") and r["op"] == "linear" and r["dtype"] == "float32"]
+    if not sel:
+        return []
+    b, m, n, k = (np.array([r[c] for r in sel], dtype=float) for c in "bmnk")
+    meas = np.array([r["ms"] for r in sel])
+    flops = 2 * b * m * n * k
+
+    def predict(p):
+        return p.kernel_models["gemm"].predict_shapes(b, m, n, k, shared_weight=True)
+
+    pred, ref = predict(profile), predict(reference)
+    out = []
+    for lo, hi in zip(_BANDS, _BANDS[1:]):
+        q = (flops >= lo) & (flops < hi)
+        if q.any():
+            out.append({"flops": (lo, hi), "shapes": int(q.sum()),
+                        "gmae_pct": 100 * gmae(pred[q], meas[q]),
+                        "median_ratio": float(np.median(pred[q] / meas[q])),
+                        "over_reference": float(np.median(meas[q] / ref[q]))})
+    return out
+
+
 def _other_profile(path: str):
     """A measured profile: a profile file as it is, or one built from a measurements
     folder."""
@@ -149,6 +183,16 @@ def cmd_report(args) -> int:
             print(f"  {r['op']:6s} {r['dtype']:8s} {r['shapes']:4d} shapes  GMAE "
                   f"{r['gmae_pct']:5.1f}%  median predicted/measured {r['median_ratio']:.2f}"
                   + al)
+        reference = profile_for_device(args.reference)
+        bands = fp32_by_size(doc, bundled, reference)
+        if bands:
+            print(f"  fp32 linear by FLOPs: GMAE, median predicted/measured, and median "
+                  f"measured / {reference.name}'s predicted (its own training data)")
+        for r in bands:
+            lo, hi = r["flops"]
+            print(f"    {lo:7.0e} - {hi:7.0e}  {r['shapes']:4d} shapes  GMAE "
+                  f"{r['gmae_pct']:5.1f}%  median {r['median_ratio']:.2f}  "
+                  f"measured / {reference.name}: {r['over_reference']:.2f}")
     other_profile = None
     if args.profile_from:
         other_profile = _other_profile(args.profile_from)
@@ -209,6 +253,8 @@ def main(argv=None) -> int:
     rp.add_argument("--profile-from", metavar="DIR|PROFILE",
                     help="also predict with a measured profile: built from another "
                          "folder, or a profile file (e.g. the bundled one)")
+    rp.add_argument("--reference", default="NVIDIA A100-PCIE-40GB",
+                    help="a training GPU to set the fp32 GEMMs beside, by size")
     rp.set_defaults(fn=cmd_report)
     args = p.parse_args(argv)
     return args.fn(args)

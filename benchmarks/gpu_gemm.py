@@ -145,7 +145,17 @@ def main() -> int:
     kinds = ("gbm", "mlp") if args.regressor == "both" else (args.regressor,)
     if args.variants:
         return _variants(kinds)
-    ts = training_set(load_neusight())
+    data = load_neusight()
+    ts = training_set(data)
+    print("sustained share of the datasheet fp32 peak, GEMMs with B*M, N, K >= 1024 "
+          "(median, 90th percentile): what no datasheet figure gives, and what a GPU left "
+          "out must be guessed at")
+    for d in data:
+        big = np.minimum(np.minimum(d.B * d.M, d.N), d.K) >= 1024
+        flops, _ = gemm_flops_bytes(d.B[big], d.M[big], d.N[big], d.K[big], shared_weight=True)
+        share = flops / (d.kernel_ms()[big] * 1e-3) / d.figures.peak_flops
+        print(f"  {d.name:<24} {big.sum():5d} shapes  {np.median(share):5.2f}  "
+              f"{np.percentile(share, 90):5.2f}")
     for kind in kinds:
         t0 = time.perf_counter()
         h = heldout_validation(ts, kind)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 from functools import lru_cache
 
+import numpy as np
+
 from ..hardware.generations import arch_of
 from ..hardware.peaks import measured_peaks
 from ..hardware.specs import DeviceSpec, find_gpu_spec
@@ -23,7 +25,14 @@ from .gpu_roofline import MeasuredRooflineModel, public_op_efficiency
 from .tensor_core_gemm import TensorCoreGemmModel
 
 __all__ = ["gpu_models", "datasheet_profile", "datasheet_default", "same_compute",
-           "with_measured_sibling"]
+           "with_measured_sibling", "power_cap_note", "LOW_POWER_WATTS"]
+
+# Boards of this power and less (T4 70 W, P4 75 W, L4 72 W) run large GEMMs power-capped:
+# in the public GEMM measurements the T4 and the P4 sustain 39 % and 18 % of their
+# datasheet FP32 peak on products of 1024 and more in every dimension
+# (python benchmarks/gpu_gemm.py), where the 250 W boards sustain 63-87 %.
+LOW_POWER_WATTS = 75.0
+_PROBE = 4096  # the square fp32 GEMM the note quotes a sustained share for
 
 
 def gpu_models(spec: DeviceSpec, regressor, gemm_info: dict) -> dict:
@@ -38,6 +47,39 @@ def gpu_models(spec: DeviceSpec, regressor, gemm_info: dict) -> dict:
             "embedding": EmbeddingLookupModel(peaks, clock_mhz=spec.clock_mhz)}
 
 
+def _sustained_share(gemm, spec: DeviceSpec) -> float:
+    """The GEMM model's predicted share of ``spec``'s datasheet FP32 peak on a
+    :data:`_PROBE`-cubed product."""
+    model = gemm.with_figures(figures_from_spec(spec))
+    ms = float(np.ravel(model.predict_shapes(1, _PROBE, _PROBE, _PROBE))[0])
+    return 2.0 * _PROBE ** 3 / (ms * 1e-3) / spec.flops("float32")
+
+
+def power_cap_note(spec: DeviceSpec, gemm) -> str | None:
+    """A warning for a board of at most :data:`LOW_POWER_WATTS` that the GEMM model never
+    measured: its datasheet peak assumes a boost clock that such boards drop under
+    sustained load, and the model prices it from datasheet figures alone.  The measured
+    low-power boards' shares, as the model reproduces them, set the scale.  None for
+    other boards, or when no such board is in the model's training data."""
+    if not 0 < spec.board_watts <= LOW_POWER_WATTS:
+        return None
+    trained = list(getattr(gemm, "info", {}).get("trained_on", []))
+    if spec.name in trained:
+        return None
+    low = [s for s in map(find_gpu_spec, trained)
+           if s is not None and 0 < s.board_watts <= LOW_POWER_WATTS]
+    if not low:
+        return None
+    seen = " and ".join(f"{_sustained_share(gemm, s):.0%} ({s.name}, {s.board_watts:.0f} W)"
+                        for s in low)
+    return (f"power: the {spec.name} is a {spec.board_watts:.0f} W board, which no GEMM "
+            f"measurement covers: its fp32 GEMMs are priced at "
+            f"{_sustained_share(gemm, spec):.0%} of its datasheet peak (a {_PROBE}^3 "
+            f"product), where the measured boards of {LOW_POWER_WATTS:.0f} W or less run "
+            f"at {seen}. Such boards cap their clock under sustained load: these GEMM "
+            "times may be optimistic, and the stated range does not allow for it")
+
+
 def datasheet_profile(spec: DeviceSpec, template: DeviceProfile) -> DeviceProfile:
     """A profile for a GPU without a bundled one: its datasheet figures with the GEMM
     regressor of ``template``, peaks derived from the datasheet, and ``template``'s CPU
@@ -47,6 +89,7 @@ def datasheet_profile(spec: DeviceSpec, template: DeviceProfile) -> DeviceProfil
     info = dict(getattr(gemm, "info", {}))
     overheads = (f"those of the bundled {template.name} profile"
                  + (f" ({template.overheads.source})" if template.overheads else ""))
+    power = power_cap_note(spec, gemm)
     return DeviceProfile(spec.name, "datasheet", spec, overheads=template.overheads,
                          launch_map=dict(template.launch_map),
                          kernel_models=gpu_models(spec, gemm.regressor, info),
@@ -55,7 +98,8 @@ def datasheet_profile(spec: DeviceSpec, template: DeviceProfile) -> DeviceProfil
                                      "gemm": f"regressor of the bundled {template.name} profile "
                                              "applied to this GPU's datasheet figures",
                                      "peaks": measured_peaks(spec).source,
-                                     "overheads": overheads},
+                                     "overheads": overheads,
+                                     **({"power_cap": power} if power else {})},
                          validation={k: v for k, v in template.validation.items()
                                      if k != "this_gpu"})
 

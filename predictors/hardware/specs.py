@@ -32,6 +32,9 @@ class DeviceSpec:
     source: str = ""
     clock_mhz: float = 0.0  # boost clock the FP32 peak assumes (GPU)
     cores_per_sm: int = 0  # FP32 lanes per SM (GPU)
+    # GPU: maximum board power in W, from the same datasheet (0: not known).  Boards of
+    # 75 W and less hold their clock only under light load (costs/datasheet.py)
+    board_watts: float = 0.0
     # CPU: ns per n·log2(n) of its n indices that an EmbeddingBag backward with a dense
     # gradient spends beyond the sparse one (0: not measured)
     sort_ns: float = 0.0
@@ -59,13 +62,13 @@ GPU_SPECS: dict[str, DeviceSpec] = {s.name: s for s in [
                vector_flops=15.7 * _T, mem_bw=900 * _GB, l2_bytes=6e6, sms=80,
                memory_bytes=32 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
                source="NVIDIA V100 datasheet; Volta architecture whitepaper",
-               clock_mhz=1530, cores_per_sm=64),
+               clock_mhz=1530, cores_per_sm=64, board_watts=300),
     DeviceSpec("Tesla V100-SXM2-16GB", "gpu",
                {"float32": 15.7 * _T, "float16": 125 * _T, "bfloat16": 15.7 * _T},
                vector_flops=15.7 * _T, mem_bw=900 * _GB, l2_bytes=6e6, sms=80,
                memory_bytes=16 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
                source="NVIDIA V100 datasheet; Volta architecture whitepaper",
-               clock_mhz=1530, cores_per_sm=64),
+               clock_mhz=1530, cores_per_sm=64, board_watts=300),
     # V100 DGXS 32GB (DGX Station): the SXM2 part's clocks and memory.
     DeviceSpec("Tesla V100-DGXS-32GB", "gpu",
                {"float32": 15.7 * _T, "float16": 125 * _T, "bfloat16": 15.7 * _T},
@@ -79,7 +82,7 @@ GPU_SPECS: dict[str, DeviceSpec] = {s.name: s for s in [
                vector_flops=14.0 * _T, mem_bw=900 * _GB, l2_bytes=6e6, sms=80,
                memory_bytes=32 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
                source="NVIDIA V100 datasheet; Volta architecture whitepaper",
-               clock_mhz=1370, cores_per_sm=64),
+               clock_mhz=1370, cores_per_sm=64, board_watts=250),
     # A100 SXM4 40GB: A100 datasheet: 19.5 TFLOPS FP32, 312 TFLOPS FP16/BF16 tensor,
     # 1,555 GB/s HBM2; Ampere whitepaper: 108 SMs x 64 FP32 lanes, 40 MB L2, 1410 MHz.
     DeviceSpec("NVIDIA A100-SXM4-40GB", "gpu",
@@ -87,7 +90,7 @@ GPU_SPECS: dict[str, DeviceSpec] = {s.name: s for s in [
                vector_flops=19.5 * _T, mem_bw=1555 * _GB, l2_bytes=40e6, sms=108,
                memory_bytes=40 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
                source="NVIDIA A100 datasheet; Ampere GA100 whitepaper",
-               clock_mhz=1410, cores_per_sm=64),
+               clock_mhz=1410, cores_per_sm=64, board_watts=400),
     # PG509-200: the board name some A100 40GB SXM4 modules report (HTA's A100 traces).
     DeviceSpec("NVIDIA A100-PG509-200", "gpu",
                {"float32": 19.5 * _T, "float16": 312 * _T, "bfloat16": 312 * _T},
@@ -101,20 +104,20 @@ GPU_SPECS: dict[str, DeviceSpec] = {s.name: s for s in [
                vector_flops=19.5 * _T, mem_bw=2039 * _GB, l2_bytes=40e6, sms=108,
                memory_bytes=80 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
                source="NVIDIA A100 datasheet; Ampere GA100 whitepaper",
-               clock_mhz=1410, cores_per_sm=64),
+               clock_mhz=1410, cores_per_sm=64, board_watts=400),
     # A100 PCIe 40GB: datasheet 1,555 GB/s; 80GB PCIe: 1,935 GB/s; compute as SXM4.
     DeviceSpec("NVIDIA A100-PCIE-40GB", "gpu",
                {"float32": 19.5 * _T, "float16": 312 * _T, "bfloat16": 312 * _T},
                vector_flops=19.5 * _T, mem_bw=1555 * _GB, l2_bytes=40e6, sms=108,
                memory_bytes=40 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
                source="NVIDIA A100 datasheet; Ampere GA100 whitepaper",
-               clock_mhz=1410, cores_per_sm=64),
+               clock_mhz=1410, cores_per_sm=64, board_watts=250),
     DeviceSpec("NVIDIA A100 80GB PCIe", "gpu",
                {"float32": 19.5 * _T, "float16": 312 * _T, "bfloat16": 312 * _T},
                vector_flops=19.5 * _T, mem_bw=1935 * _GB, l2_bytes=40e6, sms=108,
                memory_bytes=80 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
                source="NVIDIA A100 datasheet; Ampere GA100 whitepaper",
-               clock_mhz=1410, cores_per_sm=64),
+               clock_mhz=1410, cores_per_sm=64, board_watts=300),
     # H100 SXM5 80GB: H100 datasheet: 67 TFLOPS FP32, 989 TFLOPS BF16 dense, 3.35 TB/s
     # HBM3; Hopper whitepaper: 132 SMs x 128 FP32 lanes, 50 MB L2, 1980 MHz boost.
     DeviceSpec("NVIDIA H100 80GB HBM3", "gpu",
@@ -122,7 +125,7 @@ GPU_SPECS: dict[str, DeviceSpec] = {s.name: s for s in [
                vector_flops=67 * _T, mem_bw=3350 * _GB, l2_bytes=50e6, sms=132,
                memory_bytes=80 * _GB, launch_latency_s=4e-6, kernel_floor_s=2e-6,
                source="NVIDIA H100 datasheet; Hopper architecture whitepaper",
-               clock_mhz=1980, cores_per_sm=128),
+               clock_mhz=1980, cores_per_sm=128, board_watts=700),
     # H100 PCIe 80GB: datasheet 51 TFLOPS FP32, 756 TFLOPS BF16 dense, 2 TB/s HBM2e;
     # Hopper whitepaper: 114 SMs, 50 MB L2; 1755 MHz boost.
     DeviceSpec("NVIDIA H100 PCIe", "gpu",
@@ -130,14 +133,14 @@ GPU_SPECS: dict[str, DeviceSpec] = {s.name: s for s in [
                vector_flops=51 * _T, mem_bw=2000 * _GB, l2_bytes=50e6, sms=114,
                memory_bytes=80 * _GB, launch_latency_s=4e-6, kernel_floor_s=2e-6,
                source="NVIDIA H100 datasheet; Hopper architecture whitepaper",
-               clock_mhz=1755, cores_per_sm=128),
+               clock_mhz=1755, cores_per_sm=128, board_watts=350),
     # H200 SXM 141GB: H200 datasheet: compute as H100 SXM, 4.8 TB/s HBM3e, 141 GB.
     DeviceSpec("NVIDIA H200", "gpu",
                {"float32": 67 * _T, "float16": 989 * _T, "bfloat16": 989 * _T},
                vector_flops=67 * _T, mem_bw=4800 * _GB, l2_bytes=50e6, sms=132,
                memory_bytes=141 * _GB, launch_latency_s=4e-6, kernel_floor_s=2e-6,
                source="NVIDIA H200 datasheet (GH100 figures from the Hopper whitepaper)",
-               clock_mhz=1980, cores_per_sm=128),
+               clock_mhz=1980, cores_per_sm=128, board_watts=700),
     # Older and inference GPUs that the public GEMM measurements cover (NeuSight's
     # device_configs: datasheet bandwidth and L2, FP32 peak = SMs x lanes x 2 x boost).
     # GeForce RTX 2080 Ti: Turing whitepaper: 68 SMs x 64 FP32 lanes, 1545 MHz boost
@@ -148,25 +151,25 @@ GPU_SPECS: dict[str, DeviceSpec] = {s.name: s for s in [
                vector_flops=13.45 * _T, mem_bw=616 * _GB, l2_bytes=5.5e6, sms=68,
                memory_bytes=11 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
                source="NVIDIA Turing architecture whitepaper (TU102, RTX 2080 Ti)",
-               clock_mhz=1545, cores_per_sm=64),
+               clock_mhz=1545, cores_per_sm=64, board_watts=250),
     DeviceSpec("Tesla T4", "gpu",
                {"float32": 8.141 * _T, "float16": 65 * _T, "bfloat16": 8.141 * _T},
                vector_flops=8.141 * _T, mem_bw=320 * _GB, l2_bytes=4e6, sms=40,
                memory_bytes=16 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
                source="NVIDIA T4 datasheet; NeuSight device_configs",
-               clock_mhz=1590, cores_per_sm=64),
+               clock_mhz=1590, cores_per_sm=64, board_watts=70),
     DeviceSpec("Tesla P100-PCIE-16GB", "gpu",
                {"float32": 9.519 * _T, "float16": 19.0 * _T, "bfloat16": 9.519 * _T},
                vector_flops=9.519 * _T, mem_bw=732 * _GB, l2_bytes=4e6, sms=56,
                memory_bytes=16 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
                source="NVIDIA P100 datasheet; NeuSight device_configs",
-               clock_mhz=1380, cores_per_sm=64),
+               clock_mhz=1380, cores_per_sm=64, board_watts=250),
     DeviceSpec("Tesla P4", "gpu",
                {"float32": 5.699 * _T, "float16": 5.699 * _T, "bfloat16": 5.699 * _T},
                vector_flops=5.699 * _T, mem_bw=192 * _GB, l2_bytes=2e6, sms=40,
                memory_bytes=8 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
                source="NVIDIA P4 datasheet; NeuSight device_configs (40 SMs x 64 lanes)",
-               clock_mhz=1113, cores_per_sm=64),
+               clock_mhz=1113, cores_per_sm=64, board_watts=75),
     # Ada Lovelace inference GPUs (PCIe, no NVLink).  Tensor figures are dense (the
     # datasheets quote twice these with sparsity).
     # L4: NVIDIA L4 datasheet: 30.3 TFLOPS FP32, TF32 60 / FP16 121 / BF16 121 TFLOPS dense
@@ -178,7 +181,7 @@ GPU_SPECS: dict[str, DeviceSpec] = {s.name: s for s in [
                vector_flops=30.3 * _T, mem_bw=300 * _GB, l2_bytes=48e6, sms=58,
                memory_bytes=24 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
                source="NVIDIA L4 datasheet; NeuSight device_configs (L2)",
-               clock_mhz=2040, cores_per_sm=128),
+               clock_mhz=2040, cores_per_sm=128, board_watts=72),
     # L40S: NVIDIA L40S datasheet: 91.6 TFLOPS FP32, TF32 183 / FP16 362 / BF16 362 TFLOPS
     # dense tensor, 48 GB GDDR6 at 864 GB/s, 18,176 CUDA cores (142 SMs x 128), PCIe 4.0
     # x16; Ada architecture whitepaper (AD102): 96 MB L2; 2520 MHz boost
@@ -188,7 +191,7 @@ GPU_SPECS: dict[str, DeviceSpec] = {s.name: s for s in [
                vector_flops=91.6 * _T, mem_bw=864 * _GB, l2_bytes=96e6, sms=142,
                memory_bytes=48 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
                source="NVIDIA L40S datasheet; Ada Lovelace architecture whitepaper (AD102)",
-               clock_mhz=2520, cores_per_sm=128),
+               clock_mhz=2520, cores_per_sm=128, board_watts=350),
     # B200 (HGX/DGX B200, SXM, 1000 W): NVIDIA HGX B200 and DGX B200 datasheets, per GPU
     # (the 8-GPU figures / 8): 75 TFLOPS FP32, TF32 1.1 / FP16 2.25 / BF16 2.25 PFLOPS dense
     # tensor, 180 GB HBM3e at 8 TB/s, NVLink 5 at 1.8 TB/s (900 GB/s each way).  The
@@ -201,7 +204,7 @@ GPU_SPECS: dict[str, DeviceSpec] = {s.name: s for s in [
                memory_bytes=180 * _GB, launch_latency_s=4e-6, kernel_floor_s=2e-6,
                source="NVIDIA HGX B200 / DGX B200 datasheets (per GPU); SMs and L2 as the "
                       "CUDA runtime reports them",
-               clock_mhz=1980, cores_per_sm=128),
+               clock_mhz=1980, cores_per_sm=128, board_watts=1000),
     # MI300X (OAM): AMD Instinct MI300X datasheet: 304 CUs, 2100 MHz peak engine clock,
     # 163.4 TFLOPS FP32 vector and matrix, TF32 653.7 / FP16 1307.4 / BF16 1307.4 TFLOPS
     # dense matrix, 192 GB HBM3 at 5.3 TB/s, 256 MB AMD Infinity Cache (the memory-side
@@ -213,7 +216,7 @@ GPU_SPECS: dict[str, DeviceSpec] = {s.name: s for s in [
                vector_flops=163.4 * _T, mem_bw=5300 * _GB, l2_bytes=256e6, sms=304,
                memory_bytes=192 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
                source="AMD Instinct MI300X datasheet",
-               clock_mhz=2100, cores_per_sm=128),
+               clock_mhz=2100, cores_per_sm=128, board_watts=750),
 ]}
 
 # Short names a user may type for a GPU (``l4``, ``h100``): the part each stands for.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 
 import pytest
 from paths import SCENARIOS, SHARED_DATA
@@ -307,3 +308,24 @@ def test_the_drawn_links_set_the_gpus_fabric():
     assert all_reduce_ms(_dgx_h100_graph(False)) > 2 * all_reduce_ms(_dgx_h100_graph(True))
     with pytest.raises(ScenarioError, match="gpu8 has no link"):
         all_reduce_ms(_dgx_h100_graph(None))
+
+
+def test_a_low_power_board_outside_the_gemm_data_carries_a_power_note():
+    """The L4 (72 W) is priced from its datasheet clock; the note quotes the measured
+    low-power boards' shares as the model reproduces them.  Boards in the data, and
+    full-power boards, carry none."""
+    from predictors.costs.datasheet import LOW_POWER_WATTS, power_cap_note
+
+    gemm = profile_for_device("NVIDIA H100 80GB HBM3").kernel_models["gemm"]
+    assert all(GPU_SPECS[n].board_watts > 0 for n in LISTED_GPUS)
+    note = power_cap_note(GPU_SPECS["NVIDIA L4"], gemm)
+    assert note is not None and "72 W" in note
+    assert "Tesla T4, 70 W" in note and "Tesla P4, 75 W" in note
+    shares = [float(v) for v in re.findall(r"(\d+)%", note)]
+    # the L4's predicted share and then the T4's and P4's: the low-power boards are
+    # measured far below the share the datasheet figures give the L4
+    assert len(shares) == 3 and shares[0] > max(shares[1:]) > 0
+    assert power_cap_note(GPU_SPECS["Tesla T4"], gemm) is None  # measured
+    assert power_cap_note(GPU_SPECS["NVIDIA L40S"], gemm) is None  # 350 W
+    assert GPU_SPECS["NVIDIA L40S"].board_watts > LOW_POWER_WATTS
+    assert profile_for_device("NVIDIA L4").provenance["power_cap"] == note
