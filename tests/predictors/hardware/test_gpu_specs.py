@@ -167,7 +167,7 @@ def test_unknown_gpu_messages_list_the_known_ones(tmp_path, capsys):
     assert all(k in str(exc.value) for k in ("l4", "l40s", "b200", "mi300x"))
 
 
-def test_kernels_predict_by_short_name(tmp_path):
+def test_kernels_predict_by_short_name(tmp_path, capsys):
     shapes = tmp_path / "s.csv"
     shapes.write_text("M,N,K\n4096,4096,4096\n")
     ms = {}
@@ -177,6 +177,9 @@ def test_kernels_predict_by_short_name(tmp_path):
                      "--out", str(out)]) == 0
         ms[gpu] = float(out.read_text().splitlines()[1].split(",")[-1])
         assert profile_for_device(gpu).kind == "datasheet"
+        # only the 72 W board is warned of its power cap
+        assert ("note: power: the NVIDIA L4 is a 72 W board" in capsys.readouterr().out) \
+            == (gpu == "L4")
     # a 4096^3 fp32 product is compute-bound: L4's 30 TFLOPS against B200's 75
     assert ms["L4"] > ms["B200"] > 0
 
