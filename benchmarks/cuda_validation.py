@@ -111,7 +111,7 @@ def gemm_errors(doc: dict, profile) -> list[dict]:
 
 
 # FLOPs bands of the fp32 GEMMs' size breakdown
-_BANDS = (1e5, 1e8, 3e8, 1e9, 3e9, 1e10, 1e13)
+_BANDS = (0.0, 1e8, 3e8, 1e9, 3e9, 1e10, float("inf"))
 
 
 def fp32_by_size(doc: dict, profile, reference) -> list[dict]:
@@ -183,14 +183,20 @@ def cmd_report(args) -> int:
             print(f"  {r['op']:6s} {r['dtype']:8s} {r['shapes']:4d} shapes  GMAE "
                   f"{r['gmae_pct']:5.1f}%  median predicted/measured {r['median_ratio']:.2f}"
                   + al)
-        reference = profile_for_device(args.reference)
+        try:
+            reference = profile_for_device(args.reference)
+        except (KeyError, ValueError) as exc:
+            print(f"error: --reference: {exc}", file=sys.stderr)
+            return 2
         bands = fp32_by_size(doc, bundled, reference)
         if bands:
             print(f"  fp32 linear by FLOPs: GMAE, median predicted/measured, and median "
                   f"measured / {reference.name}'s predicted (its own training data)")
         for r in bands:
             lo, hi = r["flops"]
-            print(f"    {lo:7.0e} - {hi:7.0e}  {r['shapes']:4d} shapes  GMAE "
+            band = (f"under {hi:.0e}" if lo == 0 else f"from {lo:.0e}" if hi == float("inf")
+                    else f"{lo:.0e} - {hi:.0e}")
+            print(f"    {band:<17s} {r['shapes']:4d} shapes  GMAE "
                   f"{r['gmae_pct']:5.1f}%  median {r['median_ratio']:.2f}  "
                   f"measured / {reference.name}: {r['over_reference']:.2f}")
     other_profile = None

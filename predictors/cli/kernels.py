@@ -225,7 +225,7 @@ def _cmd_predict(args) -> int:
     except OSError as exc:
         return _fail(f"--out: {exc}")
     print(f"{args.out}: {len(rows)} rows, {args.op} on {profile.name} ({profile.kind})")
-    if profile.provenance.get("power_cap"):
+    if profile.provenance.get("power_cap") and args.op in GEMM_OPS + CONV_OPS:
         print(f"note: {profile.provenance['power_cap']}")
     return 0
 

@@ -75,9 +75,9 @@ def power_cap_note(spec: DeviceSpec, gemm) -> str | None:
     return (f"power: the {spec.name} is a {spec.board_watts:.0f} W board, which no GEMM "
             f"measurement covers: its fp32 GEMMs are priced at "
             f"{_sustained_share(gemm, spec):.0%} of its datasheet peak (a {_PROBE}^3 "
-            f"product), where the measured boards of {LOW_POWER_WATTS:.0f} W or less run "
-            f"at {seen}. Such boards cap their clock under sustained load: these GEMM "
-            "times may be optimistic, and the stated range does not allow for it")
+            f"product), where the model, fitted on their measurements, gives the boards "
+            f"of {LOW_POWER_WATTS:.0f} W or less {seen}. Such boards cap their clock under "
+            "sustained load: these GEMM times may be optimistic")
 
 
 def datasheet_profile(spec: DeviceSpec, template: DeviceProfile) -> DeviceProfile:

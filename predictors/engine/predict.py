@@ -274,9 +274,11 @@ def predict(scenario: dict, *, profile=None, overheads=None, host: str | None = 
     title = doc["name"] or "prediction"
     notes = [f"profile: {profile.name} ({profile.kind})" if profile is not None
              else "profile: datasheet roofline (no calibrated profile for this device)"]
-    if profile is not None:
-        notes.extend(filter(None, (profile.provenance.get(k)
-                                   for k in ("gemm_sibling", "power_cap"))))
+    if profile is not None and profile.provenance.get("gemm_sibling"):
+        notes.append(profile.provenance["gemm_sibling"])
+    if profile is not None and profile.provenance.get("power_cap"):
+        notes.append(profile.provenance["power_cap"] + ", and the 80 % range does not "
+                     "allow for it")
     if profile is not None and overheads is None and profile.provenance.get("host_overheads"):
         notes.append(f"host: {profile.provenance['host_overheads']}")
     if doc["training"].get("input_pipeline") == "torchrec":

@@ -75,7 +75,7 @@ GPU_SPECS: dict[str, DeviceSpec] = {s.name: s for s in [
                vector_flops=15.7 * _T, mem_bw=900 * _GB, l2_bytes=6e6, sms=80,
                memory_bytes=32 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
                source="NVIDIA V100 datasheet (SXM2 figures); DGX Station datasheet",
-               clock_mhz=1530, cores_per_sm=64),
+               clock_mhz=1530, cores_per_sm=64, board_watts=300),
     # V100 PCIe: datasheet 14 TFLOPS FP32, 112 TFLOPS tensor, 900 GB/s; 1370 MHz boost.
     DeviceSpec("Tesla V100-PCIE-32GB", "gpu",
                {"float32": 14.0 * _T, "float16": 112 * _T, "bfloat16": 14.0 * _T},
@@ -97,7 +97,7 @@ GPU_SPECS: dict[str, DeviceSpec] = {s.name: s for s in [
                vector_flops=19.5 * _T, mem_bw=1555 * _GB, l2_bytes=40e6, sms=108,
                memory_bytes=40 * _GB, launch_latency_s=4e-6, kernel_floor_s=2.5e-6,
                source="NVIDIA A100 datasheet (SXM4 40GB); Ampere GA100 whitepaper",
-               clock_mhz=1410, cores_per_sm=64),
+               clock_mhz=1410, cores_per_sm=64, board_watts=400),
     # A100 SXM4 80GB: datasheet 2,039 GB/s HBM2e, compute as the 40 GB part.
     DeviceSpec("NVIDIA A100-SXM4-80GB", "gpu",
                {"float32": 19.5 * _T, "float16": 312 * _T, "bfloat16": 312 * _T},

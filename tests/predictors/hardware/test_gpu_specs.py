@@ -320,7 +320,9 @@ def test_a_low_power_board_outside_the_gemm_data_carries_a_power_note():
     from predictors.costs.datasheet import LOW_POWER_WATTS, power_cap_note
 
     gemm = profile_for_device("NVIDIA H100 80GB HBM3").kernel_models["gemm"]
-    assert all(GPU_SPECS[n].board_watts > 0 for n in LISTED_GPUS)
+    assert all(s.board_watts > 0 for s in GPU_SPECS.values() if s.kind == "gpu")
+    low = {n for n, s in GPU_SPECS.items() if 0 < s.board_watts <= LOW_POWER_WATTS}
+    assert low == {"Tesla T4", "Tesla P4", "NVIDIA L4"}
     note = power_cap_note(GPU_SPECS["NVIDIA L4"], gemm)
     assert note is not None and "72 W" in note
     assert "Tesla T4, 70 W" in note and "Tesla P4, 75 W" in note
@@ -332,3 +334,11 @@ def test_a_low_power_board_outside_the_gemm_data_carries_a_power_note():
     assert power_cap_note(GPU_SPECS["NVIDIA L40S"], gemm) is None  # 350 W
     assert GPU_SPECS["NVIDIA L40S"].board_watts > LOW_POWER_WATTS
     assert profile_for_device("NVIDIA L4").provenance["power_cap"] == note
+
+
+def test_a_prediction_on_the_l4_carries_the_power_note(dlrm_runs):
+    notes = {p: run[0].notes for p, run in dlrm_runs.items()}
+    assert any(n.startswith("power: the NVIDIA L4") and n.endswith("does not allow for it")
+               for n in notes["l4-1"])
+    assert not any(n.startswith("power:") for p, ns in notes.items() if p != "l4-1"
+                   for n in ns)
