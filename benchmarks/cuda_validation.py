@@ -119,20 +119,18 @@ def fp32_by_size(doc: dict, profile, reference) -> list[dict]:
     measured, and the median of measured over ``reference``'s prediction (a GPU of the
     training data, predicted in its own range): where it is near or over 1, this GPU
     runs those products no faster than the reference, whatever its datasheet says."""
+    from predictors.cli.kernels import predict_rows
     from predictors.utils.metrics import gmae
 
     sel = [r for r in doc.get("gemm") or []
            if r.get("ms") and r["op"] == "linear" and r["dtype"] == "float32"]
     if not sel:
         return []
-    b, m, n, k = (np.array([r[c] for r in sel], dtype=float) for c in "bmnk")
+    csv_rows = [{"B": r["b"], "M": r["m"], "N": r["n"], "K": r["k"]} for r in sel]
     meas = np.array([r["ms"] for r in sel])
-    flops = 2 * b * m * n * k
-
-    def predict(p):
-        return p.kernel_models["gemm"].predict_shapes(b, m, n, k, shared_weight=True)
-
-    pred, ref = predict(profile), predict(reference)
+    flops = np.array([2.0 * r["b"] * r["m"] * r["n"] * r["k"] for r in sel])
+    pred, ref = (predict_rows(p, "mm", csv_rows, ["B", "M", "N", "K"])
+                 for p in (profile, reference))
     out = []
     for lo, hi in zip(_BANDS, _BANDS[1:]):
         q = (flops >= lo) & (flops < hi)

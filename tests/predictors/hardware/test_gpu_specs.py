@@ -327,8 +327,8 @@ def test_a_low_power_board_outside_the_gemm_data_carries_a_power_note():
     assert note is not None and "72 W" in note
     assert "Tesla T4, 70 W" in note and "Tesla P4, 75 W" in note
     shares = [float(v) for v in re.findall(r"(\d+)%", note)]
-    # the L4's predicted share and then the T4's and P4's: the low-power boards are
-    # measured far below the share the datasheet figures give the L4
+    # the L4's predicted share and then the P4's and T4's: the model prices the measured
+    # low-power boards far below the share the datasheet figures give the L4
     assert len(shares) == 3 and shares[0] > max(shares[1:]) > 0
     assert power_cap_note(GPU_SPECS["Tesla T4"], gemm) is None  # measured
     assert power_cap_note(GPU_SPECS["NVIDIA L40S"], gemm) is None  # 350 W
